@@ -1,0 +1,1 @@
+//! Benchmarks live in `benches/study.rs`; see `cargo bench -p benches`.

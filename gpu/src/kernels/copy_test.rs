@@ -1,0 +1,425 @@
+//! Bodies of the library's test kernels ([`crate::copy_test`]): each streams tiles of `src`
+//! through shared memory into `dst` with one abstraction, and `barrier_ops` records what the
+//! [`Barrier`] operations report.
+
+use crate::barrier::{ArrivalToken, Barrier};
+use crate::copy_test::{
+    BARRIER_OPS_OUTPUTS, BARRIER_OPS_POLLS, BARRIER_OPS_THREADS, TILE_BYTES, TILE_FLOATS,
+    TILES_PER_BLOCK,
+};
+use crate::memcpy_async::{
+    AlignedSize, Block, Completion, Warp, memcpy_async, memcpy_async_group, memcpy_async_zfill,
+};
+use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
+use crate::pipeline_state::PipelineSharedState;
+use crate::ptx;
+use crate::shared::{Shared, dynamic_shared};
+
+/// A copy test form.
+pub trait CopyTest {
+    /// The kernel body.
+    ///
+    /// # Safety
+    /// The launch contract of the copy test entry points (see [`crate::copy_test`]).
+    unsafe fn run<const STAGES: usize, const ALIGN: u32>(src: *const f32, dst: *mut f32, n: u32);
+}
+
+/// One unit type per [`CopyForm`](crate::copy_test::CopyForm), named like its variant (the
+/// table in [`crate::copy_test`] refers to them by that name).
+pub mod forms {
+    /// `ThreadPipeline` form.
+    pub struct ThreadPipeline;
+    /// `BlockPipeline` form.
+    pub struct BlockPipeline;
+    /// Warp-specialized `BlockPipeline` form.
+    pub struct WarpSpecialized;
+    /// `Barrier` form, per-thread copies.
+    pub struct Barrier;
+    /// `Barrier` form, warp group copies.
+    pub struct BarrierGroup;
+    /// Zero-fill form.
+    pub struct ZeroFill;
+}
+use forms::{
+    Barrier as BarrierForm, BarrierGroup, BlockPipeline as BlockPipelineForm,
+    ThreadPipeline as ThreadPipelineForm, WarpSpecialized, ZeroFill,
+};
+
+/// The tiles this block streams: `first..end`.
+#[inline(always)]
+fn block_tiles(tiles: u32) -> (u32, u32) {
+    let first = ptx::block_idx_x() * TILES_PER_BLOCK;
+    (first, tiles.min(first + TILES_PER_BLOCK))
+}
+
+/// Stage buffer `s` in dynamic shared memory.
+#[inline(always)]
+fn stage_buffer(s: u32) -> Shared<f32> {
+    dynamic_shared().add(s * TILE_BYTES).cast()
+}
+
+/// The pipeline mbarriers after `STAGES` buffers.
+#[inline(always)]
+fn pipeline_barriers<const STAGES: usize>() -> Shared<PipelineSharedState<STAGES>> {
+    dynamic_shared().add(STAGES as u32 * TILE_BYTES).cast()
+}
+
+/// Writes tile `tile` from `buffer` to `dst`: thread `rank` of `threads` takes elements
+/// `rank, rank + threads, ...`, which other threads copied.
+#[inline(always)]
+unsafe fn drain(buffer: Shared<f32>, dst: *mut f32, tile: u32, rank: u32, threads: u32) {
+    let mut e = rank;
+    while e < TILE_FLOATS {
+        // SAFETY: the tile landed (caller); dst holds every tile (launch contract).
+        unsafe {
+            dst.add((tile * TILE_FLOATS + e) as usize)
+                .write(buffer.add(e).read())
+        };
+        e += threads;
+    }
+}
+
+#[inline(always)]
+fn tile_src(src: *const f32, tile: u32) -> *const f32 {
+    src.wrapping_add((tile * TILE_FLOATS) as usize)
+}
+
+/// Per-thread form: thread `rank` of `threads` copies 16-byte chunks `rank, rank + threads,
+/// ...` of the tile, one `memcpy_async` each.
+#[inline(always)]
+unsafe fn copy_tile_by_chunks<C: Completion>(
+    buffer: Shared<f32>,
+    src: *const f32,
+    rank: u32,
+    threads: u32,
+    completion: &C,
+) {
+    const CHUNK: AlignedSize<16> = AlignedSize::of(16);
+    let mut chunk = rank;
+    while chunk < TILE_BYTES / 16 {
+        // SAFETY: inside the tile; 16-byte aligned (tile and buffer are).
+        unsafe {
+            memcpy_async(
+                buffer.add(4 * chunk),
+                src.add(4 * chunk as usize),
+                CHUNK,
+                completion,
+            )
+        };
+        chunk += threads;
+    }
+}
+
+impl CopyTest for ThreadPipelineForm {
+    unsafe fn run<const STAGES: usize, const ALIGN: u32>(src: *const f32, dst: *mut f32, n: u32) {
+        let t = ptx::thread_idx_x();
+        let threads = ptx::block_dim_x();
+        let (first, end) = block_tiles(n / TILE_FLOATS);
+        let count = end.saturating_sub(first);
+        let mut pipeline = ThreadPipeline::<STAGES>::new();
+        let (mut producer, mut consumer) = pipeline.split();
+        let mut produce = |i: u32| {
+            let stage = producer.producer_acquire();
+            if i < count {
+                // SAFETY: the buffer is free (see the barrier below), the tile exists.
+                unsafe {
+                    copy_tile_by_chunks(
+                        stage_buffer(stage.index()),
+                        tile_src(src, first + i),
+                        t,
+                        threads,
+                        &stage,
+                    )
+                };
+            }
+            stage.producer_commit();
+        };
+        for i in 0..STAGES as u32 - 1 {
+            produce(i);
+        }
+        for i in 0..count {
+            let ready = consumer.consumer_wait();
+            ptx::barrier_sync();
+            // SAFETY: every thread waited for its copies and synced.
+            unsafe { drain(stage_buffer(ready.index()), dst, first + i, t, threads) };
+            ready.consumer_release();
+            // Everyone is done with this buffer before anyone refills it.
+            ptx::barrier_sync();
+            produce(i + STAGES as u32 - 1);
+        }
+    }
+}
+
+/// The loop every block-pipeline form with all threads in both roles shares: copy tile
+/// `i + STAGES - 1` (with `copy`), then drain tile `i`.
+#[inline(always)]
+unsafe fn stream_block_pipeline<const STAGES: usize>(
+    dst: *mut f32,
+    tiles: u32,
+    copy: impl Fn(
+        Shared<f32>,
+        u32,
+        &crate::pipeline::ProducerStage<'_, crate::pipeline::BlockProducer<'_, STAGES>>,
+    ),
+) {
+    let t = ptx::thread_idx_x();
+    let threads = ptx::block_dim_x();
+    let (first, end) = block_tiles(tiles);
+    let count = end.saturating_sub(first);
+    // SAFETY: every thread calls this; the slots follow the buffers in the launch's layout.
+    let mut pipeline =
+        unsafe { BlockPipeline::<STAGES>::init_all_threads(pipeline_barriers(), threads) };
+    let (mut producer, mut consumer) = pipeline.split();
+    let mut produce = |i: u32| {
+        let stage = producer.producer_acquire();
+        if i < count {
+            copy(stage_buffer(stage.index()), first + i, &stage);
+        }
+        stage.producer_commit();
+    };
+    for i in 0..STAGES as u32 - 1 {
+        produce(i);
+    }
+    for i in 0..count {
+        produce(i + STAGES as u32 - 1);
+        let ready = consumer.consumer_wait();
+        // SAFETY: the stage's phase completed: every thread's copies landed.
+        unsafe { drain(stage_buffer(ready.index()), dst, first + i, t, threads) };
+        ready.consumer_release();
+    }
+}
+
+impl CopyTest for BlockPipelineForm {
+    unsafe fn run<const STAGES: usize, const ALIGN: u32>(src: *const f32, dst: *mut f32, n: u32) {
+        const TILE: AlignedSize<16> = AlignedSize::of(TILE_BYTES);
+        // SAFETY: launch contract; whole tiles only.
+        unsafe {
+            stream_block_pipeline::<STAGES>(dst, n / TILE_FLOATS, |buffer, tile, stage| {
+                memcpy_async_group(&Block, buffer, tile_src(src, tile), TILE, stage)
+            })
+        }
+    }
+}
+
+impl CopyTest for ZeroFill {
+    unsafe fn run<const STAGES: usize, const ALIGN: u32>(src: *const f32, dst: *mut f32, n: u32) {
+        let size = AlignedSize::<ALIGN>::of(TILE_BYTES);
+        // SAFETY: launch contract; the last tile reads only the `n` floats that exist.
+        unsafe {
+            stream_block_pipeline::<STAGES>(dst, n.div_ceil(TILE_FLOATS), |buffer, tile, stage| {
+                let left = (n - tile * TILE_FLOATS).min(TILE_FLOATS);
+                memcpy_async_zfill(&Block, buffer, tile_src(src, tile), size, left * 4, stage)
+            })
+        }
+    }
+}
+
+impl CopyTest for WarpSpecialized {
+    unsafe fn run<const STAGES: usize, const ALIGN: u32>(src: *const f32, dst: *mut f32, n: u32) {
+        const TILE: AlignedSize<16> = AlignedSize::of(TILE_BYTES);
+        let t = ptx::thread_idx_x();
+        let lane = ptx::lane_id();
+        let (first, end) = block_tiles(n / TILE_FLOATS);
+        // SAFETY: every thread calls this; warp 0 produces, warp 1 consumes, every stage.
+        let mut pipeline =
+            unsafe { BlockPipeline::<STAGES>::init_partitioned(pipeline_barriers(), 32, 32) };
+        let (mut producer, mut consumer) = pipeline.split();
+        if t < 32 {
+            for tile in first..end {
+                let stage = producer.producer_acquire();
+                // SAFETY: the buffer is free (acquired); the tile exists.
+                unsafe {
+                    memcpy_async_group(
+                        &Warp,
+                        stage_buffer(stage.index()),
+                        tile_src(src, tile),
+                        TILE,
+                        &stage,
+                    )
+                };
+                stage.producer_commit();
+            }
+            ptx::wait_all();
+        } else {
+            for tile in first..end {
+                let ready = consumer.consumer_wait();
+                // SAFETY: the producer warp's copies landed.
+                unsafe { drain(stage_buffer(ready.index()), dst, tile, lane, 32) };
+                ready.consumer_release();
+            }
+        }
+    }
+}
+
+crate::static_shared!(
+    /// Two tile buffers for the barrier forms (static shared memory).
+    fn barrier_copy_buffers() -> [f32; 2 * TILE_FLOATS as usize]
+);
+crate::static_shared!(
+    /// Their two barriers.
+    fn barrier_copy_slots() -> [u64; 2]
+);
+
+/// Double buffering with two [`Barrier`]s: copy tile `i + 1` (with `copy`) and arrive, then
+/// wait for tile `i`'s token and drain it.
+#[inline(always)]
+unsafe fn stream_barriers(dst: *mut f32, tiles: u32, copy: impl Fn(Shared<f32>, u32, &Barrier)) {
+    let t = ptx::thread_idx_x();
+    let threads = ptx::block_dim_x();
+    let (first, end) = block_tiles(tiles);
+    let buffers = barrier_copy_buffers();
+    let slots = barrier_copy_slots();
+    if t == 0 {
+        for s in 0..2 {
+            // SAFETY: reserved static slots; published by the sync below.
+            let _ = unsafe { Barrier::init(slots.at(s), threads) };
+        }
+    }
+    ptx::barrier_sync();
+    // SAFETY: initialized above and ordered by the sync.
+    let barrier = |s: u32| unsafe { Barrier::from_initialized(slots.at(s)) };
+    let buffer = |s: u32| buffers.at(s * TILE_FLOATS);
+
+    let mut pending: Option<ArrivalToken> = None;
+    if first < end {
+        copy(buffer(0), first, &barrier(0));
+        pending = Some(barrier(0).arrive());
+    }
+    for tile in first..end {
+        let current = (tile - first) % 2;
+        let next = 1 - current;
+        let next_token = (tile + 1 < end).then(|| {
+            // Buffer `next` was drained last iteration, before the trailing sync.
+            copy(buffer(next), tile + 1, &barrier(next));
+            barrier(next).arrive()
+        });
+        if let Some(token) = pending.take() {
+            barrier(current).wait(token);
+        }
+        // SAFETY: the barrier phase completed: every thread's copies landed.
+        unsafe { drain(buffer(current), dst, tile, t, threads) };
+        ptx::barrier_sync();
+        pending = next_token;
+    }
+}
+
+impl CopyTest for BarrierForm {
+    /// Thread `t` copies bytes `32 t .. 32 t + 32` of each tile in `ALIGN`-byte chunks.
+    unsafe fn run<const STAGES: usize, const ALIGN: u32>(src: *const f32, dst: *mut f32, n: u32) {
+        let t = ptx::thread_idx_x();
+        let share = AlignedSize::<ALIGN>::of(32);
+        // SAFETY: launch contract (32 threads x 32 bytes = one tile); whole tiles only.
+        unsafe {
+            stream_barriers(dst, n / TILE_FLOATS, |buffer, tile, barrier| {
+                memcpy_async(
+                    buffer.add(8 * t),
+                    tile_src(src, tile).add(8 * t as usize),
+                    share,
+                    barrier,
+                )
+            })
+        }
+    }
+}
+
+impl CopyTest for BarrierGroup {
+    unsafe fn run<const STAGES: usize, const ALIGN: u32>(src: *const f32, dst: *mut f32, n: u32) {
+        const TILE: AlignedSize<16> = AlignedSize::of(TILE_BYTES);
+        // SAFETY: launch contract; whole tiles only.
+        unsafe {
+            stream_barriers(dst, n / TILE_FLOATS, |buffer, tile, barrier| {
+                memcpy_async_group(&Warp, buffer, tile_src(src, tile), TILE, barrier)
+            })
+        }
+    }
+}
+
+crate::static_shared!(
+    /// The barrier of `barrier_ops`.
+    fn barrier_ops_slot() -> [u64; 1]
+);
+crate::static_shared!(
+    /// Per-thread flags of `barrier_ops`.
+    fn barrier_ops_flags() -> [u32; BARRIER_OPS_THREADS as usize]
+);
+
+/// Polls `test_wait` until the token's phase completes: 1, or 0 after
+/// [`BARRIER_OPS_POLLS`] polls (so a broken barrier fails the test instead of hanging).
+#[inline(always)]
+fn wait_bounded(barrier: &Barrier, token: &ArrivalToken) -> u32 {
+    for _ in 0..BARRIER_OPS_POLLS {
+        if barrier.test_wait(token) {
+            return 1;
+        }
+    }
+    0
+}
+
+/// Records the observations listed in [`crate::copy_test::BARRIER_OPS_EXPECTED`], in order.
+///
+/// # Safety
+/// One block of [`BARRIER_OPS_THREADS`] threads; `out` holds `BARRIER_OPS_OUTPUTS` words.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn barrier_ops(out: *mut u32) {
+    let t = ptx::thread_idx_x();
+    // SAFETY: launch contract: `out` holds BARRIER_OPS_OUTPUTS words.
+    let record = |i: usize, value: u32| unsafe {
+        if i < BARRIER_OPS_OUTPUTS {
+            out.add(i).write(value)
+        }
+    };
+    let slot = barrier_ops_slot().at(0);
+    let flags = barrier_ops_flags();
+    // SAFETY: every thread calls it; the slot is reserved.
+    let barrier = unsafe { Barrier::init_by_first_thread(slot, BARRIER_OPS_THREADS) };
+
+    // Phase 0: thread 0 arrives alone first, then the others.
+    let mut first = None;
+    if t == 0 {
+        let token = barrier.arrive();
+        record(0, token.pending_count());
+        record(1, barrier.test_wait(&token) as u32);
+        first = Some(token);
+    }
+    ptx::barrier_sync();
+    let token = match first {
+        Some(token) => token,
+        None => barrier.arrive(),
+    };
+    let done = wait_bounded(&barrier, &token);
+    // SAFETY: one flag per thread; read after the sync below.
+    unsafe { flags.at(t).write(done) };
+    ptx::barrier_sync();
+    if t == 0 {
+        record(2, done);
+        // SAFETY: written before the sync above.
+        let seen = (0..BARRIER_OPS_THREADS)
+            .map(|i| unsafe { flags.at(i).read() })
+            .sum();
+        record(7, seen);
+    }
+
+    // Phase 1: warp 1 leaves; phase 2: warp 0 alone.
+    if t >= 32 {
+        barrier.arrive_and_drop();
+        return;
+    }
+    let token = barrier.arrive();
+    let done1 = wait_bounded(&barrier, &token);
+    let token = barrier.arrive();
+    let done2 = wait_bounded(&barrier, &token);
+    // Warp 0 has finished with the barrier before thread 0 invalidates it.
+    ptx::barrier_sync_threads::<1>(32);
+    if t == 0 {
+        record(3, done1);
+        record(4, done2);
+        record(5, barrier.test_wait_parity(0) as u32);
+        record(6, barrier.test_wait_parity(1) as u32);
+        // SAFETY: nobody uses it any more (named barrier above); nothing bound to it.
+        unsafe { barrier.invalidate() };
+        // SAFETY: the slot is free again; only this thread uses the new barrier.
+        let alone = unsafe { Barrier::init(slot, 1) };
+        let token = alone.arrive();
+        record(8, wait_bounded(&alone, &token));
+    }
+}

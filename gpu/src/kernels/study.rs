@@ -1,0 +1,477 @@
+//! The study's kernels, one type per [`Style`]: the same problem and the same math, only the
+//! way the operands reach shared memory differs. See [`crate::study`] for the problem.
+//!
+//! Every pipelined style keeps `STAGES - 1` steps in flight and, at step `j`, refills the
+//! buffer that step `j - 1` used (`(j - 1) mod STAGES`) with the operands of step
+//! `j + STAGES - 1` *before* computing step `j`, so that the copy overlaps the math. Loops
+//! commit a stage every step even when nothing is left to copy, so the waits stay uniform.
+
+use crate::barrier::Barrier;
+use crate::memcpy_async::{AlignedSize, Completion, Warp, memcpy_async, memcpy_async_group};
+use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
+use crate::pipeline_state::{PipelineSharedState, PipelineState};
+use crate::ptx;
+use crate::shared::{Shared, dynamic_shared};
+use crate::study::{M, N, SharedLayout, Style, WARP_SIZE};
+
+/// A study style: how one block computes `C = A * B`.
+pub trait StudyStyle {
+    /// The style in the host-visible table.
+    const STYLE: Style;
+
+    /// The kernel body.
+    ///
+    /// # Safety
+    /// The launch contract of the study's entry points: one block of `STYLE.threads()`
+    /// threads with `SharedLayout::of(STYLE, STAGES).bytes` of dynamic shared memory, `a`
+    /// holding `32 * k` floats, `b` `k * 32`, `c` `32 * 32`, `1 <= k <= MAX_K`.
+    unsafe fn run<const STAGES: usize>(a: *const f32, b: *const f32, c: *mut f32, k: u32);
+}
+
+/// One unit type per [`Style`], named like its variant (the table in [`crate::study`] refers
+/// to them by that name).
+pub mod styles {
+    /// The synchronous baseline.
+    pub struct SyncBaseline;
+    /// Raw PTX async-groups.
+    pub struct RawAsyncGroup;
+    /// Raw PTX mbarriers (`full` / `empty` per stage).
+    pub struct RawMbarrier;
+    /// [`Barrier`](crate::barrier::Barrier)s with split arrive/wait, `memcpy_async` bound to
+    /// them.
+    pub struct Barrier;
+    /// [`ThreadPipeline`](crate::pipeline::ThreadPipeline).
+    pub struct ThreadPipeline;
+    /// [`BlockPipeline`](crate::pipeline::BlockPipeline), all threads both roles.
+    pub struct BlockPipeline;
+    /// Producer warp -> consumer warp.
+    pub struct WarpSpecialized;
+}
+use styles::{
+    Barrier as BarrierStyle, BlockPipeline as BlockPipelineStyle, RawAsyncGroup, RawMbarrier,
+    SyncBaseline, ThreadPipeline as ThreadPipelineStyle, WarpSpecialized,
+};
+
+/// The operands as one thread sees them.
+#[derive(Clone, Copy)]
+struct Problem {
+    a: *const f32,
+    b: *const f32,
+    k: u32,
+}
+
+impl Problem {
+    /// `A[row][step]`.
+    #[inline(always)]
+    fn a_elem(self, row: u32, step: u32) -> *const f32 {
+        self.a
+            .wrapping_add(row as usize * self.k as usize + step as usize)
+    }
+
+    /// `B[step][col]`.
+    #[inline(always)]
+    fn b_elem(self, step: u32, col: u32) -> *const f32 {
+        self.b
+            .wrapping_add(step as usize * N as usize + col as usize)
+    }
+}
+
+/// The stage buffers at the start of dynamic shared memory: stage `s` holds column `k` of A
+/// (`M` floats), then row `k` of B (`N` floats).
+#[inline(always)]
+fn stage_buffer(stage: u32) -> Shared<f32> {
+    dynamic_shared()
+        .add(SharedLayout::of(Style::SyncBaseline, 1).stage_offset(stage))
+        .cast()
+}
+
+/// The mbarriers after the stage buffers: `full[0..S]`, then `empty[0..S]`.
+#[inline(always)]
+fn stage_barriers<const STAGES: usize>(style: Style) -> Shared<PipelineSharedState<STAGES>> {
+    dynamic_shared()
+        .add(SharedLayout::of(style, STAGES as u32).barriers_offset)
+        .cast()
+}
+
+/// `acc[j] += A[row][k] * B[k][j]` for the `k` whose operands are in `stage`: one `LDS` for the
+/// A value, eight `LDS.128` for the B row (the same for every thread: a broadcast), 32 FMAs.
+#[inline(always)]
+unsafe fn accumulate(acc: &mut [f32; N as usize], stage: Shared<f32>, row: u32) {
+    // SAFETY: the caller waited for the stage's copies and made them visible.
+    let a = unsafe { stage.add(row).read() };
+    for quad in 0..N / 4 {
+        // SAFETY: as above; the B row starts 128 bytes into a 256-byte aligned stage.
+        let b = unsafe { stage.add(M + 4 * quad).cast::<[f32; 4]>().read() };
+        for i in 0..4 {
+            let j = 4 * quad as usize + i;
+            acc[j] = ptx::fma_f32(a, b[i], acc[j]);
+        }
+    }
+}
+
+/// Four floats with 16-byte alignment, so a row of C is written with `st.global.v4`.
+#[repr(C, align(16))]
+struct Quad([f32; 4]);
+
+/// `C[row][..] = acc`.
+#[inline(always)]
+unsafe fn store_row(c: *mut f32, row: u32, acc: &[f32; N as usize]) {
+    for quad in 0..N / 4 {
+        let j = 4 * quad as usize;
+        let value = Quad([acc[j], acc[j + 1], acc[j + 2], acc[j + 3]]);
+        // SAFETY: `c` holds 32x32 floats and is 16-byte aligned (launch contract).
+        unsafe {
+            c.add(row as usize * N as usize + j)
+                .cast::<Quad>()
+                .write(value)
+        };
+    }
+}
+
+/// Raw PTX: this thread's two copies for `step` into `stage` (`A[lane][step]` to slot
+/// `lane`, `B[step][lane]` to slot `M + lane`), 4 bytes each.
+#[inline(always)]
+unsafe fn copy_step_raw(p: Problem, stage: Shared<f32>, lane: u32, step: u32) {
+    // SAFETY: in-range operands (step < k), 4-byte aligned; the stage is free (caller).
+    unsafe {
+        ptx::cp_async_ca::<4>(stage.add(lane).addr(), p.a_elem(lane, step).cast());
+        ptx::cp_async_ca::<4>(stage.add(M + lane).addr(), p.b_elem(step, lane).cast());
+    }
+}
+
+/// One A element per thread.
+const A_ELEMENT: AlignedSize<4> = AlignedSize::of(4);
+/// A B row, split over a warp: one 4-byte chunk per lane.
+const B_ROW: AlignedSize<4> = AlignedSize::of(N * 4);
+
+/// Library: the same copies as [`copy_step_raw`] through `memcpy_async` — the A element by
+/// this thread, the B row by its warp (lane `i` takes chunk `i`), bound to `completion`.
+#[inline(always)]
+unsafe fn copy_step<C: Completion>(
+    p: Problem,
+    stage: Shared<f32>,
+    lane: u32,
+    step: u32,
+    completion: &C,
+) {
+    // SAFETY: as for `copy_step_raw`; the completion is open (caller).
+    unsafe {
+        memcpy_async(stage.add(lane), p.a_elem(lane, step), A_ELEMENT, completion);
+        memcpy_async_group(&Warp, stage.add(M), p.b_elem(step, 0), B_ROW, completion);
+    }
+}
+
+/// The ring index after `index`.
+#[inline(always)]
+fn next_stage<const STAGES: usize>(index: u32) -> u32 {
+    if index + 1 == STAGES as u32 {
+        0
+    } else {
+        index + 1
+    }
+}
+
+/// The ring index before `index`.
+#[inline(always)]
+fn previous_stage<const STAGES: usize>(index: u32) -> u32 {
+    if index == 0 {
+        STAGES as u32 - 1
+    } else {
+        index - 1
+    }
+}
+
+impl StudyStyle for SyncBaseline {
+    const STYLE: Style = Style::SyncBaseline;
+
+    unsafe fn run<const STAGES: usize>(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
+        let p = Problem { a, b, k };
+        let t = ptx::thread_idx_x();
+        let stage = stage_buffer(0);
+        let mut acc = [0.0; N as usize];
+        for step in 0..k {
+            // SAFETY: in-range reads (launch contract); the trailing barrier of the previous
+            // step ordered every read of the stage before these writes.
+            unsafe {
+                let a = p.a_elem(t, step).read();
+                let b = p.b_elem(step, t).read();
+                stage.add(t).write(a);
+                stage.add(M + t).write(b);
+            }
+            ptx::barrier_sync();
+            // SAFETY: the barrier made every thread's stores visible.
+            unsafe { accumulate(&mut acc, stage, t) };
+            ptx::barrier_sync();
+        }
+        // SAFETY: launch contract.
+        unsafe { store_row(c, t, &acc) };
+    }
+}
+
+impl StudyStyle for RawAsyncGroup {
+    const STYLE: Style = Style::RawAsyncGroup;
+
+    unsafe fn run<const STAGES: usize>(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
+        const { assert!(STAGES >= 2) };
+        let stages = STAGES as u32;
+        let p = Problem { a, b, k };
+        let t = ptx::thread_idx_x();
+        let mut acc = [0.0; N as usize];
+        for s in 0..stages - 1 {
+            if s < k {
+                // SAFETY: fresh buffers; s < k.
+                unsafe { copy_step_raw(p, stage_buffer(s), t, s) };
+            }
+            ptx::commit_group();
+        }
+        let mut current = 0;
+        for step in 0..k {
+            // Groups committed: step + STAGES - 1; the one for `step` is complete when at
+            // most STAGES - 2 newer ones are pending.
+            ptx::wait_group(stages - 2);
+            // Everyone's copies for `step` are visible, and everyone finished `step - 1`.
+            ptx::barrier_sync();
+            let ahead = step + stages - 1;
+            if ahead < k {
+                // SAFETY: the barrier above freed the buffer `step - 1` used.
+                unsafe {
+                    copy_step_raw(p, stage_buffer(previous_stage::<STAGES>(current)), t, ahead)
+                };
+            }
+            ptx::commit_group();
+            // SAFETY: waited and synced above.
+            unsafe { accumulate(&mut acc, stage_buffer(current), t) };
+            current = next_stage::<STAGES>(current);
+        }
+        // SAFETY: launch contract.
+        unsafe { store_row(c, t, &acc) };
+    }
+}
+
+impl StudyStyle for RawMbarrier {
+    const STYLE: Style = Style::RawMbarrier;
+
+    unsafe fn run<const STAGES: usize>(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
+        const { assert!(STAGES >= 2) };
+        let stages = STAGES as u32;
+        let p = Problem { a, b, k };
+        let t = ptx::thread_idx_x();
+        let barriers = stage_barriers::<STAGES>(Self::STYLE).cast::<u64>();
+        let full = |s: u32| barriers.add(s).addr();
+        let empty = |s: u32| barriers.add(stages + s).addr();
+        if t == 0 {
+            for s in 0..stages {
+                // SAFETY: reserved, aligned slots; the barrier below publishes the init.
+                unsafe {
+                    ptx::mbarrier_init(full(s), WARP_SIZE);
+                    ptx::mbarrier_init(empty(s), WARP_SIZE);
+                }
+            }
+        }
+        ptx::barrier_sync();
+
+        let mut fill = PipelineState::<STAGES>::producer_start();
+        let mut drain = PipelineState::<STAGES>::consumer_start();
+        // SAFETY (whole loop): the mbarriers are initialized; every thread arrives once per
+        // phase on each; a buffer is written only after its `empty` phase completed and read
+        // only after its `full` phase completed.
+        let mut produce = |step: u32| unsafe {
+            ptx::mbarrier_wait_parity(empty(fill.index()), fill.phase());
+            if step < k {
+                copy_step_raw(p, stage_buffer(fill.index()), t, step);
+            }
+            ptx::cp_async_mbarrier_arrive_noinc(full(fill.index()));
+            fill.advance();
+        };
+        for s in 0..stages - 1 {
+            produce(s);
+        }
+        let mut acc = [0.0; N as usize];
+        for step in 0..k {
+            produce(step + stages - 1);
+            // SAFETY: see above.
+            unsafe {
+                ptx::mbarrier_wait_parity(full(drain.index()), drain.phase());
+                accumulate(&mut acc, stage_buffer(drain.index()), t);
+                ptx::mbarrier_arrive(empty(drain.index()));
+            }
+            drain.advance();
+        }
+        // SAFETY: launch contract.
+        unsafe { store_row(c, t, &acc) };
+    }
+}
+
+impl StudyStyle for BarrierStyle {
+    const STYLE: Style = Style::Barrier;
+
+    /// Per stage a `full` barrier (copies bound with `memcpy_async`, every thread arrives
+    /// when it is about to read) and an `empty` barrier (every thread arrives when done
+    /// reading). At step `j` a thread arrives on `full[j]`, then — before waiting on that
+    /// token — waits for `empty[j - 1]` and issues the copies of step `j + STAGES - 1`: the
+    /// split between arrive and wait is where the next copies are issued.
+    unsafe fn run<const STAGES: usize>(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
+        const { assert!(STAGES >= 2) };
+        let stages = STAGES as u32;
+        let p = Problem { a, b, k };
+        let t = ptx::thread_idx_x();
+        let slots = stage_barriers::<STAGES>(Self::STYLE).cast::<u64>();
+        if t == 0 {
+            for s in 0..2 * stages {
+                // SAFETY: reserved, aligned slots; the barrier below publishes the init.
+                let _ = unsafe { Barrier::init(slots.add(s), WARP_SIZE) };
+            }
+        }
+        ptx::barrier_sync();
+        // SAFETY: initialized above, ordered by the barrier, never invalidated.
+        let full = |s: u32| unsafe { Barrier::from_initialized(slots.add(s)) };
+        // SAFETY: as above.
+        let empty = |s: u32| unsafe { Barrier::from_initialized(slots.add(stages + s)) };
+
+        for s in 0..(stages - 1).min(k) {
+            // SAFETY: fresh buffers, s < k; full[s] is in its first phase.
+            unsafe { copy_step(p, stage_buffer(s), t, s, &full(s)) };
+        }
+        // The last buffer starts free: this arrival's phase completes once every thread got
+        // here, which is what the first refill waits for.
+        let mut freed = empty(stages - 1).arrive();
+        let mut acc = [0.0; N as usize];
+        let mut current = 0;
+        for step in 0..k {
+            let refill = previous_stage::<STAGES>(current);
+            let arrived = full(current).arrive();
+            empty(refill).wait(freed);
+            let ahead = step + stages - 1;
+            if ahead < k {
+                // SAFETY: everyone released `refill`, so its `full` phase of the previous
+                // round completed and a new one is open for these copies.
+                unsafe { copy_step(p, stage_buffer(refill), t, ahead, &full(refill)) };
+            }
+            full(current).wait(arrived);
+            // SAFETY: the phase completed: all arrivals and all bound copies.
+            unsafe { accumulate(&mut acc, stage_buffer(current), t) };
+            freed = empty(current).arrive();
+            current = next_stage::<STAGES>(current);
+        }
+        // SAFETY: launch contract.
+        unsafe { store_row(c, t, &acc) };
+    }
+}
+
+impl StudyStyle for ThreadPipelineStyle {
+    const STYLE: Style = Style::ThreadPipeline;
+
+    unsafe fn run<const STAGES: usize>(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
+        const { assert!(STAGES >= 2) };
+        let stages = STAGES as u32;
+        let p = Problem { a, b, k };
+        let t = ptx::thread_idx_x();
+        let mut pipeline = ThreadPipeline::<STAGES>::new();
+        let (mut producer, mut consumer) = pipeline.split();
+        for s in 0..stages - 1 {
+            let stage = producer.producer_acquire();
+            if s < k {
+                // SAFETY: fresh buffers, s < k.
+                unsafe { copy_step(p, stage_buffer(stage.index()), t, s, &stage) };
+            }
+            stage.producer_commit();
+        }
+        let mut acc = [0.0; N as usize];
+        for step in 0..k {
+            let ready = consumer.consumer_wait();
+            // Everyone's copies for `step` are visible, and everyone finished `step - 1`,
+            // whose buffer the producer refills next.
+            ptx::barrier_sync();
+            let stage = producer.producer_acquire();
+            let ahead = step + stages - 1;
+            if ahead < k {
+                // SAFETY: the barrier above freed the buffer.
+                unsafe { copy_step(p, stage_buffer(stage.index()), t, ahead, &stage) };
+            }
+            stage.producer_commit();
+            // SAFETY: waited and synced above.
+            unsafe { accumulate(&mut acc, stage_buffer(ready.index()), t) };
+            ready.consumer_release();
+        }
+        // SAFETY: launch contract.
+        unsafe { store_row(c, t, &acc) };
+    }
+}
+
+impl StudyStyle for BlockPipelineStyle {
+    const STYLE: Style = Style::BlockPipeline;
+
+    unsafe fn run<const STAGES: usize>(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
+        const { assert!(STAGES >= 2) };
+        let stages = STAGES as u32;
+        let p = Problem { a, b, k };
+        let t = ptx::thread_idx_x();
+        // SAFETY: every thread calls this; the slots are reserved by the layout.
+        let mut pipeline = unsafe {
+            BlockPipeline::<STAGES>::init_all_threads(stage_barriers(Self::STYLE), WARP_SIZE)
+        };
+        let (mut producer, mut consumer) = pipeline.split();
+        let mut produce = |step: u32| {
+            let stage = producer.producer_acquire();
+            if step < k {
+                // SAFETY: the stage's buffer is free (acquired), step < k.
+                unsafe { copy_step(p, stage_buffer(stage.index()), t, step, &stage) };
+            }
+            stage.producer_commit();
+        };
+        for s in 0..stages - 1 {
+            produce(s);
+        }
+        let mut acc = [0.0; N as usize];
+        for step in 0..k {
+            produce(step + stages - 1);
+            let ready = consumer.consumer_wait();
+            // SAFETY: the stage's phase completed: every producer's copies landed.
+            unsafe { accumulate(&mut acc, stage_buffer(ready.index()), t) };
+            ready.consumer_release();
+        }
+        // SAFETY: launch contract.
+        unsafe { store_row(c, t, &acc) };
+    }
+}
+
+impl StudyStyle for WarpSpecialized {
+    const STYLE: Style = Style::WarpSpecialized;
+
+    /// Warp 0 only copies, warp 1 only computes: lane `i` of the producer warp brings the
+    /// operands that lane `i` of the consumer warp (row `i` of C) and its neighbours read.
+    unsafe fn run<const STAGES: usize>(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
+        let p = Problem { a, b, k };
+        let t = ptx::thread_idx_x();
+        let lane = ptx::lane_id();
+        // SAFETY: every thread calls this; one warp produces, one consumes, every stage.
+        let mut pipeline = unsafe {
+            BlockPipeline::<STAGES>::init_partitioned(
+                stage_barriers(Self::STYLE),
+                WARP_SIZE,
+                WARP_SIZE,
+            )
+        };
+        let (mut producer, mut consumer) = pipeline.split();
+        if t < WARP_SIZE {
+            for step in 0..k {
+                let stage = producer.producer_acquire();
+                // SAFETY: the stage's buffer is free (acquired), step < k.
+                unsafe { copy_step(p, stage_buffer(stage.index()), lane, step, &stage) };
+                stage.producer_commit();
+            }
+            // No copy may outlive the thread that issued it.
+            ptx::wait_all();
+        } else {
+            let mut acc = [0.0; N as usize];
+            for _ in 0..k {
+                let ready = consumer.consumer_wait();
+                // SAFETY: the stage's phase completed: the producer warp's copies landed.
+                unsafe { accumulate(&mut acc, stage_buffer(ready.index()), lane) };
+                ready.consumer_release();
+            }
+            // SAFETY: launch contract.
+            unsafe { store_row(c, lane, &acc) };
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! `memcpy_async`: global -> shared copies with `cp.async`, bound to a completion mechanism.
+//!
+//! # The four forms
+//!
+//! | form | C++ | who copies |
+//! |---|---|---|
+//! | [`memcpy_async`]`(dst, src, size, &barrier)` | `cuda::memcpy_async(dst, src, size, barrier)` | this thread |
+//! | [`memcpy_async_group`]`(&group, dst, src, size, &barrier)` | `cuda::memcpy_async(group, dst, src, size, barrier)` | the group, split |
+//! | [`memcpy_async`]`(dst, src, size, &stage)` | `cuda::memcpy_async(dst, src, size, pipeline)` | this thread |
+//! | [`memcpy_async_group`]`(&group, dst, src, size, &stage)` | `cuda::memcpy_async(group, dst, src, size, pipeline)` | the group, split |
+//!
+//! `stage` is the [`ProducerStage`] of a [`ThreadPipeline`](crate::pipeline::ThreadPipeline) or
+//! [`BlockPipeline`](crate::pipeline::BlockPipeline) — the stage acquired and not yet committed.
+//! [`memcpy_async_zfill`] adds what `cuda::memcpy_async` lacks: a ragged source whose tail is
+//! filled with zeros by the copy itself (`cp.async`'s `src-size` operand), with no branch.
+//!
+//! # Size and alignment pick the instruction
+//!
+//! The size is an [`AlignedSize<ALIGN>`] (like `cuda::aligned_size_t<ALIGN>`): the byte count
+//! and both addresses are multiples of `ALIGN`, and the copy is cut into `ALIGN`-byte chunks:
+//!
+//! | `ALIGN` | instruction | SASS |
+//! |---|---|---|
+//! | 16 | `cp.async.cg.shared.global ..., 16` (L2 only) | `LDGSTS.E.BYPASS.128` |
+//! | 8 | `cp.async.ca.shared.global ..., 8` | `LDGSTS.E.64` |
+//! | 4 | `cp.async.ca.shared.global ..., 4` | `LDGSTS.E` |
+//!
+//! A group copy gives chunk `i` to the thread of rank `i % group size`, so consecutive threads
+//! copy consecutive chunks (coalesced); a group size and chunk count known at compile time
+//! unroll to straight-line copies.
+//!
+//! # Which completion mechanism?
+//!
+//! All of them issue the same copies; they differ in how a thread learns the data landed:
+//!
+//! - **Async-groups** ([`ThreadPipeline`](crate::pipeline::ThreadPipeline),
+//!   `cp.async.commit_group` / `wait_group`): per-thread and the cheapest bookkeeping (no shared
+//!   state, `DEPBAR` on a scoreboard). A thread only knows its *own* copies landed, so when
+//!   threads read each other's data a `barrier.sync` follows the wait — every thread of the
+//!   block then waits for the slowest. Right for kernels that already sync the block once per
+//!   step (classic multistage GEMM mainloops).
+//! - **mbarrier with `.noinc` arrivals** ([`BlockPipeline`](crate::pipeline::BlockPipeline)):
+//!   copies complete a barrier phase; any thread can wait for any stage, and a separate
+//!   `empty` barrier tells producers when a buffer is free. No block-wide barrier, so
+//!   producers and consumers can be different warps (warp specialization) and a consumer never
+//!   waits for unrelated threads.
+//! - **Split arrive/wait barrier** ([`Barrier`]): `memcpy_async` holds the barrier phase open
+//!   (`cp.async.mbarrier.arrive`, no `.noinc`) and each thread arrives itself; the token from
+//!   `arrive` is waited on later. The most flexible (independent work between arrive and wait,
+//!   `arrive_and_drop`), one more instruction per copy than the `.noinc` form.
+
+use crate::barrier::Barrier;
+use crate::pipeline::{Producer, ProducerStage};
+use crate::ptx;
+use crate::shared::Shared;
+
+/// A byte count that is a multiple of `ALIGN` (4, 8 or 16), promising that both addresses
+/// of the copy are aligned to `ALIGN` too. `ALIGN` selects the `cp.async` form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlignedSize<const ALIGN: u32> {
+    bytes: u32,
+}
+
+impl<const ALIGN: u32> AlignedSize<ALIGN> {
+    const VALID: () = assert!(
+        ALIGN == 4 || ALIGN == 8 || ALIGN == 16,
+        "cp.async copies 4, 8 or 16 bytes: ALIGN must be one of them"
+    );
+
+    /// `bytes`, if it is a multiple of `ALIGN`.
+    #[inline(always)]
+    pub const fn new(bytes: u32) -> Option<Self> {
+        let () = Self::VALID;
+        if bytes % ALIGN == 0 {
+            Some(AlignedSize { bytes })
+        } else {
+            None
+        }
+    }
+
+    /// `bytes` for a count known at compile time; a count that is not a multiple of `ALIGN`
+    /// fails to compile when used in a `const`.
+    #[inline(always)]
+    pub const fn of(bytes: u32) -> Self {
+        match Self::new(bytes) {
+            Some(size) => size,
+            None => panic!("the size is not a multiple of its alignment"),
+        }
+    }
+
+    /// The byte count.
+    #[inline(always)]
+    pub const fn bytes(self) -> u32 {
+        self.bytes
+    }
+
+    /// Number of `ALIGN`-byte chunks.
+    #[inline(always)]
+    pub const fn chunks(self) -> u32 {
+        self.bytes / ALIGN
+    }
+}
+
+/// Threads that copy together: a group copy splits its chunks over them by rank.
+pub trait Group {
+    /// This thread's rank in the group, `0..size()`.
+    fn thread_rank(&self) -> u32;
+    /// Number of threads in the group.
+    fn size(&self) -> u32;
+}
+
+/// The calling thread alone.
+pub struct ThisThread;
+
+impl Group for ThisThread {
+    #[inline(always)]
+    fn thread_rank(&self) -> u32 {
+        0
+    }
+    #[inline(always)]
+    fn size(&self) -> u32 {
+        1
+    }
+}
+
+/// The calling thread's warp (32 threads, rank = `%laneid`). All 32 lanes must take part.
+pub struct Warp;
+
+impl Group for Warp {
+    #[inline(always)]
+    fn thread_rank(&self) -> u32 {
+        ptx::lane_id()
+    }
+    #[inline(always)]
+    fn size(&self) -> u32 {
+        32
+    }
+}
+
+/// The whole block, which must be one-dimensional (rank = `%tid.x`, size = `%ntid.x`).
+pub struct Block;
+
+impl Group for Block {
+    #[inline(always)]
+    fn thread_rank(&self) -> u32 {
+        ptx::thread_idx_x()
+    }
+    #[inline(always)]
+    fn size(&self) -> u32 {
+        ptx::block_dim_x()
+    }
+}
+
+/// What a copy's completion is bound to. Implemented by [`Barrier`] and by a pipeline's
+/// [`ProducerStage`].
+pub trait Completion {
+    /// Binds this thread's copies issued so far to `self`.
+    ///
+    /// # Safety
+    /// `self` is live and its current phase / stage is open.
+    #[doc(hidden)]
+    unsafe fn bind_copies(&self);
+}
+
+/// `cp.async.mbarrier.arrive` (incrementing form): the barrier's phase cannot complete before
+/// these copies land; the thread still arrives itself.
+impl Completion for Barrier {
+    #[inline(always)]
+    unsafe fn bind_copies(&self) {
+        // SAFETY: a `Barrier` is initialized (type invariant); the phase is open (caller).
+        unsafe { ptx::cp_async_mbarrier_arrive(self.slot().addr()) }
+    }
+}
+
+/// Nothing per copy: committing the stage binds every copy issued since it was acquired
+/// (`commit_group`, or `cp.async.mbarrier.arrive.noinc`).
+impl<P: Producer> Completion for ProducerStage<'_, P> {
+    #[inline(always)]
+    unsafe fn bind_copies(&self) {}
+}
+
+/// Copies one `ALIGN`-byte chunk: `cp.async.cg` for 16 bytes, `cp.async.ca` otherwise.
+#[inline(always)]
+unsafe fn copy_chunk<const ALIGN: u32>(dst: u32, src: *const u8) {
+    // SAFETY (both arms): the caller guarantees both addresses hold ALIGN aligned bytes.
+    if ALIGN == 16 {
+        unsafe { ptx::cp_async_cg(dst, src) }
+    } else {
+        unsafe { ptx::cp_async_ca::<ALIGN>(dst, src) }
+    }
+}
+
+/// Copies one chunk of which only the first `src_bytes` come from `src`; the rest is zeroed.
+#[inline(always)]
+unsafe fn copy_chunk_zfill<const ALIGN: u32>(dst: u32, src: *const u8, src_bytes: u32) {
+    // SAFETY (both arms): the caller guarantees the addresses and the readable prefix.
+    if ALIGN == 16 {
+        unsafe { ptx::cp_async_cg_zfill(dst, src, src_bytes) }
+    } else {
+        unsafe { ptx::cp_async_ca_zfill::<ALIGN>(dst, src, src_bytes) }
+    }
+}
+
+/// This thread copies `size` bytes from `src` (global) to `dst` (shared), bound to
+/// `completion`.
+///
+/// # Safety
+/// 1. `src` points to `size.bytes()` readable bytes of global memory, `dst` to as many bytes
+///    of this block's shared memory; both are aligned to `ALIGN`.
+/// 2. `completion` is open: a [`Barrier`] whose current phase this thread has not yet arrived
+///    at, or the stage acquired for this copy.
+/// 3. Nothing reads `dst` (or writes `src` or `dst`) before the completion says the copy
+///    landed: the barrier phase completed, or the stage was committed and then waited for.
+#[inline(always)]
+pub unsafe fn memcpy_async<T, U, C: Completion, const ALIGN: u32>(
+    dst: Shared<T>,
+    src: *const U,
+    size: AlignedSize<ALIGN>,
+    completion: &C,
+) {
+    // SAFETY: forwarded contract; the single-thread group is this thread.
+    unsafe { memcpy_async_group(&ThisThread, dst, src, size, completion) }
+}
+
+/// The group's threads copy `size` bytes from `src` (global) to `dst` (shared) together,
+/// each taking every `group.size()`-th chunk, bound to `completion`. Every thread of the
+/// group calls it with the same arguments.
+///
+/// # Safety
+/// As [`memcpy_async`], for every thread of `group`; each thread's `completion` covers its
+/// own share (a block pipeline's `full` barrier expects every producer to commit).
+#[inline(always)]
+pub unsafe fn memcpy_async_group<G: Group, T, U, C: Completion, const ALIGN: u32>(
+    group: &G,
+    dst: Shared<T>,
+    src: *const U,
+    size: AlignedSize<ALIGN>,
+    completion: &C,
+) {
+    let src = src.cast::<u8>();
+    let dst = dst.addr();
+    let mut chunk = group.thread_rank();
+    while chunk < size.chunks() {
+        let offset = chunk * ALIGN;
+        // SAFETY: chunk < chunks, so both addresses are inside the ranges the caller vouches
+        // for, and aligned to ALIGN.
+        unsafe { copy_chunk::<ALIGN>(dst + offset, src.add(offset as usize)) };
+        chunk += group.size();
+    }
+    // SAFETY: the completion is open (caller).
+    unsafe { completion.bind_copies() };
+}
+
+/// Like [`memcpy_async_group`], but only the first `src_bytes` come from `src`: the rest of
+/// `dst` (up to `size`) is filled with zeros by the copy instructions themselves. For ragged
+/// tails: `size` is the padded tile, `src_bytes` what is left of the input.
+///
+/// # Safety
+/// As [`memcpy_async_group`], except that only `min(src_bytes, size)` bytes of `src` need be
+/// readable; `src` must still be aligned to `ALIGN`.
+#[inline(always)]
+pub unsafe fn memcpy_async_zfill<G: Group, T, U, C: Completion, const ALIGN: u32>(
+    group: &G,
+    dst: Shared<T>,
+    src: *const U,
+    size: AlignedSize<ALIGN>,
+    src_bytes: u32,
+    completion: &C,
+) {
+    let src = src.cast::<u8>();
+    let dst = dst.addr();
+    let mut chunk = group.thread_rank();
+    while chunk < size.chunks() {
+        let offset = chunk * ALIGN;
+        let valid = src_bytes.saturating_sub(offset).min(ALIGN);
+        // A chunk entirely past the source reads nothing; point it at the (valid) start so no
+        // out-of-range address is ever formed.
+        let from = if valid == 0 {
+            src
+        } else {
+            // SAFETY: offset < src_bytes, inside the readable range.
+            unsafe { src.add(offset as usize) }
+        };
+        // SAFETY: dst + offset is inside `size`; `from` has `valid` readable bytes.
+        unsafe { copy_chunk_zfill::<ALIGN>(dst + offset, from, valid) };
+        chunk += group.size();
+    }
+    // SAFETY: the completion is open (caller).
+    unsafe { completion.bind_copies() };
+}

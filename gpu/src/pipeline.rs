@@ -1,0 +1,359 @@
+//! Pipelines: a ring of `STAGES` shared-memory buffers that producers fill with async copies
+//! while consumers read older ones — `cuda::pipeline`, with its four operations:
+//!
+//! | operation | [`ThreadPipeline`] (thread scope) | [`BlockPipeline`] (block scope) |
+//! |---|---|---|
+//! | `producer_acquire` | nothing to wait for | loop on parity wait of `empty[s]` |
+//! | `producer_commit` | `cp.async.commit_group` | `cp.async.mbarrier.arrive.noinc` on `full[s]` |
+//! | `consumer_wait` | `cp.async.wait_group N` | loop on parity wait of `full[s]` |
+//! | `consumer_release` | nothing | `mbarrier.arrive` on `empty[s]` |
+//!
+//! A pipeline is [`split`](ThreadPipeline::split) into a producer and a consumer side, so a
+//! thread can fill one stage while it holds another for reading (the point of a pipeline),
+//! and a warp-specialized kernel gives each role only its side.
+//! [`Producer::producer_acquire`] returns a [`ProducerStage`]: copies go to its buffer
+//! ([`ProducerStage::index`]) and are bound to it by passing the stage to
+//! [`memcpy_async`](crate::memcpy_async); [`ProducerStage::producer_commit`] (or dropping the
+//! stage) commits. [`Consumer::consumer_wait`] returns a [`ConsumerStage`] whose buffer may be
+//! read until [`ConsumerStage::consumer_release`] (or its drop). A stage borrows its side
+//! mutably, so a side cannot open a second stage before closing the first, and stages are
+//! committed and released in order.
+//!
+//! Zero cost: indices and phases live in registers; the thread pipeline's wait count is a
+//! run-time value that folds to the `wait_group` immediate when the loop commits once per
+//! iteration (commit even when nothing is left to copy: an empty group is free). The lowering
+//! tests check both.
+
+use crate::pipeline_state::{PipelineSharedState, PipelineState};
+use crate::ptx;
+use crate::shared::Shared;
+use core::cell::Cell;
+
+mod sealed {
+    pub trait Sealed {}
+    /// Makes the commit/release hooks uncallable outside this module.
+    pub struct Token;
+}
+use sealed::Token;
+
+/// The producer side of a pipeline.
+pub trait Producer: sealed::Sealed + Sized {
+    /// Waits until the next stage's buffer is free and opens it for filling
+    /// (`producer_acquire`).
+    fn producer_acquire(&mut self) -> ProducerStage<'_, Self>;
+
+    #[doc(hidden)]
+    fn commit(&mut self, _: Token);
+}
+
+/// The consumer side of a pipeline.
+pub trait Consumer: sealed::Sealed + Sized {
+    /// Waits until the oldest committed stage has landed and opens it for reading
+    /// (`consumer_wait`).
+    fn consumer_wait(&mut self) -> ConsumerStage<'_, Self>;
+
+    #[doc(hidden)]
+    fn release(&mut self, _: Token);
+}
+
+/// A stage being filled: its buffer index, and the binding for copies into it.
+#[must_use = "copies into a stage are committed when it is committed or dropped"]
+pub struct ProducerStage<'p, P: Producer> {
+    side: &'p mut P,
+    index: u32,
+}
+
+impl<P: Producer> ProducerStage<'_, P> {
+    /// The buffer to fill, `0..STAGES`.
+    #[inline(always)]
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// Commits the copies issued for this stage (`producer_commit`): the same as dropping it.
+    #[inline(always)]
+    pub fn producer_commit(self) {}
+}
+
+impl<P: Producer> Drop for ProducerStage<'_, P> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.side.commit(Token);
+    }
+}
+
+/// A stage whose copies have landed: its buffer may be read until it is released.
+#[must_use = "a stage is released when it is released or dropped"]
+pub struct ConsumerStage<'p, C: Consumer> {
+    side: &'p mut C,
+    index: u32,
+}
+
+impl<C: Consumer> ConsumerStage<'_, C> {
+    /// The buffer to read, `0..STAGES`.
+    #[inline(always)]
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// Hands the buffer back to the producers (`consumer_release`): the same as dropping it.
+    #[inline(always)]
+    pub fn consumer_release(self) {}
+}
+
+impl<C: Consumer> Drop for ConsumerStage<'_, C> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.side.release(Token);
+    }
+}
+
+/// A thread-scope pipeline (`cuda::pipeline<cuda::thread_scope_thread>`): async-groups, no
+/// shared state. Each thread waits only for its own copies, so when threads read data other
+/// threads copied, a block barrier (`barrier.sync`) must follow
+/// [`Consumer::consumer_wait`], and one must separate the last reads of a buffer from its
+/// refill.
+pub struct ThreadPipeline<const STAGES: usize> {
+    producer: PipelineState<STAGES>,
+    consumer: PipelineState<STAGES>,
+    /// Committed, not yet released stages.
+    in_flight: Cell<u32>,
+}
+
+impl<const STAGES: usize> ThreadPipeline<STAGES> {
+    const VALID: () = assert!(
+        STAGES >= 1 && STAGES <= 8,
+        "a thread-scope pipeline has 1..=8 stages (cp.async.wait_group immediates)"
+    );
+
+    /// An empty pipeline. Costs nothing: its state lives in registers.
+    #[inline(always)]
+    pub fn new() -> Self {
+        let () = Self::VALID;
+        ThreadPipeline {
+            producer: PipelineState::producer_start(),
+            consumer: PipelineState::consumer_start(),
+            in_flight: Cell::new(0),
+        }
+    }
+
+    /// The producer and consumer sides.
+    #[inline(always)]
+    pub fn split(&mut self) -> (ThreadProducer<'_, STAGES>, ThreadConsumer<'_, STAGES>) {
+        (
+            ThreadProducer {
+                state: &mut self.producer,
+                in_flight: &self.in_flight,
+            },
+            ThreadConsumer {
+                state: &mut self.consumer,
+                in_flight: &self.in_flight,
+            },
+        )
+    }
+}
+
+impl<const STAGES: usize> Default for ThreadPipeline<STAGES> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The producer side of a [`ThreadPipeline`].
+pub struct ThreadProducer<'p, const STAGES: usize> {
+    state: &'p mut PipelineState<STAGES>,
+    in_flight: &'p Cell<u32>,
+}
+
+/// The consumer side of a [`ThreadPipeline`].
+pub struct ThreadConsumer<'p, const STAGES: usize> {
+    state: &'p mut PipelineState<STAGES>,
+    in_flight: &'p Cell<u32>,
+}
+
+impl<const STAGES: usize> sealed::Sealed for ThreadProducer<'_, STAGES> {}
+impl<const STAGES: usize> sealed::Sealed for ThreadConsumer<'_, STAGES> {}
+
+impl<const STAGES: usize> Producer for ThreadProducer<'_, STAGES> {
+    /// Nothing to wait for: the thread's own program order frees the buffer. Acquiring while
+    /// all `STAGES` are committed and unreleased traps.
+    #[inline(always)]
+    fn producer_acquire(&mut self) -> ProducerStage<'_, Self> {
+        if self.in_flight.get() >= STAGES as u32 {
+            ptx::trap();
+        }
+        let index = self.state.index();
+        ProducerStage { side: self, index }
+    }
+
+    /// `cp.async.commit_group`.
+    #[inline(always)]
+    fn commit(&mut self, _: Token) {
+        ptx::commit_group();
+        self.in_flight.set(self.in_flight.get() + 1);
+        self.state.advance();
+    }
+}
+
+impl<const STAGES: usize> Consumer for ThreadConsumer<'_, STAGES> {
+    /// `cp.async.wait_group (committed stages - 1)`: this thread's copies of the oldest stage
+    /// are complete. Waiting with nothing committed traps.
+    #[inline(always)]
+    fn consumer_wait(&mut self) -> ConsumerStage<'_, Self> {
+        let in_flight = self.in_flight.get();
+        if in_flight == 0 {
+            ptx::trap();
+        }
+        ptx::wait_group(in_flight - 1);
+        let index = self.state.index();
+        ConsumerStage { side: self, index }
+    }
+
+    #[inline(always)]
+    fn release(&mut self, _: Token) {
+        self.in_flight.set(self.in_flight.get() - 1);
+        self.state.advance();
+    }
+}
+
+/// A block-scope pipeline (`cuda::pipeline<cuda::thread_scope_block>`): per stage a `full` and
+/// an `empty` mbarrier in shared memory ([`PipelineSharedState`]).
+///
+/// Producers commit with `cp.async.mbarrier.arrive.noinc` on `full[s]`, so the phase completes
+/// once every producer's copies have landed; consumers wait on `full[s]`'s phase parity, read,
+/// and arrive on `empty[s]`, which producers wait on before refilling. No block barrier is
+/// needed, and producers and consumers may be different threads (warp specialization).
+pub struct BlockPipeline<const STAGES: usize> {
+    barriers: Shared<PipelineSharedState<STAGES>>,
+    producer: PipelineState<STAGES>,
+    consumer: PipelineState<STAGES>,
+}
+
+impl<const STAGES: usize> BlockPipeline<STAGES> {
+    /// Collective: every thread of the block is both producer and consumer (`threads` =
+    /// the block's size). Thread 0 initializes the mbarriers; then the block syncs.
+    ///
+    /// # Safety
+    /// 1. Every thread of the block calls it with the same arguments, and `threads` is the
+    ///    number of threads in the block.
+    /// 2. `barriers` is reserved for this pipeline while it is used.
+    #[inline(always)]
+    pub unsafe fn init_all_threads(
+        barriers: Shared<PipelineSharedState<STAGES>>,
+        threads: u32,
+    ) -> Self {
+        // SAFETY: forwarded contract; every thread produces and consumes.
+        unsafe { Self::init_partitioned(barriers, threads, threads) }
+    }
+
+    /// Collective: `producers` threads fill stages and `consumers` threads read them (for a
+    /// warp-specialized kernel with one producer warp, `producers = 32`). Thread 0
+    /// initializes the mbarriers; then the block syncs.
+    ///
+    /// # Safety
+    /// 1. Every thread of the block calls it with the same arguments.
+    /// 2. Exactly `producers` threads use the producer side and `consumers` threads the
+    ///    consumer side, once per stage each, in turn (a thread may use both).
+    /// 3. `barriers` is reserved for this pipeline while it is used; both counts are 1..2^20.
+    #[inline(always)]
+    pub unsafe fn init_partitioned(
+        barriers: Shared<PipelineSharedState<STAGES>>,
+        producers: u32,
+        consumers: u32,
+    ) -> Self {
+        if ptx::thread_idx_x() == 0 {
+            for stage in 0..STAGES as u32 {
+                // SAFETY: one thread initializes each mbarrier; the sync below publishes them.
+                unsafe {
+                    ptx::mbarrier_init(full(barriers, stage), producers);
+                    ptx::mbarrier_init(empty(barriers, stage), consumers);
+                }
+            }
+        }
+        ptx::barrier_sync();
+        BlockPipeline {
+            barriers,
+            producer: PipelineState::producer_start(),
+            consumer: PipelineState::consumer_start(),
+        }
+    }
+
+    /// The producer and consumer sides.
+    #[inline(always)]
+    pub fn split(&mut self) -> (BlockProducer<'_, STAGES>, BlockConsumer<'_, STAGES>) {
+        (
+            BlockProducer {
+                barriers: self.barriers,
+                state: &mut self.producer,
+            },
+            BlockConsumer {
+                barriers: self.barriers,
+                state: &mut self.consumer,
+            },
+        )
+    }
+}
+
+#[inline(always)]
+fn full<const STAGES: usize>(barriers: Shared<PipelineSharedState<STAGES>>, stage: u32) -> u32 {
+    barriers.cast::<u64>().add(stage).addr()
+}
+
+#[inline(always)]
+fn empty<const STAGES: usize>(barriers: Shared<PipelineSharedState<STAGES>>, stage: u32) -> u32 {
+    barriers.cast::<u64>().add(STAGES as u32 + stage).addr()
+}
+
+/// The producer side of a [`BlockPipeline`].
+pub struct BlockProducer<'p, const STAGES: usize> {
+    barriers: Shared<PipelineSharedState<STAGES>>,
+    state: &'p mut PipelineState<STAGES>,
+}
+
+/// The consumer side of a [`BlockPipeline`].
+pub struct BlockConsumer<'p, const STAGES: usize> {
+    barriers: Shared<PipelineSharedState<STAGES>>,
+    state: &'p mut PipelineState<STAGES>,
+}
+
+impl<const STAGES: usize> sealed::Sealed for BlockProducer<'_, STAGES> {}
+impl<const STAGES: usize> sealed::Sealed for BlockConsumer<'_, STAGES> {}
+
+impl<const STAGES: usize> Producer for BlockProducer<'_, STAGES> {
+    /// Waits for the parity of `empty[s]` the producer expects (the first pass returns at
+    /// once: buffers start free).
+    #[inline(always)]
+    fn producer_acquire(&mut self) -> ProducerStage<'_, Self> {
+        let index = self.state.index();
+        // SAFETY: the mbarriers were initialized by `init_*` (type invariant).
+        unsafe { ptx::mbarrier_wait_parity(empty(self.barriers, index), self.state.phase()) };
+        ProducerStage { side: self, index }
+    }
+
+    /// `cp.async.mbarrier.arrive.noinc` on `full[s]`: arrives when this thread's copies land.
+    #[inline(always)]
+    fn commit(&mut self, _: Token) {
+        // SAFETY: `full[s]` expects one arrival per producer per phase (init contract).
+        unsafe { ptx::cp_async_mbarrier_arrive_noinc(full(self.barriers, self.state.index())) };
+        self.state.advance();
+    }
+}
+
+impl<const STAGES: usize> Consumer for BlockConsumer<'_, STAGES> {
+    /// Waits for the parity of `full[s]` the consumer expects.
+    #[inline(always)]
+    fn consumer_wait(&mut self) -> ConsumerStage<'_, Self> {
+        let index = self.state.index();
+        // SAFETY: the mbarriers were initialized by `init_*` (type invariant).
+        unsafe { ptx::mbarrier_wait_parity(full(self.barriers, index), self.state.phase()) };
+        ConsumerStage { side: self, index }
+    }
+
+    /// `mbarrier.arrive` on `empty[s]`.
+    #[inline(always)]
+    fn release(&mut self, _: Token) {
+        // SAFETY: `empty[s]` expects one arrival per consumer per phase (init contract).
+        unsafe { ptx::mbarrier_arrive(empty(self.barriers, self.state.index())) };
+        self.state.advance();
+    }
+}

@@ -1,0 +1,85 @@
+//! Stage and phase bookkeeping of a multi-stage pipeline (CUTLASS's `PipelineState`), in plain
+//! Rust so that it is tested on the host.
+//!
+//! A pipeline of `STAGES` buffers walks them in a ring. Each buffer has mbarriers whose phase
+//! flips every time the ring passes, so a side (producer or consumer) needs the index of its
+//! current stage and the parity of the phase it waits for there.
+//!
+//! The consumer starts at stage 0 waiting for phase parity 0 ("the first fill completed").
+//! The producer starts at stage 0 with parity 1: on a fresh mbarrier (phase 0) a wait for
+//! parity 1 returns at once, which is exactly "every buffer starts free".
+
+/// A position in a pipeline of `STAGES` stages: stage index and phase parity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipelineState<const STAGES: usize> {
+    index: u32,
+    phase: u32,
+}
+
+impl<const STAGES: usize> PipelineState<STAGES> {
+    const VALID: () = assert!(STAGES >= 1 && STAGES <= 32, "a pipeline has 1..=32 stages");
+
+    /// Stage 0, waiting for phase 0 to complete: where consumers start.
+    #[inline(always)]
+    pub const fn consumer_start() -> Self {
+        let () = Self::VALID;
+        PipelineState { index: 0, phase: 0 }
+    }
+
+    /// Stage 0, "waiting" for parity 1, which a fresh barrier reports complete: where producers
+    /// start, since every buffer is free at first.
+    #[inline(always)]
+    pub const fn producer_start() -> Self {
+        let () = Self::VALID;
+        PipelineState { index: 0, phase: 1 }
+    }
+
+    /// The stage (buffer) index, `0..STAGES`.
+    #[inline(always)]
+    pub const fn index(self) -> u32 {
+        self.index
+    }
+
+    /// The parity (0 or 1) of the barrier phase to wait for at this stage.
+    #[inline(always)]
+    pub const fn phase(self) -> u32 {
+        self.phase
+    }
+
+    /// Moves to the next stage; wrapping past the last flips the phase.
+    #[inline(always)]
+    pub fn advance(&mut self) {
+        self.index += 1;
+        if self.index == STAGES as u32 {
+            self.index = 0;
+            self.phase ^= 1;
+        }
+    }
+
+    /// The state `steps` stages further on.
+    pub const fn advanced_by(self, steps: u32) -> Self {
+        let stages = STAGES as u32;
+        let total = self.index + steps % (2 * stages);
+        let phase = self.phase ^ ((total / stages) & 1);
+        PipelineState {
+            index: total % stages,
+            phase,
+        }
+    }
+}
+
+/// The mbarriers of a block-scope pipeline, one pair per stage, as laid out in shared memory:
+/// `full[s]` completes a phase when stage `s` has been filled (producer copies landed),
+/// `empty[s]` when every consumer released it.
+#[repr(C, align(8))]
+pub struct PipelineSharedState<const STAGES: usize> {
+    /// Filled: expected arrivals = producer threads (each commit arrives once).
+    pub full: [u64; STAGES],
+    /// Released: expected arrivals = consumer threads.
+    pub empty: [u64; STAGES],
+}
+
+impl<const STAGES: usize> PipelineSharedState<STAGES> {
+    /// Bytes of shared memory it takes (16 per stage).
+    pub const BYTES: u32 = size_of::<Self>() as u32;
+}

@@ -1,0 +1,148 @@
+//! Shared-memory loads and stores through 32-bit `.shared` addresses (`ld.shared`,
+//! `st.shared`; SASS `LDS` / `STS`), and conversion to and from generic pointers.
+//!
+//! A load through a generic pointer compiles to a generic `LD.E`, which must first test which
+//! memory the address falls in; these stay `LDS` / `LDS.128`.
+
+use core::arch::asm;
+
+/// A value that one `ld.shared` / `st.shared` moves: 4 or 8 bytes, or a vector of four `f32`
+/// (`.v4`, one `LDS.128`).
+///
+/// # Safety
+/// Implementations must access exactly `size_of::<Self>()` bytes at the address.
+pub unsafe trait SharedValue: Copy {
+    /// `ld.shared` of one value.
+    ///
+    /// # Safety
+    /// `addr` is a `.shared` address of a `Self`, aligned to `size_of::<Self>()`, that no
+    /// other thread or copy writes concurrently.
+    unsafe fn load_shared(addr: u32) -> Self;
+
+    /// `st.shared` of one value.
+    ///
+    /// # Safety
+    /// As [`SharedValue::load_shared`], and no one else reads or writes it concurrently.
+    unsafe fn store_shared(addr: u32, value: Self);
+}
+
+macro_rules! scalar_shared_value {
+    ($($ty:ty => $ld:literal, $st:literal, $class:ident;)*) => {$(
+        /// Lowers to
+        #[doc = concat!("`", $ld, "` / `", $st, "`.")]
+        // SAFETY: each instruction moves exactly size_of::<$ty>() bytes.
+        unsafe impl SharedValue for $ty {
+            #[inline(always)]
+            unsafe fn load_shared(addr: u32) -> Self {
+                let value: $ty;
+                // SAFETY: the caller upholds the trait contract.
+                unsafe {
+                    asm!(
+                        concat!($ld, " {v}, [{a}];"),
+                        v = out($class) value,
+                        a = in(reg32) addr,
+                        options(pure, readonly, nostack, preserves_flags)
+                    )
+                }
+                value
+            }
+
+            #[inline(always)]
+            unsafe fn store_shared(addr: u32, value: Self) {
+                // SAFETY: the caller upholds the trait contract.
+                unsafe {
+                    asm!(
+                        concat!($st, " [{a}], {v};"),
+                        a = in(reg32) addr,
+                        v = in($class) value,
+                        options(nostack, preserves_flags)
+                    )
+                }
+            }
+        }
+    )*};
+}
+
+scalar_shared_value! {
+    u32 => "ld.shared.b32", "st.shared.b32", reg32;
+    i32 => "ld.shared.b32", "st.shared.b32", reg32;
+    f32 => "ld.shared.b32", "st.shared.b32", reg32;
+    u64 => "ld.shared.b64", "st.shared.b64", reg64;
+    f64 => "ld.shared.b64", "st.shared.b64", reg64;
+}
+
+/// Lowers to `ld.shared.v4.b32` / `st.shared.v4.b32` (`LDS.128` / `STS.128`): the address
+/// must be 16-byte aligned.
+// SAFETY: one v4 access moves exactly 16 bytes.
+unsafe impl SharedValue for [f32; 4] {
+    #[inline(always)]
+    unsafe fn load_shared(addr: u32) -> Self {
+        let (x, y, z, w): (f32, f32, f32, f32);
+        // SAFETY: the caller upholds the trait contract.
+        unsafe {
+            asm!(
+                "ld.shared.v4.b32 {{{x}, {y}, {z}, {w}}}, [{a}];",
+                x = out(reg32) x,
+                y = out(reg32) y,
+                z = out(reg32) z,
+                w = out(reg32) w,
+                a = in(reg32) addr,
+                options(pure, readonly, nostack, preserves_flags)
+            )
+        }
+        [x, y, z, w]
+    }
+
+    #[inline(always)]
+    unsafe fn store_shared(addr: u32, [x, y, z, w]: Self) {
+        // SAFETY: the caller upholds the trait contract.
+        unsafe {
+            asm!(
+                "st.shared.v4.b32 [{a}], {{{x}, {y}, {z}, {w}}};",
+                a = in(reg32) addr,
+                x = in(reg32) x,
+                y = in(reg32) y,
+                z = in(reg32) z,
+                w = in(reg32) w,
+                options(nostack, preserves_flags)
+            )
+        }
+    }
+}
+
+/// `cvta.shared.u64` — the generic pointer for a `.shared` address (for code that wants a
+/// plain pointer; it will use generic loads).
+#[inline(always)]
+pub fn shared_to_generic(addr: u32) -> *mut u8 {
+    let ptr: *mut u8;
+    // SAFETY: an address conversion; touches no memory.
+    unsafe {
+        asm!(
+            "{{ .reg .u64 a; cvt.u64.u32 a, {addr}; cvta.shared.u64 {ptr}, a; }}",
+            addr = in(reg32) addr,
+            ptr = out(reg64) ptr,
+            options(pure, nomem, nostack, preserves_flags)
+        )
+    }
+    ptr
+}
+
+/// `cvta.to.shared.u64` — the 32-bit `.shared` address of a generic pointer into shared
+/// memory.
+///
+/// # Safety
+/// `ptr` points into this block's shared memory (otherwise the result is meaningless).
+#[inline(always)]
+pub unsafe fn generic_to_shared<T>(ptr: *const T) -> u32 {
+    let addr: u32;
+    // SAFETY: an address conversion; touches no memory.
+    unsafe {
+        asm!(
+            "{{ .reg .u64 a; cvta.to.shared.u64 a, {ptr}; cvt.u32.u64 {addr}, a; }}",
+            ptr = in(reg64) ptr,
+            addr = out(reg32) addr,
+            options(pure, nomem, nostack, preserves_flags)
+        )
+    }
+    addr
+}

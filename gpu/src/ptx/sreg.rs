@@ -1,0 +1,47 @@
+//! Special registers (`mov.u32 r, %sreg;`).
+
+use core::arch::asm;
+
+macro_rules! special_register {
+    ($(#[$doc:meta])* $name:ident => $reg:literal, below $bound:expr) => {
+        $(#[$doc])*
+        #[doc = concat!("\n\nLowers to `mov.u32 r, ", $reg, ";`.")]
+        #[inline(always)]
+        pub fn $name() -> u32 {
+            let value: u32;
+            // SAFETY: reading a special register has no side effects.
+            unsafe {
+                asm!(
+                    concat!("mov.u32 {0}, ", $reg, ";"),
+                    out(reg32) value,
+                    options(pure, nomem, nostack, preserves_flags)
+                );
+            }
+            // SAFETY: the hardware bounds this register; telling LLVM lets it drop range
+            // checks (e.g. a warp's loop over 32 chunks with one lane per chunk).
+            unsafe { core::hint::assert_unchecked(value < $bound) };
+            value
+        }
+    };
+}
+
+special_register!(
+    /// This thread's index in its block, x dimension.
+    thread_idx_x => "%tid.x", below 1024
+);
+special_register!(
+    /// The block's size, x dimension.
+    block_dim_x => "%ntid.x", below 1025
+);
+special_register!(
+    /// This block's index in the grid, x dimension.
+    block_idx_x => "%ctaid.x", below 0x8000_0000
+);
+special_register!(
+    /// The grid's size in blocks, x dimension.
+    grid_dim_x => "%nctaid.x", below 0x8000_0000
+);
+special_register!(
+    /// This thread's lane in its warp (0..32).
+    lane_id => "%laneid", below 32
+);

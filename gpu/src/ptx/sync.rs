@@ -1,0 +1,44 @@
+//! Block-level barriers.
+//!
+//! No other fence is needed by this crate's copies: `cp.async` writes through the generic
+//! proxy, `mbarrier.arrive` has release and `mbarrier.test_wait` / `try_wait` acquire
+//! semantics at CTA scope, and `barrier.sync` orders shared memory among the threads it joins.
+//! (Only the bulk/tensor copies of sm_90, which this crate does not use, need
+//! `fence.proxy.async`.)
+
+use core::arch::asm;
+
+/// `barrier.sync 0;` — waits until every thread of the block arrives (`__syncthreads()`).
+///
+/// The non-`.aligned` form on purpose: `bar.sync` (aligned) lets the compiler assume that all
+/// threads reach the same instruction, which MIR jump threading can break
+/// (rust-lang/rust#137086). Both become `BAR.SYNC` in SASS.
+///
+/// Every thread of the block must reach it (with all threads of each warp converged or not).
+#[inline(always)]
+pub fn barrier_sync() {
+    // SAFETY: a barrier has no memory-safety preconditions; a missing participant hangs.
+    unsafe { asm!("barrier.sync 0;", options(nostack, preserves_flags)) }
+}
+
+/// `barrier.sync ID, threads;` — named barrier `ID` (1..16) joining `threads` threads (a
+/// multiple of 32), so that a subset of the block (one role of a warp-specialized kernel) can
+/// synchronize without the others.
+#[inline(always)]
+pub fn barrier_sync_threads<const ID: u32>(threads: u32) {
+    const {
+        assert!(
+            ID >= 1 && ID < 16,
+            "named barriers are 1..16 (0 is __syncthreads)"
+        )
+    };
+    // SAFETY: as for `barrier_sync`.
+    unsafe {
+        asm!(
+            "barrier.sync {id}, {n};",
+            id = const ID,
+            n = in(reg32) threads,
+            options(nostack, preserves_flags)
+        )
+    }
+}

@@ -1,0 +1,87 @@
+//! `cargo xtask build-ptx [--arch sm_80|sm_90]...`
+//!
+//! Builds `target/ptx/<arch>/gpu.ptx` for each arch (all by default). When NVIDIA's ptxas is
+//! found, assembles each PTX for its arch, fails on any ptxas error, and prints per kernel the
+//! registers, static shared memory, stack frame and spill bytes.
+
+use anyhow::{Context, Result, bail};
+use std::process::ExitCode;
+use xtask::build::{PtxBuild, build_ptx};
+use xtask::nvtools::{self, Tool};
+use xtask::{Arch, workspace_root};
+
+const USAGE: &str = "usage: cargo xtask build-ptx [--arch sm_80|sm_90]...";
+
+fn main() -> ExitCode {
+    match run(std::env::args().skip(1).collect()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Vec<String>) -> Result<()> {
+    let mut args = args.into_iter();
+    match args.next().as_deref() {
+        Some("build-ptx") => {}
+        Some("-h" | "--help") | None => {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        Some(other) => bail!("unknown command `{other}`\n{USAGE}"),
+    }
+    let mut archs = Vec::new();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--arch" => {
+                let name = args.next().context("--arch needs a value")?;
+                archs.push(
+                    Arch::from_name(&name).with_context(|| {
+                        format!("unknown arch `{name}`: expected sm_80 or sm_90")
+                    })?,
+                );
+            }
+            other => bail!("unknown argument `{other}`\n{USAGE}"),
+        }
+    }
+    let mut req = PtxBuild::from_env(workspace_root());
+    if !archs.is_empty() {
+        req.archs = archs;
+    }
+
+    let artifacts = build_ptx(&req)?;
+    let ptxas = nvtools::find(Tool::Ptxas);
+    for artifact in &artifacts {
+        println!(
+            "{}: {} ({} kernels)",
+            artifact.arch,
+            artifact.path.display(),
+            artifact.kernels.len()
+        );
+        let Some(ptxas) = &ptxas else { continue };
+        let cubin = artifact.path.with_extension("cubin");
+        let kernels = nvtools::assemble(ptxas, &artifact.path, artifact.arch, &cubin)?;
+        println!(
+            "  {:<40} {:>5} {:>8} {:>7} {:>7}",
+            "kernel", "regs", "smem B", "stack B", "spill B"
+        );
+        for k in kernels {
+            println!(
+                "  {:<40} {:>5} {:>8} {:>7} {:>7}",
+                k.name,
+                k.registers,
+                k.shared_bytes,
+                k.stack_frame_bytes,
+                k.spill_store_bytes + k.spill_load_bytes
+            );
+        }
+    }
+    if ptxas.is_none() {
+        println!("ptxas not found, so the PTX was not assembled: {}", {
+            nvtools::require(Tool::Ptxas).unwrap_err()
+        });
+    }
+    Ok(())
+}

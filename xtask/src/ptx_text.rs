@@ -1,0 +1,155 @@
+//! Reading PTX text: which kernels a module has and which instructions each one executes.
+
+use std::collections::BTreeMap;
+
+/// Names of the `.entry` functions (kernels) in a PTX module, in order of appearance.
+pub fn entry_names(ptx: &str) -> Vec<String> {
+    ptx.lines().filter_map(entry_name).collect()
+}
+
+fn entry_name(line: &str) -> Option<String> {
+    let rest = line.trim_start();
+    let rest = rest.strip_prefix(".visible ").unwrap_or(rest);
+    let rest = rest.strip_prefix(".entry ")?;
+    let name: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
+/// One PTX instruction: optional guard predicate, the full opcode with its modifiers
+/// (`cp.async.ca.shared.global`), and the operand text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PtxInstr {
+    pub predicate: Option<String>,
+    pub opcode: String,
+    pub operands: String,
+}
+
+/// The instructions of each kernel in a PTX module, keyed by kernel name.
+///
+/// Directives (`.reg`, `.local`), labels and comments are left out; instructions that came from
+/// inline asm (including `{ ... }` scopes inside it) are kept in order.
+pub fn kernel_instructions(ptx: &str) -> BTreeMap<String, Vec<PtxInstr>> {
+    let mut kernels = BTreeMap::new();
+    let mut lines = ptx.lines();
+    while let Some(line) = lines.next() {
+        let Some(name) = entry_name(line) else {
+            continue;
+        };
+        // Parameters run until the body's opening brace; the body ends when braces balance.
+        let mut depth = 0usize;
+        let mut started = false;
+        let mut body = Vec::new();
+        for line in lines.by_ref() {
+            let code = line.split("//").next().unwrap_or("").trim();
+            if !started {
+                if code.starts_with('{') {
+                    started = true;
+                    depth = 1;
+                }
+                continue;
+            }
+            for stmt in code.split(';') {
+                let stmt = stmt.trim();
+                let opens = stmt.matches('{').count();
+                let closes = stmt.matches('}').count();
+                depth = (depth + opens).saturating_sub(closes);
+                let stmt = stmt.trim_matches(|c| c == '{' || c == '}').trim();
+                if let Some(instr) = parse_instr(stmt) {
+                    body.push(instr);
+                }
+            }
+            if depth == 0 {
+                break;
+            }
+        }
+        kernels.insert(name, body);
+    }
+    kernels
+}
+
+fn parse_instr(stmt: &str) -> Option<PtxInstr> {
+    if stmt.is_empty() || stmt.starts_with('.') || stmt.ends_with(':') || stmt.starts_with('$') {
+        return None;
+    }
+    let (predicate, rest) = match stmt.strip_prefix('@') {
+        Some(rest) => {
+            let (pred, rest) = rest.split_once(char::is_whitespace)?;
+            (Some(pred.to_string()), rest.trim_start())
+        }
+        None => (None, stmt),
+    };
+    let (opcode, operands) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    if !opcode.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return None;
+    }
+    Some(PtxInstr {
+        predicate,
+        opcode: opcode.to_string(),
+        operands: operands.trim().to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.shared .align 16 .b8 SMEM[256];
+	// .globl	first
+.visible .entry first(
+	.param .u64 .ptr .align 1 first_param_0,
+	.param .u32 first_param_1
+)
+{
+	.reg .b32 	%r<4>;
+// %bb.0:
+	ld.param.b32 	%r1, [first_param_1];
+	// begin inline asm
+	cp.async.ca.shared.global [%r2], [%rd1], 4;
+	// end inline asm
+$L__BB0_1:
+	// begin inline asm
+	{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%r3], %r1; selp.u32 %r1, 1, 0, p; }
+	// end inline asm
+	@%p1 bra 	$L__BB0_1;
+	ret;
+}
+.entry second()
+{
+	cp.async.wait_group 1;
+	ret;
+}
+"#;
+
+    #[test]
+    fn finds_entries() {
+        assert_eq!(entry_names(SAMPLE), ["first", "second"]);
+    }
+
+    #[test]
+    fn splits_instructions_per_kernel() {
+        let kernels = kernel_instructions(SAMPLE);
+        let ops = |k: &str| -> Vec<&str> { kernels[k].iter().map(|i| i.opcode.as_str()).collect() };
+        assert_eq!(
+            ops("first"),
+            [
+                "ld.param.b32",
+                "cp.async.ca.shared.global",
+                "mbarrier.try_wait.parity.shared.b64",
+                "selp.u32",
+                "bra",
+                "ret"
+            ]
+        );
+        assert_eq!(ops("second"), ["cp.async.wait_group", "ret"]);
+        let bra = &kernels["first"][4];
+        assert_eq!(bra.predicate.as_deref(), Some("%p1"));
+        assert_eq!(bra.operands, "$L__BB0_1");
+    }
+}
