@@ -44,7 +44,9 @@ pub enum CopyForm {
 /// One copy test kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CopyTestKernel {
+    /// Entry point name.
     pub name: &'static str,
+    /// The abstraction it exercises.
     pub form: CopyForm,
     /// Pipeline depth (the barrier forms double-buffer: 2).
     pub stages: u32,
@@ -168,7 +170,10 @@ pub const BARRIER_OPS_POLLS: u32 = 1 << 20;
 
 /// What `barrier_ops` observes, in output order, with the value each must have.
 pub const BARRIER_OPS_EXPECTED: &[(&str, u32)] = &[
-    ("pending count after the first of 64 arrivals", 63),
+    (
+        "pending count in the token of the first of 64 arrivals (state before it)",
+        64,
+    ),
     ("phase 0 complete after 1 of 64 arrivals (test_wait)", 0),
     (
         "phase 0 complete after 64 arrivals (wait, 1 = no timeout)",

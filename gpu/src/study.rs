@@ -132,7 +132,9 @@ impl SharedLayout {
 /// One study kernel: its entry-point name, style and pipeline depth.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StudyKernel {
+    /// Entry point name.
     pub name: &'static str,
+    /// How it copies and waits.
     pub style: Style,
     /// Buffers in the ring (1 for the synchronous baseline).
     pub stages: u32,

@@ -57,6 +57,8 @@ pub struct PtxArtifact {
     pub path: PathBuf,
     /// Kernel entry points, sorted.
     pub kernels: Vec<String>,
+    /// Compiler warnings about the device code (first line and location of each).
+    pub warnings: Vec<String>,
 }
 
 /// Builds one PTX file per requested arch at [`crate::ptx_path`].
@@ -109,7 +111,7 @@ impl LlvmTools {
 
 fn build_arch(req: &PtxBuild, llvm: &LlvmTools, arch: Arch) -> Result<PtxArtifact> {
     let out_dir = req.workspace.join("target").join("ptx").join(arch.name());
-    let rlibs = cargo_build_gpu(req, arch, &out_dir)?;
+    let (rlibs, warnings) = cargo_build_gpu(req, arch, &out_dir)?;
 
     // Unpack every rlib's bitcode members; each rlib gets its own folder since member names
     // of different crates may collide.
@@ -179,11 +181,17 @@ fn build_arch(req: &PtxBuild, llvm: &LlvmTools, arch: Arch) -> Result<PtxArtifac
         arch,
         path: ptx,
         kernels,
+        warnings,
     })
 }
 
-/// Runs the device build of `gpu` and returns `(crate name, rlib)` for every crate it built.
-fn cargo_build_gpu(req: &PtxBuild, arch: Arch, out_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+/// Runs the device build of `gpu` and returns `(crate name, rlib)` for every crate it built,
+/// and its warnings.
+fn cargo_build_gpu(
+    req: &PtxBuild,
+    arch: Arch,
+    out_dir: &Path,
+) -> Result<(Vec<(String, PathBuf)>, Vec<String>)> {
     let mut cmd = Command::new(&req.cargo);
     cmd.current_dir(&req.workspace)
         .args([
@@ -254,7 +262,31 @@ fn cargo_build_gpu(req: &PtxBuild, arch: Arch, out_dir: &Path) -> Result<Vec<(St
         rlibs.iter().any(|(n, _)| n == "gpu"),
         "the device build of `gpu` for {arch} reported no gpu rlib"
     );
-    Ok(rlibs)
+    Ok((rlibs, warnings(&String::from_utf8_lossy(&output.stderr))))
+}
+
+/// The warnings in rustc's rendered output, one line each (`message (file:line)`), without
+/// the one `-Ctarget-feature=+ptx80` always causes and without cargo's totals.
+fn warnings(stderr: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut lines = stderr.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(message) = line.strip_prefix("warning: ") else {
+            continue;
+        };
+        if message.starts_with("unstable feature specified for `-Ctarget-feature`")
+            || message.contains("generated ")
+        {
+            continue;
+        }
+        let location = lines
+            .peek()
+            .and_then(|next| next.trim_start().strip_prefix("--> "))
+            .map(|loc| format!(" ({loc})"))
+            .unwrap_or_default();
+        found.push(format!("{message}{location}"));
+    }
+    found
 }
 
 /// The kernels: functions `gpu` defines under an unmangled name. Everything else rustc emits
@@ -324,6 +356,23 @@ mod tests {
         let ptx = ".version 8.0\n.extern .func foo()\n.visible .entry k(\n)\n{\nret;\n}\n";
         let err = check_ptx(ptx, &["k".to_string()]).unwrap_err();
         assert!(err.to_string().contains("nothing defines"), "{err}");
+    }
+
+    #[test]
+    fn keeps_real_warnings_only() {
+        let stderr = "\
+   Compiling gpu v0.1.0 (/w/gpu)
+warning: unstable feature specified for `-Ctarget-feature`: `ptx80`
+  |
+warning: unused variable: `x`
+  --> gpu/src/lib.rs:3:9
+   |
+warning: `gpu` (lib) generated 2 warnings
+";
+        assert_eq!(
+            warnings(stderr),
+            ["unused variable: `x` (gpu/src/lib.rs:3:9)"]
+        );
     }
 
     #[test]

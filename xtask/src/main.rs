@@ -60,6 +60,9 @@ fn run(args: Vec<String>) -> Result<()> {
             artifact.path.display(),
             artifact.kernels.len()
         );
+        for warning in &artifact.warnings {
+            println!("  warning: {warning}");
+        }
         let Some(ptxas) = &ptxas else { continue };
         let cubin = artifact.path.with_extension("cubin");
         let kernels = nvtools::assemble(ptxas, &artifact.path, artifact.arch, &cubin)?;

@@ -1,10 +1,12 @@
 //! The study's kernels, one type per [`Style`]: the same problem and the same math, only the
 //! way the operands reach shared memory differs. See [`crate::study`] for the problem.
 //!
-//! Every pipelined style keeps `STAGES - 1` steps in flight and, at step `j`, refills the
-//! buffer that step `j - 1` used (`(j - 1) mod STAGES`) with the operands of step
-//! `j + STAGES - 1` *before* computing step `j`, so that the copy overlaps the math. Loops
-//! commit a stage every step even when nothing is left to copy, so the waits stay uniform.
+//! Every pipelined style fills all `STAGES` buffers up front. At step `j` a thread waits for
+//! buffer `j mod STAGES`, reads its operands into registers, hands the buffer back, refills it
+//! with the operands of step `j + STAGES` and only then does the 32 FMAs of step `j`: a copy
+//! has `STAGES` steps (less the operand reads) to land, so even two stages hide most of the
+//! copy latency. Loops commit a stage every step even when nothing is left to copy, so the
+//! waits stay uniform.
 
 use crate::barrier::Barrier;
 use crate::memcpy_async::{AlignedSize, Completion, Warp, memcpy_async, memcpy_async_group};
@@ -93,18 +95,35 @@ fn stage_barriers<const STAGES: usize>(style: Style) -> Shared<PipelineSharedSta
         .cast()
 }
 
-/// `acc[j] += A[row][k] * B[k][j]` for the `k` whose operands are in `stage`: one `LDS` for the
-/// A value, eight `LDS.128` for the B row (the same for every thread: a broadcast), 32 FMAs.
+/// The operands of one step for one thread: `A[row][k]` and row `k` of B.
+#[derive(Clone, Copy)]
+struct StepOperands {
+    a: f32,
+    b: [[f32; 4]; N as usize / 4],
+}
+
+/// Reads a step's operands from its stage buffer: one `LDS` for the A value, eight `LDS.128`
+/// for the B row (the same for every thread: a broadcast). Once they are in registers the
+/// buffer can be handed back for refilling, before the math.
 #[inline(always)]
-unsafe fn accumulate(acc: &mut [f32; N as usize], stage: Shared<f32>, row: u32) {
+unsafe fn load_operands(stage: Shared<f32>, row: u32) -> StepOperands {
     // SAFETY: the caller waited for the stage's copies and made them visible.
     let a = unsafe { stage.add(row).read() };
-    for quad in 0..N / 4 {
+    let mut b = [[0.0; 4]; N as usize / 4];
+    for (quad, b) in (0..).zip(b.iter_mut()) {
         // SAFETY: as above; the B row starts 128 bytes into a 256-byte aligned stage.
-        let b = unsafe { stage.add(M + 4 * quad).cast::<[f32; 4]>().read() };
+        *b = unsafe { stage.add(M + 4 * quad).cast::<[f32; 4]>().read() };
+    }
+    StepOperands { a, b }
+}
+
+/// `acc[j] += A[row][k] * B[k][j]`: 32 FMAs.
+#[inline(always)]
+fn accumulate(acc: &mut [f32; N as usize], ops: &StepOperands) {
+    for quad in 0..N as usize / 4 {
         for i in 0..4 {
-            let j = 4 * quad as usize + i;
-            acc[j] = ptx::fma_f32(a, b[i], acc[j]);
+            let j = 4 * quad + i;
+            acc[j] = ptx::fma_f32(ops.a, ops.b[quad][i], acc[j]);
         }
     }
 }
@@ -171,16 +190,6 @@ fn next_stage<const STAGES: usize>(index: u32) -> u32 {
     }
 }
 
-/// The ring index before `index`.
-#[inline(always)]
-fn previous_stage<const STAGES: usize>(index: u32) -> u32 {
-    if index == 0 {
-        STAGES as u32 - 1
-    } else {
-        index - 1
-    }
-}
-
 impl StudyStyle for SyncBaseline {
     const STYLE: Style = Style::SyncBaseline;
 
@@ -200,7 +209,8 @@ impl StudyStyle for SyncBaseline {
             }
             ptx::barrier_sync();
             // SAFETY: the barrier made every thread's stores visible.
-            unsafe { accumulate(&mut acc, stage, t) };
+            let ops = unsafe { load_operands(stage, t) };
+            accumulate(&mut acc, &ops);
             ptx::barrier_sync();
         }
         // SAFETY: launch contract.
@@ -216,31 +226,31 @@ impl StudyStyle for RawAsyncGroup {
         let stages = STAGES as u32;
         let p = Problem { a, b, k };
         let t = ptx::thread_idx_x();
-        let mut acc = [0.0; N as usize];
-        for s in 0..stages - 1 {
+        for s in 0..stages {
             if s < k {
                 // SAFETY: fresh buffers; s < k.
                 unsafe { copy_step_raw(p, stage_buffer(s), t, s) };
             }
             ptx::commit_group();
         }
+        let mut acc = [0.0; N as usize];
         let mut current = 0;
         for step in 0..k {
-            // Groups committed: step + STAGES - 1; the one for `step` is complete when at
-            // most STAGES - 2 newer ones are pending.
-            ptx::wait_group(stages - 2);
-            // Everyone's copies for `step` are visible, and everyone finished `step - 1`.
+            // Committed: STAGES + step groups; the one of `step` is complete once at most
+            // STAGES - 1 newer ones are pending.
+            ptx::wait_group(stages - 1);
+            // Everyone's copies of `step` are visible.
             ptx::barrier_sync();
-            let ahead = step + stages - 1;
-            if ahead < k {
-                // SAFETY: the barrier above freed the buffer `step - 1` used.
-                unsafe {
-                    copy_step_raw(p, stage_buffer(previous_stage::<STAGES>(current)), t, ahead)
-                };
+            // SAFETY: waited and synced above.
+            let ops = unsafe { load_operands(stage_buffer(current), t) };
+            // Everyone has its operands: the buffer may be refilled.
+            ptx::barrier_sync();
+            if step + stages < k {
+                // SAFETY: freed by the barrier above.
+                unsafe { copy_step_raw(p, stage_buffer(current), t, step + stages) };
             }
             ptx::commit_group();
-            // SAFETY: waited and synced above.
-            unsafe { accumulate(&mut acc, stage_buffer(current), t) };
+            accumulate(&mut acc, &ops);
             current = next_stage::<STAGES>(current);
         }
         // SAFETY: launch contract.
@@ -272,7 +282,7 @@ impl StudyStyle for RawMbarrier {
 
         let mut fill = PipelineState::<STAGES>::producer_start();
         let mut drain = PipelineState::<STAGES>::consumer_start();
-        // SAFETY (whole loop): the mbarriers are initialized; every thread arrives once per
+        // SAFETY (both closures): the mbarriers are initialized; every thread arrives once per
         // phase on each; a buffer is written only after its `empty` phase completed and read
         // only after its `full` phase completed.
         let mut produce = |step: u32| unsafe {
@@ -283,19 +293,21 @@ impl StudyStyle for RawMbarrier {
             ptx::cp_async_mbarrier_arrive_noinc(full(fill.index()));
             fill.advance();
         };
-        for s in 0..stages - 1 {
+        let mut consume = || unsafe {
+            ptx::mbarrier_wait_parity(full(drain.index()), drain.phase());
+            let ops = load_operands(stage_buffer(drain.index()), t);
+            ptx::mbarrier_arrive(empty(drain.index()));
+            drain.advance();
+            ops
+        };
+        for s in 0..stages {
             produce(s);
         }
         let mut acc = [0.0; N as usize];
         for step in 0..k {
-            produce(step + stages - 1);
-            // SAFETY: see above.
-            unsafe {
-                ptx::mbarrier_wait_parity(full(drain.index()), drain.phase());
-                accumulate(&mut acc, stage_buffer(drain.index()), t);
-                ptx::mbarrier_arrive(empty(drain.index()));
-            }
-            drain.advance();
+            let ops = consume();
+            produce(step + stages);
+            accumulate(&mut acc, &ops);
         }
         // SAFETY: launch contract.
         unsafe { store_row(c, t, &acc) };
@@ -305,11 +317,11 @@ impl StudyStyle for RawMbarrier {
 impl StudyStyle for BarrierStyle {
     const STYLE: Style = Style::Barrier;
 
-    /// Per stage a `full` barrier (copies bound with `memcpy_async`, every thread arrives
-    /// when it is about to read) and an `empty` barrier (every thread arrives when done
-    /// reading). At step `j` a thread arrives on `full[j]`, then — before waiting on that
-    /// token — waits for `empty[j - 1]` and issues the copies of step `j + STAGES - 1`: the
-    /// split between arrive and wait is where the next copies are issued.
+    /// Per stage a `full` barrier (copies bound to it by `memcpy_async`; every thread arrives
+    /// when it is ready to read) and an `empty` barrier (every thread arrives once it has its
+    /// operands). The split: a thread arrives on the next step's `full` barrier *before* the
+    /// math of this step and waits on that token only at the next step, so the phase
+    /// completes while it computes.
     unsafe fn run<const STAGES: usize>(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
         const { assert!(STAGES >= 2) };
         let stages = STAGES as u32;
@@ -328,30 +340,27 @@ impl StudyStyle for BarrierStyle {
         // SAFETY: as above.
         let empty = |s: u32| unsafe { Barrier::from_initialized(slots.add(stages + s)) };
 
-        for s in 0..(stages - 1).min(k) {
+        for s in 0..stages.min(k) {
             // SAFETY: fresh buffers, s < k; full[s] is in its first phase.
             unsafe { copy_step(p, stage_buffer(s), t, s, &full(s)) };
         }
-        // The last buffer starts free: this arrival's phase completes once every thread got
-        // here, which is what the first refill waits for.
-        let mut freed = empty(stages - 1).arrive();
+        let mut ready = full(0).arrive();
         let mut acc = [0.0; N as usize];
         let mut current = 0;
         for step in 0..k {
-            let refill = previous_stage::<STAGES>(current);
-            let arrived = full(current).arrive();
-            empty(refill).wait(freed);
-            let ahead = step + stages - 1;
-            if ahead < k {
-                // SAFETY: everyone released `refill`, so its `full` phase of the previous
-                // round completed and a new one is open for these copies.
-                unsafe { copy_step(p, stage_buffer(refill), t, ahead, &full(refill)) };
+            full(current).wait(ready);
+            // SAFETY: the phase completed: every thread arrived and every bound copy landed.
+            let ops = unsafe { load_operands(stage_buffer(current), t) };
+            // Everyone has its operands: the buffer may be refilled.
+            empty(current).arrive_and_wait();
+            if step + stages < k {
+                // SAFETY: `full[current]`'s phase for `step` completed for everyone (they all
+                // waited on it before arriving on `empty`), so these copies join the next one.
+                unsafe { copy_step(p, stage_buffer(current), t, step + stages, &full(current)) };
             }
-            full(current).wait(arrived);
-            // SAFETY: the phase completed: all arrivals and all bound copies.
-            unsafe { accumulate(&mut acc, stage_buffer(current), t) };
-            freed = empty(current).arrive();
             current = next_stage::<STAGES>(current);
+            ready = full(current).arrive();
+            accumulate(&mut acc, &ops);
         }
         // SAFETY: launch contract.
         unsafe { store_row(c, t, &acc) };
@@ -368,30 +377,29 @@ impl StudyStyle for ThreadPipelineStyle {
         let t = ptx::thread_idx_x();
         let mut pipeline = ThreadPipeline::<STAGES>::new();
         let (mut producer, mut consumer) = pipeline.split();
-        for s in 0..stages - 1 {
+        let mut produce = |step: u32| {
             let stage = producer.producer_acquire();
-            if s < k {
-                // SAFETY: fresh buffers, s < k.
-                unsafe { copy_step(p, stage_buffer(stage.index()), t, s, &stage) };
+            if step < k {
+                // SAFETY: the buffer is free (fresh, or released after the barrier below).
+                unsafe { copy_step(p, stage_buffer(stage.index()), t, step, &stage) };
             }
             stage.producer_commit();
+        };
+        for s in 0..stages {
+            produce(s);
         }
         let mut acc = [0.0; N as usize];
         for step in 0..k {
             let ready = consumer.consumer_wait();
-            // Everyone's copies for `step` are visible, and everyone finished `step - 1`,
-            // whose buffer the producer refills next.
+            // Everyone's copies of `step` are visible.
             ptx::barrier_sync();
-            let stage = producer.producer_acquire();
-            let ahead = step + stages - 1;
-            if ahead < k {
-                // SAFETY: the barrier above freed the buffer.
-                unsafe { copy_step(p, stage_buffer(stage.index()), t, ahead, &stage) };
-            }
-            stage.producer_commit();
             // SAFETY: waited and synced above.
-            unsafe { accumulate(&mut acc, stage_buffer(ready.index()), t) };
+            let ops = unsafe { load_operands(stage_buffer(ready.index()), t) };
             ready.consumer_release();
+            // Everyone has its operands: the buffer may be refilled.
+            ptx::barrier_sync();
+            produce(step + stages);
+            accumulate(&mut acc, &ops);
         }
         // SAFETY: launch contract.
         unsafe { store_row(c, t, &acc) };
@@ -419,16 +427,17 @@ impl StudyStyle for BlockPipelineStyle {
             }
             stage.producer_commit();
         };
-        for s in 0..stages - 1 {
+        for s in 0..stages {
             produce(s);
         }
         let mut acc = [0.0; N as usize];
         for step in 0..k {
-            produce(step + stages - 1);
             let ready = consumer.consumer_wait();
             // SAFETY: the stage's phase completed: every producer's copies landed.
-            unsafe { accumulate(&mut acc, stage_buffer(ready.index()), t) };
+            let ops = unsafe { load_operands(stage_buffer(ready.index()), t) };
             ready.consumer_release();
+            produce(step + stages);
+            accumulate(&mut acc, &ops);
         }
         // SAFETY: launch contract.
         unsafe { store_row(c, t, &acc) };
@@ -467,8 +476,9 @@ impl StudyStyle for WarpSpecialized {
             for _ in 0..k {
                 let ready = consumer.consumer_wait();
                 // SAFETY: the stage's phase completed: the producer warp's copies landed.
-                unsafe { accumulate(&mut acc, stage_buffer(ready.index()), lane) };
+                let ops = unsafe { load_operands(stage_buffer(ready.index()), lane) };
                 ready.consumer_release();
+                accumulate(&mut acc, &ops);
             }
             // SAFETY: launch contract.
             unsafe { store_row(c, lane, &acc) };

@@ -93,7 +93,8 @@ pub unsafe fn mbarrier_arrive_drop(bar: u32) -> u64 {
 }
 
 /// `mbarrier.pending_count.b64 count, state;` — the arrivals the phase of `state` still
-/// expected when that token was produced.
+/// expected when that token was produced. `mbarrier.arrive` captures the state from before
+/// its own arrival, so that arrival is still counted.
 #[inline(always)]
 pub fn mbarrier_pending_count(state: u64) -> u32 {
     let count: u32;

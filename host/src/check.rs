@@ -1,0 +1,279 @@
+//! Checking GPU output against a reference.
+//!
+//! Outputs are filled with [`POISON`] before a launch, so an element the kernel never wrote is
+//! told apart from one it wrote wrong (a NaN the kernel computed has another bit pattern).
+
+use serde::Serialize;
+
+/// A quiet NaN with a recognisable payload, written to outputs before every launch.
+pub const POISON: f32 = f32::from_bits(0x7fc0_0bad);
+
+/// Whether `x` is still the poison written before the launch.
+pub fn is_poison(x: f32) -> bool {
+    x.to_bits() == POISON.to_bits()
+}
+
+/// How far a float result may be from its f64 reference.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Tolerance {
+    /// Bound on `||out - ref||_2 / ||ref||_2`.
+    pub norm: f64,
+    /// Per element: `|out - ref| <= element * max(|ref|, max_i |ref_i|)` (approx's
+    /// `relative_eq` with `max_relative = element` and `epsilon = element * max|ref|`), so that
+    /// elements near zero are judged on the output's scale.
+    pub element: f64,
+}
+
+impl Tolerance {
+    /// For f32 dot products of length K accumulated with FMA: the rounding error grows like
+    /// `sqrt(K) * 2^-24` relative to the result (about 1e-5 at K = 65536); 1e-4 leaves a
+    /// tenfold margin and still fails any wrong element, NaN or stale buffer.
+    pub const F32_DOT: Tolerance = Tolerance {
+        norm: 1e-4,
+        element: 1e-4,
+    };
+}
+
+/// The first element that failed, for the report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Mismatch {
+    pub index: usize,
+    pub got: f32,
+    pub expected: f64,
+}
+
+/// Outcome of comparing an output with its reference.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckReport {
+    /// `||out - ref||_2 / ||ref||_2` over written, finite elements.
+    pub norm_rel_err: f64,
+    /// Largest `|out - ref| / max|ref|` over written, finite elements.
+    pub max_scaled_err: f64,
+    /// Elements still holding the poison.
+    pub unwritten: usize,
+    /// Elements that are NaN or infinite (other than the poison).
+    pub non_finite: usize,
+    /// Elements outside the per-element tolerance.
+    pub wrong: usize,
+    pub first_failure: Option<Mismatch>,
+    pub passed: bool,
+}
+
+impl CheckReport {
+    /// One line on what went wrong (or "ok").
+    pub fn summary(&self) -> String {
+        if self.passed {
+            return format!("ok (rel. error {:.1e})", self.norm_rel_err);
+        }
+        let mut parts = Vec::new();
+        if self.unwritten > 0 {
+            parts.push(format!("{} unwritten", self.unwritten));
+        }
+        if self.non_finite > 0 {
+            parts.push(format!("{} NaN/inf", self.non_finite));
+        }
+        if self.wrong > 0 {
+            parts.push(format!("{} wrong", self.wrong));
+        }
+        parts.push(format!("rel. error {:.1e}", self.norm_rel_err));
+        if let Some(m) = &self.first_failure {
+            parts.push(format!(
+                "first at [{}]: got {}, expected {}",
+                m.index, m.got, m.expected
+            ));
+        }
+        format!("FAILED: {}", parts.join(", "))
+    }
+}
+
+/// Compares `out` with `reference` element by element and as a whole.
+pub fn check(out: &[f32], reference: &[f64], tol: Tolerance) -> CheckReport {
+    assert_eq!(
+        out.len(),
+        reference.len(),
+        "output and reference sizes differ"
+    );
+    let scale = reference.iter().fold(0.0f64, |m, r| m.max(r.abs()));
+    let (mut err2, mut ref2) = (0.0f64, 0.0f64);
+    let mut report = CheckReport {
+        norm_rel_err: 0.0,
+        max_scaled_err: 0.0,
+        unwritten: 0,
+        non_finite: 0,
+        wrong: 0,
+        first_failure: None,
+        passed: false,
+    };
+    for (index, (&got, &expected)) in out.iter().zip(reference).enumerate() {
+        ref2 += expected * expected;
+        let ok = if is_poison(got) {
+            report.unwritten += 1;
+            false
+        } else if !got.is_finite() {
+            report.non_finite += 1;
+            false
+        } else {
+            let diff = got as f64 - expected;
+            err2 += diff * diff;
+            if scale > 0.0 {
+                report.max_scaled_err = report.max_scaled_err.max(diff.abs() / scale);
+            }
+            let close = approx::relative_eq!(
+                got as f64,
+                expected,
+                epsilon = tol.element * scale,
+                max_relative = tol.element
+            );
+            if !close {
+                report.wrong += 1;
+            }
+            close
+        };
+        if !ok && report.first_failure.is_none() {
+            report.first_failure = Some(Mismatch {
+                index,
+                got,
+                expected,
+            });
+        }
+    }
+    report.norm_rel_err = if ref2 > 0.0 {
+        (err2 / ref2).sqrt()
+    } else {
+        err2.sqrt()
+    };
+    report.passed = report.unwritten == 0
+        && report.non_finite == 0
+        && report.wrong == 0
+        && report.norm_rel_err <= tol.norm;
+    report
+}
+
+/// Compares `out` with `expected` bit for bit (copies must be exact).
+pub fn check_exact(out: &[f32], expected: &[f32]) -> CheckReport {
+    assert_eq!(
+        out.len(),
+        expected.len(),
+        "output and expected sizes differ"
+    );
+    let mut report = CheckReport {
+        norm_rel_err: 0.0,
+        max_scaled_err: 0.0,
+        unwritten: 0,
+        non_finite: 0,
+        wrong: 0,
+        first_failure: None,
+        passed: false,
+    };
+    for (index, (&got, &want)) in out.iter().zip(expected).enumerate() {
+        if got.to_bits() == want.to_bits() {
+            continue;
+        }
+        if is_poison(got) {
+            report.unwritten += 1;
+        } else if !got.is_finite() {
+            report.non_finite += 1;
+        } else {
+            report.wrong += 1;
+        }
+        if report.first_failure.is_none() {
+            report.first_failure = Some(Mismatch {
+                index,
+                got,
+                expected: want as f64,
+            });
+        }
+    }
+    report.passed = report.first_failure.is_none();
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference() -> Vec<f64> {
+        (0..64).map(|i| (i as f64 - 20.0) * 1.5).collect()
+    }
+
+    fn as_f32(r: &[f64]) -> Vec<f32> {
+        r.iter().map(|&x| x as f32).collect()
+    }
+
+    #[test]
+    fn accepts_rounding() {
+        let r = reference();
+        let report = check(&as_f32(&r), &r, Tolerance::F32_DOT);
+        assert!(report.passed, "{}", report.summary());
+        assert_eq!(report.summary().split(' ').next(), Some("ok"));
+    }
+
+    #[test]
+    fn catches_one_wrong_element() {
+        let r = reference();
+        let mut out = as_f32(&r);
+        out[17] += 0.05;
+        let report = check(&out, &r, Tolerance::F32_DOT);
+        assert!(!report.passed);
+        assert_eq!(report.wrong, 1);
+        assert_eq!(report.first_failure.as_ref().unwrap().index, 17);
+        assert!(report.summary().contains("1 wrong"), "{}", report.summary());
+    }
+
+    #[test]
+    fn catches_a_wrong_element_near_zero() {
+        let r = reference();
+        let mut out = as_f32(&r);
+        // r[20] is exactly 0: judged on the output's scale, a 1e-3 error there is wrong.
+        out[20] = 0.01;
+        assert!(!check(&out, &r, Tolerance::F32_DOT).passed);
+    }
+
+    #[test]
+    fn catches_nan() {
+        let r = reference();
+        let mut out = as_f32(&r);
+        out[3] = f32::NAN;
+        let report = check(&out, &r, Tolerance::F32_DOT);
+        assert!(!report.passed);
+        assert_eq!((report.non_finite, report.unwritten), (1, 0));
+        assert!(report.summary().contains("NaN"), "{}", report.summary());
+    }
+
+    #[test]
+    fn catches_unwritten() {
+        let r = reference();
+        let mut out = as_f32(&r);
+        out[63] = POISON;
+        let report = check(&out, &r, Tolerance::F32_DOT);
+        assert!(!report.passed);
+        assert_eq!((report.unwritten, report.non_finite), (1, 0));
+        assert!(
+            report.summary().contains("unwritten"),
+            "{}",
+            report.summary()
+        );
+    }
+
+    #[test]
+    fn poison_is_a_distinct_nan() {
+        assert!(POISON.is_nan());
+        assert!(!is_poison(f32::NAN));
+        assert!(is_poison(POISON));
+    }
+
+    #[test]
+    fn exact_check_distinguishes_failures() {
+        let want = vec![1.0f32, 2.0, 3.0, 4.0];
+        assert!(check_exact(&want, &want).passed);
+        let report = check_exact(&[1.0, POISON, f32::NAN, 4.5], &want);
+        assert!(!report.passed);
+        assert_eq!(
+            (report.unwritten, report.non_finite, report.wrong),
+            (1, 1, 1)
+        );
+        assert_eq!(report.first_failure.unwrap().index, 1);
+        // -0.0 and 0.0 differ bitwise: a copy must preserve bits.
+        assert!(!check_exact(&[-0.0], &[0.0]).passed);
+    }
+}

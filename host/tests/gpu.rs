@@ -1,0 +1,131 @@
+//! Tests that need a CUDA GPU (sm_80+). CI has none, so they are ignored there; run them with
+//! `cargo test -p host --release -- --include-ignored` on a machine with a GPU.
+
+use host::check::{self, Tolerance};
+use host::copy_tests::{self, BARRIER_OPS_EXPECTED, COPY_TEST_KERNELS};
+use host::device::Gpu;
+use host::study::{self, Inputs};
+use rand::{Rng, SeedableRng};
+
+fn gpu() -> Gpu {
+    Gpu::open().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn seed() -> u64 {
+    study::fresh_seed()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_experiment_verifies_at_two_k() {
+    let gpu = gpu();
+    // 777: not a power of two, not a multiple of any stage count; 4096: a power of two.
+    for k in [777, 4096] {
+        let seed = seed();
+        let inputs = Inputs::random(k, seed);
+        let reference = inputs.reference();
+        let mut m = study::upload(&inputs).unwrap();
+        for kernel in study::experiments() {
+            let report =
+                study::run_checked(&gpu, kernel, &mut m, &reference, Tolerance::F32_DOT).unwrap();
+            assert!(
+                report.passed,
+                "{} at K = {k} (seed {seed}): {}",
+                kernel.name,
+                report.summary()
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_experiment_is_exact_on_integer_inputs() {
+    // Exact arithmetic: any dropped, repeated or stale step changes the result.
+    let gpu = gpu();
+    for k in [1, 2, 3, 5, 65539] {
+        let seed = seed();
+        let inputs = Inputs::random_integers(k, seed);
+        let expected: Vec<f32> = inputs.reference().iter().map(|&x| x as f32).collect();
+        let mut m = study::upload(&inputs).unwrap();
+        for kernel in study::experiments() {
+            m.poison_c().unwrap();
+            study::launch(&gpu, kernel, &m).unwrap();
+            gpu.synchronize(|| kernel.name.into()).unwrap();
+            let report = check::check_exact(&m.download_c().unwrap(), &expected);
+            assert!(
+                report.passed,
+                "{} at K = {k} (seed {seed}): {}",
+                kernel.name,
+                report.summary()
+            );
+        }
+    }
+}
+
+fn random_floats(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n).map(|_| rng.gen_range(-1e6f32..1e6)).collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_copy_kernel_moves_random_data_through_many_blocks() {
+    let gpu = gpu();
+    let tile = gpu::copy_test::TILE_FLOATS as usize;
+    let per_block = tile * gpu::copy_test::TILES_PER_BLOCK as usize;
+    // 37 full blocks and a partial one: 600 blocks' worth of tiles run at once on big GPUs.
+    let whole = 37 * per_block + 5 * tile;
+    for kernel in COPY_TEST_KERNELS {
+        let mut sizes = vec![whole, tile, 600 * per_block];
+        if kernel.accepts_ragged() {
+            sizes.extend([whole - 37, 1, tile - 1, tile + 1, 3 * per_block + 7]);
+        }
+        for n in sizes {
+            let seed = seed();
+            let src = random_floats(n, seed);
+            let report = copy_tests::run_and_check(&gpu, kernel, &src).unwrap();
+            assert!(
+                report.passed,
+                "{} with n = {n} (seed {seed}): {}",
+                kernel.name,
+                report.summary()
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn barrier_operations_behave_as_specified() {
+    let gpu = gpu();
+    let observed = copy_tests::run_barrier_ops(&gpu).unwrap();
+    for ((what, expected), got) in BARRIER_OPS_EXPECTED.iter().zip(&observed) {
+        assert_eq!(got, expected, "{what}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_failed_launch_is_an_error_naming_the_kernel() {
+    let gpu = gpu();
+    let inputs = Inputs::random(8, seed());
+    let m = study::upload(&inputs).unwrap();
+    let kernel = study::baseline();
+    // More threads than a block may have: the driver refuses the launch.
+    let config = study::LaunchConfig {
+        threads: 4096,
+        ..study::LaunchConfig::of(kernel)
+    };
+    let err = study::launch_with(&gpu, kernel.name, config, &m)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("launching `sync_baseline`: "), "{err}");
+    assert!(!err.contains('\n'), "{err}");
+    // A kernel that is not in the module.
+    let err = gpu.function("no_such_kernel").err().unwrap().to_string();
+    assert!(err.contains("no_such_kernel"), "{err}");
+    // The context is still usable afterwards.
+    study::launch(&gpu, kernel, &m).unwrap();
+    gpu.synchronize(|| "after a refused launch".into()).unwrap();
+}
