@@ -2,9 +2,10 @@
 //! over one mbarrier in shared memory.
 //!
 //! Arrival and wait are separate: a thread arrives ([`Barrier::arrive`]), does independent work,
-//! then waits with the [`ArrivalToken`] its arrival returned. Copies issued with
-//! [`memcpy_async`](crate::memcpy_async) against the barrier hold its phase open until they
-//! land, so the wait also means "my group's copies are in shared memory".
+//! then waits with the [`ArrivalToken`] its arrival returned. Each
+//! [`memcpy_async`](crate::memcpy_async) call bound to the barrier is one more arrival, made
+//! when that thread's copies land, so the wait also means "the bound copies are in shared
+//! memory" (initialize the barrier for both kinds of arrivals).
 //!
 //! The token is the only way to wait by state, and only [`Barrier::arrive`] makes one, so
 //! waiting without having arrived does not compile. Loops that track the phase themselves

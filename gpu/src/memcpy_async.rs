@@ -44,10 +44,10 @@
 //!   `empty` barrier tells producers when a buffer is free. No block-wide barrier, so
 //!   producers and consumers can be different warps (warp specialization) and a consumer never
 //!   waits for unrelated threads.
-//! - **Split arrive/wait barrier** ([`Barrier`]): `memcpy_async` holds the barrier phase open
-//!   (`cp.async.mbarrier.arrive`, no `.noinc`) and each thread arrives itself; the token from
+//! - **Split arrive/wait barrier** ([`Barrier`]): each bound `memcpy_async` is an arrival made
+//!   when its copies land (`.noinc`), and each thread also arrives itself; the token from
 //!   `arrive` is waited on later. The most flexible (independent work between arrive and wait,
-//!   `arrive_and_drop`), one more instruction per copy than the `.noinc` form.
+//!   `arrive_and_drop`); the expected count must include the bound calls.
 
 use crate::barrier::Barrier;
 use crate::pipeline::{Producer, ProducerStage};
@@ -123,13 +123,44 @@ impl Group for ThisThread {
     }
 }
 
-/// The calling thread's warp (32 threads, rank = `%laneid`). All 32 lanes must take part.
-pub struct Warp;
+/// The calling thread's warp: 32 threads, rank = lane. All 32 lanes must take part.
+///
+/// The lane is read once, when the group is made, so copies in a loop cost no special-register
+/// read (as with `cooperative_groups::tiled_partition<32>`).
+#[derive(Clone, Copy)]
+pub struct Warp {
+    lane: u32,
+}
+
+impl Warp {
+    /// This thread's warp (`mov.u32 r, %laneid;`).
+    #[inline(always)]
+    pub fn this_warp() -> Warp {
+        Warp {
+            lane: ptx::lane_id(),
+        }
+    }
+
+    /// This thread's lane, `0..32`.
+    #[inline(always)]
+    pub fn lane(&self) -> u32 {
+        self.lane
+    }
+
+    /// The warp's index in a one-dimensional block (`%tid.x / 32`), broadcast from lane 0
+    /// with `shfl.sync` so that ptxas knows it is warp-uniform: branching on it (producer
+    /// warp / consumer warp) keeps each role's loop on the uniform datapath. All 32 lanes
+    /// must call it together.
+    #[inline(always)]
+    pub fn index_in_block(&self) -> u32 {
+        ptx::shfl_sync_idx(ptx::thread_idx_x() / 32, 0)
+    }
+}
 
 impl Group for Warp {
     #[inline(always)]
     fn thread_rank(&self) -> u32 {
-        ptx::lane_id()
+        self.lane
     }
     #[inline(always)]
     fn size(&self) -> u32 {
@@ -137,17 +168,33 @@ impl Group for Warp {
     }
 }
 
-/// The whole block, which must be one-dimensional (rank = `%tid.x`, size = `%ntid.x`).
-pub struct Block;
+/// The whole block, which must be one-dimensional: rank = `%tid.x`, size = `%ntid.x`, read
+/// once when the group is made.
+#[derive(Clone, Copy)]
+pub struct Block {
+    rank: u32,
+    size: u32,
+}
+
+impl Block {
+    /// This thread's block.
+    #[inline(always)]
+    pub fn this_block() -> Block {
+        Block {
+            rank: ptx::thread_idx_x(),
+            size: ptx::block_dim_x(),
+        }
+    }
+}
 
 impl Group for Block {
     #[inline(always)]
     fn thread_rank(&self) -> u32 {
-        ptx::thread_idx_x()
+        self.rank
     }
     #[inline(always)]
     fn size(&self) -> u32 {
-        ptx::block_dim_x()
+        self.size
     }
 }
 
@@ -162,13 +209,23 @@ pub trait Completion {
     unsafe fn bind_copies(&self);
 }
 
-/// `cp.async.mbarrier.arrive` (incrementing form): the barrier's phase cannot complete before
-/// these copies land; the thread still arrives itself.
+/// `cp.async.mbarrier.arrive.noinc`: each `memcpy_async` call bound to a barrier is one
+/// arrival of the calling thread on the current phase, made when its copies so far have
+/// landed. The barrier's expected count must include these arrivals (PTX ISA's `.noinc`
+/// example): e.g. 32 threads that each make two bound calls and then `arrive()` once per
+/// phase need `Barrier::init(slot, 3 * 32)`.
+///
+/// The incrementing form (`cp.async.mbarrier.arrive` without `.noinc`, which adds to the
+/// pending count so the expected count stays unchanged) is available in [`crate::ptx`], but
+/// compute-sanitizer's synccheck (CUDA 13.0) reports every use of it as "Missing wait";
+/// `.noinc` is what this crate binds with, and it is also one instruction (`ARRIVES.*.ARVCNT`)
+/// instead of two.
 impl Completion for Barrier {
     #[inline(always)]
     unsafe fn bind_copies(&self) {
-        // SAFETY: a `Barrier` is initialized (type invariant); the phase is open (caller).
-        unsafe { ptx::cp_async_mbarrier_arrive(self.slot().addr()) }
+        // SAFETY: a `Barrier` is initialized (type invariant); the phase is open and expects
+        // this arrival (caller).
+        unsafe { ptx::cp_async_mbarrier_arrive_noinc(self.slot().addr()) }
     }
 }
 
@@ -207,8 +264,8 @@ unsafe fn copy_chunk_zfill<const ALIGN: u32>(dst: u32, src: *const u8, src_bytes
 /// # Safety
 /// 1. `src` points to `size.bytes()` readable bytes of global memory, `dst` to as many bytes
 ///    of this block's shared memory; both are aligned to `ALIGN`.
-/// 2. `completion` is open: a [`Barrier`] whose current phase this thread has not yet arrived
-///    at, or the stage acquired for this copy.
+/// 2. `completion` is open: a [`Barrier`] whose current phase still expects this call's
+///    arrival (see the `Completion` impl for [`Barrier`]), or the stage acquired for this copy.
 /// 3. Nothing reads `dst` (or writes `src` or `dst`) before the completion says the copy
 ///    landed: the barrier phase completed, or the stage was committed and then waited for.
 #[inline(always)]

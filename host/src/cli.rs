@@ -24,6 +24,21 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Describe the GPU and whether it can run the kernels.
     Info,
+    /// Check every library abstraction on the GPU: each test kernel streams random data
+    /// through shared memory, and the barrier operations are compared with their spec.
+    Selftest(SelftestArgs),
+}
+
+/// Arguments of `selftest`.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct SelftestArgs {
+    /// Floats each test kernel copies (whole-tile kernels round it down to a multiple of 256;
+    /// the zero-fill kernels take it as is).
+    #[arg(long, default_value_t = 20_000, value_parser = parse_floats)]
+    pub n: u32,
+    /// Only these test kernels (see `host inspect --all`).
+    #[arg(long, num_args = 1.., value_name = "NAME")]
+    pub only: Vec<String>,
 }
 
 /// Arguments of `run`.
@@ -107,6 +122,13 @@ fn parse_warmup(text: &str) -> Result<u32, String> {
         Ok(0) => Err("at least one warm-up launch is needed: the first launch is the one checked on poisoned output".into()),
         Ok(n) => Ok(n),
         Err(_) => Err(format!("`{text}` is not a positive whole number")),
+    }
+}
+
+fn parse_floats(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if (1..=1 << 28).contains(&n) => Ok(n),
+        _ => Err(format!("`{text}` is not a count of floats from 1 to {}", 1u32 << 28)),
     }
 }
 
@@ -218,6 +240,11 @@ mod tests {
         };
         assert_eq!(args.arch, Arch::Sm80);
         assert!(args.all);
+        let Command::Selftest(args) = parse(&["selftest", "--n", "300"]).unwrap() else {
+            panic!("not selftest");
+        };
+        assert_eq!(args.n, 300);
+        assert!(error(&["selftest", "--n", "0"]).contains("count of floats"));
     }
 
     #[test]

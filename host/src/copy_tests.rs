@@ -11,6 +11,13 @@ use gpu::copy_test::{
 
 pub use gpu::copy_test::{BARRIER_OPS_EXPECTED, COPY_TEST_KERNELS};
 
+/// `n` random floats spanning many binades, signs included, from `seed`.
+pub fn random_input(n: usize, seed: u64) -> Vec<f32> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n).map(|_| rng.gen_range(-1e6f32..1e6)).collect()
+}
+
 /// What `kernel` must write for input `src`: `src`, then zeros to the end of the last tile.
 pub fn expected(kernel: &CopyTestKernel, src: &[f32]) -> Vec<f32> {
     let mut out = src.to_vec();

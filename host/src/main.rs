@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use host::cli::{Cli, Command, InspectArgs, RunArgs};
+use host::cli::{Cli, Command, InspectArgs, RunArgs, SelftestArgs};
 use host::device::{DeviceError, Gpu};
 use host::report::RunReport;
 use host::study::{self, Inputs, Timing};
@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::List => list(),
         Command::Inspect(args) => inspect(args),
         Command::Info => info(),
+        Command::Selftest(args) => selftest(args),
     };
     match result {
         Ok(code) => code,
@@ -174,5 +175,53 @@ fn info() -> Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
         Err(err) => Err(err.into()),
+    }
+}
+
+fn selftest(args: SelftestArgs) -> Result<ExitCode> {
+    use host::copy_tests::{self, BARRIER_OPS_EXPECTED, COPY_TEST_KERNELS};
+    for name in &args.only {
+        if gpu::copy_test::find(name).is_none() && name != gpu::copy_test::BARRIER_OPS {
+            anyhow::bail!("no library test kernel `{name}` (see `host inspect --all`)");
+        }
+    }
+    let wanted = |name: &str| args.only.is_empty() || args.only.iter().any(|n| n == name);
+    let gpu = Gpu::open()?;
+    let seed = study::fresh_seed();
+    println!("{}: library self-test, seed {seed}", gpu.info().name);
+    let mut failed = Vec::new();
+    for kernel in COPY_TEST_KERNELS.iter().filter(|k| wanted(k.name)) {
+        let tile = gpu::copy_test::TILE_FLOATS;
+        let n = if kernel.accepts_ragged() {
+            args.n
+        } else {
+            (args.n / tile).max(1) * tile
+        };
+        let src = copy_tests::random_input(n as usize, seed);
+        let report = copy_tests::run_and_check(&gpu, kernel, &src)?;
+        println!("{:<26} n = {n:<9} {}", kernel.name, report.summary());
+        if !report.passed {
+            failed.push(kernel.name);
+        }
+    }
+    if wanted(gpu::copy_test::BARRIER_OPS) {
+        let observed = copy_tests::run_barrier_ops(&gpu)?;
+        let mut ok = true;
+        for ((what, expected), got) in BARRIER_OPS_EXPECTED.iter().zip(&observed) {
+            if got != expected {
+                println!("{:<26} {what}: got {got}, expected {expected}", "barrier_ops");
+                ok = false;
+            }
+        }
+        println!("{:<26} {}", "barrier_ops", if ok { "ok" } else { "FAILED" });
+        if !ok {
+            failed.push(gpu::copy_test::BARRIER_OPS);
+        }
+    }
+    if failed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("error: self-test failed: {}", failed.join(", "));
+        Ok(ExitCode::FAILURE)
     }
 }

@@ -5,7 +5,6 @@ use host::check::{self, Tolerance};
 use host::copy_tests::{self, BARRIER_OPS_EXPECTED, COPY_TEST_KERNELS};
 use host::device::Gpu;
 use host::study::{self, Inputs};
-use rand::{Rng, SeedableRng};
 
 fn gpu() -> Gpu {
     Gpu::open().unwrap_or_else(|e| panic!("{e}"))
@@ -63,11 +62,6 @@ fn every_experiment_is_exact_on_integer_inputs() {
     }
 }
 
-fn random_floats(n: usize, seed: u64) -> Vec<f32> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    (0..n).map(|_| rng.gen_range(-1e6f32..1e6)).collect()
-}
-
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_copy_kernel_moves_random_data_through_many_blocks() {
@@ -83,7 +77,7 @@ fn every_copy_kernel_moves_random_data_through_many_blocks() {
         }
         for n in sizes {
             let seed = seed();
-            let src = random_floats(n, seed);
+            let src = copy_tests::random_input(n, seed);
             let report = copy_tests::run_and_check(&gpu, kernel, &src).unwrap();
             assert!(
                 report.passed,

@@ -192,10 +192,11 @@ unsafe fn stream_block_pipeline<const STAGES: usize>(
 impl CopyTest for BlockPipelineForm {
     unsafe fn run<const STAGES: usize, const ALIGN: u32>(src: *const f32, dst: *mut f32, n: u32) {
         const TILE: AlignedSize<16> = AlignedSize::of(TILE_BYTES);
+        let block = Block::this_block();
         // SAFETY: launch contract; whole tiles only.
         unsafe {
             stream_block_pipeline::<STAGES>(dst, n / TILE_FLOATS, |buffer, tile, stage| {
-                memcpy_async_group(&Block, buffer, tile_src(src, tile), TILE, stage)
+                memcpy_async_group(&block, buffer, tile_src(src, tile), TILE, stage)
             })
         }
     }
@@ -204,11 +205,12 @@ impl CopyTest for BlockPipelineForm {
 impl CopyTest for ZeroFill {
     unsafe fn run<const STAGES: usize, const ALIGN: u32>(src: *const f32, dst: *mut f32, n: u32) {
         let size = AlignedSize::<ALIGN>::of(TILE_BYTES);
+        let block = Block::this_block();
         // SAFETY: launch contract; the last tile reads only the `n` floats that exist.
         unsafe {
             stream_block_pipeline::<STAGES>(dst, n.div_ceil(TILE_FLOATS), |buffer, tile, stage| {
                 let left = (n - tile * TILE_FLOATS).min(TILE_FLOATS);
-                memcpy_async_zfill(&Block, buffer, tile_src(src, tile), size, left * 4, stage)
+                memcpy_async_zfill(&block, buffer, tile_src(src, tile), size, left * 4, stage)
             })
         }
     }
@@ -217,20 +219,19 @@ impl CopyTest for ZeroFill {
 impl CopyTest for WarpSpecialized {
     unsafe fn run<const STAGES: usize, const ALIGN: u32>(src: *const f32, dst: *mut f32, n: u32) {
         const TILE: AlignedSize<16> = AlignedSize::of(TILE_BYTES);
-        let t = ptx::thread_idx_x();
-        let lane = ptx::lane_id();
+        let warp = Warp::this_warp();
         let (first, end) = block_tiles(n / TILE_FLOATS);
         // SAFETY: every thread calls this; warp 0 produces, warp 1 consumes, every stage.
         let mut pipeline =
             unsafe { BlockPipeline::<STAGES>::init_partitioned(pipeline_barriers(), 32, 32) };
         let (mut producer, mut consumer) = pipeline.split();
-        if t < 32 {
+        if warp.index_in_block() == 0 {
             for tile in first..end {
                 let stage = producer.producer_acquire();
                 // SAFETY: the buffer is free (acquired); the tile exists.
                 unsafe {
                     memcpy_async_group(
-                        &Warp,
+                        &warp,
                         stage_buffer(stage.index()),
                         tile_src(src, tile),
                         TILE,
@@ -244,7 +245,7 @@ impl CopyTest for WarpSpecialized {
             for tile in first..end {
                 let ready = consumer.consumer_wait();
                 // SAFETY: the producer warp's copies landed.
-                unsafe { drain(stage_buffer(ready.index()), dst, tile, lane, 32) };
+                unsafe { drain(stage_buffer(ready.index()), dst, tile, warp.lane(), 32) };
                 ready.consumer_release();
             }
         }
@@ -260,8 +261,9 @@ crate::static_shared!(
     fn barrier_copy_slots() -> [u64; 2]
 );
 
-/// Double buffering with two [`Barrier`]s: copy tile `i + 1` (with `copy`) and arrive, then
-/// wait for tile `i`'s token and drain it.
+/// Double buffering with two [`Barrier`]s: copy tile `i + 1` (with `copy`, which makes exactly
+/// one bound `memcpy_async` call per thread) and arrive, then wait for tile `i`'s token and
+/// drain it.
 #[inline(always)]
 unsafe fn stream_barriers(dst: *mut f32, tiles: u32, copy: impl Fn(Shared<f32>, u32, &Barrier)) {
     let t = ptx::thread_idx_x();
@@ -271,8 +273,9 @@ unsafe fn stream_barriers(dst: *mut f32, tiles: u32, copy: impl Fn(Shared<f32>, 
     let slots = barrier_copy_slots();
     if t == 0 {
         for s in 0..2 {
-            // SAFETY: reserved static slots; published by the sync below.
-            let _ = unsafe { Barrier::init(slots.at(s), threads) };
+            // SAFETY: reserved static slots; published by the sync below. Each thread arrives
+            // twice per phase: its one bound `memcpy_async` call, and `arrive()`.
+            let _ = unsafe { Barrier::init(slots.at(s), 2 * threads) };
         }
     }
     ptx::barrier_sync();
@@ -325,10 +328,11 @@ impl CopyTest for BarrierForm {
 impl CopyTest for BarrierGroup {
     unsafe fn run<const STAGES: usize, const ALIGN: u32>(src: *const f32, dst: *mut f32, n: u32) {
         const TILE: AlignedSize<16> = AlignedSize::of(TILE_BYTES);
+        let warp = Warp::this_warp();
         // SAFETY: launch contract; whole tiles only.
         unsafe {
             stream_barriers(dst, n / TILE_FLOATS, |buffer, tile, barrier| {
-                memcpy_async_group(&Warp, buffer, tile_src(src, tile), TILE, barrier)
+                memcpy_async_group(&warp, buffer, tile_src(src, tile), TILE, barrier)
             })
         }
     }
@@ -423,3 +427,4 @@ pub unsafe extern "ptx-kernel" fn barrier_ops(out: *mut u32) {
         record(8, wait_bounded(&alone, &token));
     }
 }
+

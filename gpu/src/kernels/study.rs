@@ -3,10 +3,15 @@
 //!
 //! Every pipelined style fills all `STAGES` buffers up front. At step `j` a thread waits for
 //! buffer `j mod STAGES`, reads its operands into registers, hands the buffer back, refills it
-//! with the operands of step `j + STAGES` and only then does the 32 FMAs of step `j`: a copy
-//! has `STAGES` steps (less the operand reads) to land, so even two stages hide most of the
-//! copy latency. Loops commit a stage every step even when nothing is left to copy, so the
-//! waits stay uniform.
+//! with the operands of step `j + STAGES` (async-groups: after a second `barrier.sync`;
+//! mbarriers: after the `empty` phase completes) and only then does the 32 FMAs of step `j`.
+//! A copy thus has almost `STAGES` steps to land, so even two stages hide most of the copy
+//! latency. (Refilling after the FMAs instead, to hide the `empty` round trip, measured slower
+//! on an H200 at every depth: issuing the copy early matters more.) Loops commit a stage every
+//! step, even when nothing is left to copy, so the waits stay uniform.
+//!
+//! The kernels are one warp (two for [`styles::WarpSpecialized`]): a thread's row of C is its
+//! lane.
 
 use crate::barrier::Barrier;
 use crate::memcpy_async::{AlignedSize, Completion, Warp, memcpy_async, memcpy_async_group};
@@ -147,8 +152,8 @@ unsafe fn store_row(c: *mut f32, row: u32, acc: &[f32; N as usize]) {
     }
 }
 
-/// Raw PTX: this thread's two copies for `step` into `stage` (`A[lane][step]` to slot
-/// `lane`, `B[step][lane]` to slot `M + lane`), 4 bytes each.
+/// Raw PTX: this lane's two copies for `step` into `stage` (`A[lane][step]` to slot `lane`,
+/// `B[step][lane]` to slot `M + lane`), 4 bytes each.
 #[inline(always)]
 unsafe fn copy_step_raw(p: Problem, stage: Shared<f32>, lane: u32, step: u32) {
     // SAFETY: in-range operands (step < k), 4-byte aligned; the stage is free (caller).
@@ -163,20 +168,24 @@ const A_ELEMENT: AlignedSize<4> = AlignedSize::of(4);
 /// A B row, split over a warp: one 4-byte chunk per lane.
 const B_ROW: AlignedSize<4> = AlignedSize::of(N * 4);
 
+/// `memcpy_async` calls per thread in [`copy_step`]: bound to a `Barrier`, each is an arrival.
+const BOUND_COPIES_PER_STEP: u32 = 2;
+
 /// Library: the same copies as [`copy_step_raw`] through `memcpy_async` — the A element by
 /// this thread, the B row by its warp (lane `i` takes chunk `i`), bound to `completion`.
 #[inline(always)]
 unsafe fn copy_step<C: Completion>(
     p: Problem,
     stage: Shared<f32>,
-    lane: u32,
+    warp: &Warp,
     step: u32,
     completion: &C,
 ) {
+    let lane = warp.lane();
     // SAFETY: as for `copy_step_raw`; the completion is open (caller).
     unsafe {
         memcpy_async(stage.add(lane), p.a_elem(lane, step), A_ELEMENT, completion);
-        memcpy_async_group(&Warp, stage.add(M), p.b_elem(step, 0), B_ROW, completion);
+        memcpy_async_group(warp, stage.add(M), p.b_elem(step, 0), B_ROW, completion);
     }
 }
 
@@ -195,26 +204,26 @@ impl StudyStyle for SyncBaseline {
 
     unsafe fn run<const STAGES: usize>(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
         let p = Problem { a, b, k };
-        let t = ptx::thread_idx_x();
+        let lane = ptx::lane_id();
         let stage = stage_buffer(0);
         let mut acc = [0.0; N as usize];
         for step in 0..k {
             // SAFETY: in-range reads (launch contract); the trailing barrier of the previous
             // step ordered every read of the stage before these writes.
             unsafe {
-                let a = p.a_elem(t, step).read();
-                let b = p.b_elem(step, t).read();
-                stage.add(t).write(a);
-                stage.add(M + t).write(b);
+                let a = p.a_elem(lane, step).read();
+                let b = p.b_elem(step, lane).read();
+                stage.add(lane).write(a);
+                stage.add(M + lane).write(b);
             }
             ptx::barrier_sync();
             // SAFETY: the barrier made every thread's stores visible.
-            let ops = unsafe { load_operands(stage, t) };
+            let ops = unsafe { load_operands(stage, lane) };
             accumulate(&mut acc, &ops);
             ptx::barrier_sync();
         }
         // SAFETY: launch contract.
-        unsafe { store_row(c, t, &acc) };
+        unsafe { store_row(c, lane, &acc) };
     }
 }
 
@@ -225,11 +234,11 @@ impl StudyStyle for RawAsyncGroup {
         const { assert!(STAGES >= 2) };
         let stages = STAGES as u32;
         let p = Problem { a, b, k };
-        let t = ptx::thread_idx_x();
+        let lane = ptx::lane_id();
         for s in 0..stages {
             if s < k {
                 // SAFETY: fresh buffers; s < k.
-                unsafe { copy_step_raw(p, stage_buffer(s), t, s) };
+                unsafe { copy_step_raw(p, stage_buffer(s), lane, s) };
             }
             ptx::commit_group();
         }
@@ -242,19 +251,19 @@ impl StudyStyle for RawAsyncGroup {
             // Everyone's copies of `step` are visible.
             ptx::barrier_sync();
             // SAFETY: waited and synced above.
-            let ops = unsafe { load_operands(stage_buffer(current), t) };
+            let ops = unsafe { load_operands(stage_buffer(current), lane) };
             // Everyone has its operands: the buffer may be refilled.
             ptx::barrier_sync();
             if step + stages < k {
                 // SAFETY: freed by the barrier above.
-                unsafe { copy_step_raw(p, stage_buffer(current), t, step + stages) };
+                unsafe { copy_step_raw(p, stage_buffer(current), lane, step + stages) };
             }
             ptx::commit_group();
             accumulate(&mut acc, &ops);
             current = next_stage::<STAGES>(current);
         }
         // SAFETY: launch contract.
-        unsafe { store_row(c, t, &acc) };
+        unsafe { store_row(c, lane, &acc) };
     }
 }
 
@@ -265,11 +274,11 @@ impl StudyStyle for RawMbarrier {
         const { assert!(STAGES >= 2) };
         let stages = STAGES as u32;
         let p = Problem { a, b, k };
-        let t = ptx::thread_idx_x();
+        let lane = ptx::lane_id();
         let barriers = stage_barriers::<STAGES>(Self::STYLE).cast::<u64>();
         let full = |s: u32| barriers.add(s).addr();
         let empty = |s: u32| barriers.add(stages + s).addr();
-        if t == 0 {
+        if ptx::thread_idx_x() == 0 {
             for s in 0..stages {
                 // SAFETY: reserved, aligned slots; the barrier below publishes the init.
                 unsafe {
@@ -288,14 +297,14 @@ impl StudyStyle for RawMbarrier {
         let mut produce = |step: u32| unsafe {
             ptx::mbarrier_wait_parity(empty(fill.index()), fill.phase());
             if step < k {
-                copy_step_raw(p, stage_buffer(fill.index()), t, step);
+                copy_step_raw(p, stage_buffer(fill.index()), lane, step);
             }
             ptx::cp_async_mbarrier_arrive_noinc(full(fill.index()));
             fill.advance();
         };
         let mut consume = || unsafe {
             ptx::mbarrier_wait_parity(full(drain.index()), drain.phase());
-            let ops = load_operands(stage_buffer(drain.index()), t);
+            let ops = load_operands(stage_buffer(drain.index()), lane);
             ptx::mbarrier_arrive(empty(drain.index()));
             drain.advance();
             ops
@@ -310,7 +319,7 @@ impl StudyStyle for RawMbarrier {
             accumulate(&mut acc, &ops);
         }
         // SAFETY: launch contract.
-        unsafe { store_row(c, t, &acc) };
+        unsafe { store_row(c, lane, &acc) };
     }
 }
 
@@ -326,12 +335,16 @@ impl StudyStyle for BarrierStyle {
         const { assert!(STAGES >= 2) };
         let stages = STAGES as u32;
         let p = Problem { a, b, k };
-        let t = ptx::thread_idx_x();
+        let warp = Warp::this_warp();
         let slots = stage_barriers::<STAGES>(Self::STYLE).cast::<u64>();
-        if t == 0 {
-            for s in 0..2 * stages {
+        if ptx::thread_idx_x() == 0 {
+            for s in 0..stages {
                 // SAFETY: reserved, aligned slots; the barrier below publishes the init.
-                let _ = unsafe { Barrier::init(slots.add(s), WARP_SIZE) };
+                unsafe {
+                    // full: per thread, the arrivals of its bound copies and its own.
+                    let _ = Barrier::init(slots.add(s), WARP_SIZE * (BOUND_COPIES_PER_STEP + 1));
+                    let _ = Barrier::init(slots.add(stages + s), WARP_SIZE);
+                }
             }
         }
         ptx::barrier_sync();
@@ -342,28 +355,33 @@ impl StudyStyle for BarrierStyle {
 
         for s in 0..stages.min(k) {
             // SAFETY: fresh buffers, s < k; full[s] is in its first phase.
-            unsafe { copy_step(p, stage_buffer(s), t, s, &full(s)) };
+            unsafe { copy_step(p, stage_buffer(s), &warp, s, &full(s)) };
         }
-        let mut ready = full(0).arrive();
         let mut acc = [0.0; N as usize];
-        let mut current = 0;
-        for step in 0..k {
-            full(current).wait(ready);
+        let mut ready = (k > 0).then(|| full(0).arrive());
+        let (mut step, mut current) = (0, 0);
+        while let Some(token) = ready {
+            full(current).wait(token);
             // SAFETY: the phase completed: every thread arrived and every bound copy landed.
-            let ops = unsafe { load_operands(stage_buffer(current), t) };
+            let ops = unsafe { load_operands(stage_buffer(current), warp.lane()) };
             // Everyone has its operands: the buffer may be refilled.
             empty(current).arrive_and_wait();
             if step + stages < k {
                 // SAFETY: `full[current]`'s phase for `step` completed for everyone (they all
                 // waited on it before arriving on `empty`), so these copies join the next one.
-                unsafe { copy_step(p, stage_buffer(current), t, step + stages, &full(current)) };
+                unsafe {
+                    copy_step(p, stage_buffer(current), &warp, step + stages, &full(current))
+                };
             }
-            current = next_stage::<STAGES>(current);
-            ready = full(current).arrive();
+            // Split arrive/wait: arrive on the next stage now, wait for it after the math.
+            let next = next_stage::<STAGES>(current);
+            ready = (step + 1 < k).then(|| full(next).arrive());
             accumulate(&mut acc, &ops);
+            step += 1;
+            current = next;
         }
         // SAFETY: launch contract.
-        unsafe { store_row(c, t, &acc) };
+        unsafe { store_row(c, warp.lane(), &acc) };
     }
 }
 
@@ -374,14 +392,14 @@ impl StudyStyle for ThreadPipelineStyle {
         const { assert!(STAGES >= 2) };
         let stages = STAGES as u32;
         let p = Problem { a, b, k };
-        let t = ptx::thread_idx_x();
+        let warp = Warp::this_warp();
         let mut pipeline = ThreadPipeline::<STAGES>::new();
         let (mut producer, mut consumer) = pipeline.split();
         let mut produce = |step: u32| {
             let stage = producer.producer_acquire();
             if step < k {
                 // SAFETY: the buffer is free (fresh, or released after the barrier below).
-                unsafe { copy_step(p, stage_buffer(stage.index()), t, step, &stage) };
+                unsafe { copy_step(p, stage_buffer(stage.index()), &warp, step, &stage) };
             }
             stage.producer_commit();
         };
@@ -394,7 +412,7 @@ impl StudyStyle for ThreadPipelineStyle {
             // Everyone's copies of `step` are visible.
             ptx::barrier_sync();
             // SAFETY: waited and synced above.
-            let ops = unsafe { load_operands(stage_buffer(ready.index()), t) };
+            let ops = unsafe { load_operands(stage_buffer(ready.index()), warp.lane()) };
             ready.consumer_release();
             // Everyone has its operands: the buffer may be refilled.
             ptx::barrier_sync();
@@ -402,7 +420,7 @@ impl StudyStyle for ThreadPipelineStyle {
             accumulate(&mut acc, &ops);
         }
         // SAFETY: launch contract.
-        unsafe { store_row(c, t, &acc) };
+        unsafe { store_row(c, warp.lane(), &acc) };
     }
 }
 
@@ -413,7 +431,7 @@ impl StudyStyle for BlockPipelineStyle {
         const { assert!(STAGES >= 2) };
         let stages = STAGES as u32;
         let p = Problem { a, b, k };
-        let t = ptx::thread_idx_x();
+        let warp = Warp::this_warp();
         // SAFETY: every thread calls this; the slots are reserved by the layout.
         let mut pipeline = unsafe {
             BlockPipeline::<STAGES>::init_all_threads(stage_barriers(Self::STYLE), WARP_SIZE)
@@ -423,7 +441,7 @@ impl StudyStyle for BlockPipelineStyle {
             let stage = producer.producer_acquire();
             if step < k {
                 // SAFETY: the stage's buffer is free (acquired), step < k.
-                unsafe { copy_step(p, stage_buffer(stage.index()), t, step, &stage) };
+                unsafe { copy_step(p, stage_buffer(stage.index()), &warp, step, &stage) };
             }
             stage.producer_commit();
         };
@@ -434,13 +452,13 @@ impl StudyStyle for BlockPipelineStyle {
         for step in 0..k {
             let ready = consumer.consumer_wait();
             // SAFETY: the stage's phase completed: every producer's copies landed.
-            let ops = unsafe { load_operands(stage_buffer(ready.index()), t) };
+            let ops = unsafe { load_operands(stage_buffer(ready.index()), warp.lane()) };
             ready.consumer_release();
             produce(step + stages);
             accumulate(&mut acc, &ops);
         }
         // SAFETY: launch contract.
-        unsafe { store_row(c, t, &acc) };
+        unsafe { store_row(c, warp.lane(), &acc) };
     }
 }
 
@@ -451,8 +469,7 @@ impl StudyStyle for WarpSpecialized {
     /// operands that lane `i` of the consumer warp (row `i` of C) and its neighbours read.
     unsafe fn run<const STAGES: usize>(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
         let p = Problem { a, b, k };
-        let t = ptx::thread_idx_x();
-        let lane = ptx::lane_id();
+        let warp = Warp::this_warp();
         // SAFETY: every thread calls this; one warp produces, one consumes, every stage.
         let mut pipeline = unsafe {
             BlockPipeline::<STAGES>::init_partitioned(
@@ -462,11 +479,11 @@ impl StudyStyle for WarpSpecialized {
             )
         };
         let (mut producer, mut consumer) = pipeline.split();
-        if t < WARP_SIZE {
+        if warp.index_in_block() == 0 {
             for step in 0..k {
                 let stage = producer.producer_acquire();
                 // SAFETY: the stage's buffer is free (acquired), step < k.
-                unsafe { copy_step(p, stage_buffer(stage.index()), lane, step, &stage) };
+                unsafe { copy_step(p, stage_buffer(stage.index()), &warp, step, &stage) };
                 stage.producer_commit();
             }
             // No copy may outlive the thread that issued it.
@@ -476,12 +493,12 @@ impl StudyStyle for WarpSpecialized {
             for _ in 0..k {
                 let ready = consumer.consumer_wait();
                 // SAFETY: the stage's phase completed: the producer warp's copies landed.
-                let ops = unsafe { load_operands(stage_buffer(ready.index()), lane) };
+                let ops = unsafe { load_operands(stage_buffer(ready.index()), warp.lane()) };
                 ready.consumer_release();
                 accumulate(&mut acc, &ops);
             }
             // SAFETY: launch contract.
-            unsafe { store_row(c, lane, &acc) };
+            unsafe { store_row(c, warp.lane(), &acc) };
         }
     }
 }
