@@ -14,7 +14,7 @@
 //! | operation | PTX |
 //! |---|---|
 //! | [`Barrier::init`] | `mbarrier.init.shared.b64` |
-//! | [`Barrier::arrive`] | `mbarrier.arrive.shared.b64` |
+//! | [`Barrier::arrive`], [`Barrier::arrive_no_token`] | `mbarrier.arrive.shared.b64` |
 //! | [`Barrier::wait`] | loop on `mbarrier.try_wait.shared.b64` (sm_90) / `test_wait` (sm_80) |
 //! | [`Barrier::wait_parity`] | loop on `mbarrier.try_wait.parity` / `test_wait.parity` |
 //! | [`Barrier::arrive_and_drop`] | `mbarrier.arrive_drop.shared.b64` |
@@ -106,6 +106,16 @@ impl Barrier {
         // SAFETY: the barrier is initialized (type invariant).
         let state = unsafe { ptx::mbarrier_arrive(self.bar.addr()) };
         ArrivalToken { state }
+    }
+
+    /// Arrives on the current phase without keeping its state (`mbarrier.arrive`, result
+    /// unused), for code that tracks the phase parity itself and waits with
+    /// [`Barrier::wait_parity`]. Nothing then depends on the arrival's result, so it costs no
+    /// round trip: a token's state must come back from shared memory before it can be kept.
+    #[inline(always)]
+    pub fn arrive_no_token(&self) {
+        // SAFETY: the barrier is initialized (type invariant).
+        let _ = unsafe { ptx::mbarrier_arrive(self.bar.addr()) };
     }
 
     /// Blocks until the phase `token` arrived at completes (acquire semantics).

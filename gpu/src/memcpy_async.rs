@@ -236,6 +236,17 @@ impl<P: Producer> Completion for ProducerStage<'_, P> {
     unsafe fn bind_copies(&self) {}
 }
 
+/// No binding: the copies are tracked by the next binding this thread makes — a bound
+/// `memcpy_async` (`cp.async.mbarrier.arrive` tracks *all* earlier copies of the thread), a
+/// pipeline commit, or `cp.async.wait_group` / `wait_all`. Lets several copies share one
+/// barrier arrival.
+pub struct Unbound;
+
+impl Completion for Unbound {
+    #[inline(always)]
+    unsafe fn bind_copies(&self) {}
+}
+
 /// Copies one `ALIGN`-byte chunk: `cp.async.cg` for 16 bytes, `cp.async.ca` otherwise.
 #[inline(always)]
 unsafe fn copy_chunk<const ALIGN: u32>(dst: u32, src: *const u8) {

@@ -113,10 +113,12 @@ impl<C: Consumer> Drop for ConsumerStage<'_, C> {
 /// threads copied, a block barrier (`barrier.sync`) must follow
 /// [`Consumer::consumer_wait`], and one must separate the last reads of a buffer from its
 /// refill.
+///
+/// The state is one ring position (the next stage to fill) and the number of committed,
+/// unreleased stages; the consumer's stage is derived from them, so a loop that releases a
+/// stage and refills it sees one index, not two that the compiler cannot prove equal.
 pub struct ThreadPipeline<const STAGES: usize> {
-    producer: PipelineState<STAGES>,
-    consumer: PipelineState<STAGES>,
-    /// Committed, not yet released stages.
+    head: Cell<PipelineState<STAGES>>,
     in_flight: Cell<u32>,
 }
 
@@ -131,8 +133,7 @@ impl<const STAGES: usize> ThreadPipeline<STAGES> {
     pub fn new() -> Self {
         let () = Self::VALID;
         ThreadPipeline {
-            producer: PipelineState::producer_start(),
-            consumer: PipelineState::consumer_start(),
+            head: Cell::new(PipelineState::producer_start()),
             in_flight: Cell::new(0),
         }
     }
@@ -140,15 +141,10 @@ impl<const STAGES: usize> ThreadPipeline<STAGES> {
     /// The producer and consumer sides.
     #[inline(always)]
     pub fn split(&mut self) -> (ThreadProducer<'_, STAGES>, ThreadConsumer<'_, STAGES>) {
+        let this = &*self;
         (
-            ThreadProducer {
-                state: &mut self.producer,
-                in_flight: &self.in_flight,
-            },
-            ThreadConsumer {
-                state: &mut self.consumer,
-                in_flight: &self.in_flight,
-            },
+            ThreadProducer { pipeline: this },
+            ThreadConsumer { pipeline: this },
         )
     }
 }
@@ -161,14 +157,12 @@ impl<const STAGES: usize> Default for ThreadPipeline<STAGES> {
 
 /// The producer side of a [`ThreadPipeline`].
 pub struct ThreadProducer<'p, const STAGES: usize> {
-    state: &'p mut PipelineState<STAGES>,
-    in_flight: &'p Cell<u32>,
+    pipeline: &'p ThreadPipeline<STAGES>,
 }
 
 /// The consumer side of a [`ThreadPipeline`].
 pub struct ThreadConsumer<'p, const STAGES: usize> {
-    state: &'p mut PipelineState<STAGES>,
-    in_flight: &'p Cell<u32>,
+    pipeline: &'p ThreadPipeline<STAGES>,
 }
 
 impl<const STAGES: usize> sealed::Sealed for ThreadProducer<'_, STAGES> {}
@@ -179,10 +173,10 @@ impl<const STAGES: usize> Producer for ThreadProducer<'_, STAGES> {
     /// all `STAGES` are committed and unreleased traps.
     #[inline(always)]
     fn producer_acquire(&mut self) -> ProducerStage<'_, Self> {
-        if self.in_flight.get() >= STAGES as u32 {
+        if self.pipeline.in_flight.get() >= STAGES as u32 {
             ptx::trap();
         }
-        let index = self.state.index();
+        let index = self.pipeline.head.get().index();
         ProducerStage { side: self, index }
     }
 
@@ -190,8 +184,11 @@ impl<const STAGES: usize> Producer for ThreadProducer<'_, STAGES> {
     #[inline(always)]
     fn commit(&mut self, _: Token) {
         ptx::commit_group();
-        self.in_flight.set(self.in_flight.get() + 1);
-        self.state.advance();
+        let p = self.pipeline;
+        p.in_flight.set(p.in_flight.get() + 1);
+        let mut head = p.head.get();
+        head.advance();
+        p.head.set(head);
     }
 }
 
@@ -200,19 +197,25 @@ impl<const STAGES: usize> Consumer for ThreadConsumer<'_, STAGES> {
     /// are complete. Waiting with nothing committed traps.
     #[inline(always)]
     fn consumer_wait(&mut self) -> ConsumerStage<'_, Self> {
-        let in_flight = self.in_flight.get();
+        let in_flight = self.pipeline.in_flight.get();
         if in_flight == 0 {
             ptx::trap();
         }
         ptx::wait_group(in_flight - 1);
-        let index = self.state.index();
+        // The oldest committed stage: `in_flight` stages behind the head, around the ring.
+        let back = self.pipeline.head.get().index() + STAGES as u32 - in_flight;
+        let index = if back >= STAGES as u32 {
+            back - STAGES as u32
+        } else {
+            back
+        };
         ConsumerStage { side: self, index }
     }
 
     #[inline(always)]
     fn release(&mut self, _: Token) {
-        self.in_flight.set(self.in_flight.get() - 1);
-        self.state.advance();
+        let p = self.pipeline;
+        p.in_flight.set(p.in_flight.get() - 1);
     }
 }
 

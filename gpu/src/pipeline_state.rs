@@ -37,6 +37,9 @@ impl<const STAGES: usize> PipelineState<STAGES> {
     /// The stage (buffer) index, `0..STAGES`.
     #[inline(always)]
     pub const fn index(self) -> u32 {
+        // SAFETY: `index` only ever takes values 0..STAGES (constructors and `advance`);
+        // saying so lets the compiler fold ring arithmetic built on it.
+        unsafe { core::hint::assert_unchecked(self.index < STAGES as u32) };
         self.index
     }
 

@@ -39,6 +39,9 @@ pub struct SelftestArgs {
     /// Only these test kernels (see `host inspect --all`).
     #[arg(long, num_args = 1.., value_name = "NAME")]
     pub only: Vec<String>,
+    /// Load this PTX instead of the GPU's own (sm_80 PTX runs on sm_90 GPUs too).
+    #[arg(long, value_name = "ARCH", value_parser = parse_arch)]
+    pub ptx: Option<Arch>,
 }
 
 /// Arguments of `run`.
@@ -66,6 +69,9 @@ pub struct RunArgs {
     /// Seed of the random inputs (default: a fresh one each run, printed).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Load this PTX instead of the GPU's own (sm_80 PTX runs on sm_90 GPUs too).
+    #[arg(long, value_name = "ARCH", value_parser = parse_arch)]
+    pub ptx: Option<Arch>,
 }
 
 impl Default for RunArgs {
@@ -78,6 +84,7 @@ impl Default for RunArgs {
             json: None,
             plot: None,
             seed: None,
+            ptx: None,
         }
     }
 }
@@ -128,7 +135,10 @@ fn parse_warmup(text: &str) -> Result<u32, String> {
 fn parse_floats(text: &str) -> Result<u32, String> {
     match text.parse::<u32>() {
         Ok(n) if (1..=1 << 28).contains(&n) => Ok(n),
-        _ => Err(format!("`{text}` is not a count of floats from 1 to {}", 1u32 << 28)),
+        _ => Err(format!(
+            "`{text}` is not a count of floats from 1 to {}",
+            1u32 << 28
+        )),
     }
 }
 

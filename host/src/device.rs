@@ -28,6 +28,14 @@ pub enum DeviceError {
         major: u32,
         minor: u32,
     },
+    /// The PTX asked for needs a newer GPU.
+    #[error("{arch} PTX does not run on {name} (compute capability {major}.{minor})")]
+    ArchTooNew {
+        name: String,
+        major: u32,
+        minor: u32,
+        arch: Arch,
+    },
     /// A driver call failed.
     #[error("{what}: {source}")]
     Cuda {
@@ -51,13 +59,30 @@ impl<T> CudaContext<T> for Result<T, CudaError> {
     }
 }
 
-/// The PTX arch for a GPU, or why it cannot run the kernels.
-pub fn select_arch(name: &str, major: u32, minor: u32) -> Result<Arch, DeviceError> {
-    Arch::for_compute_capability(major, minor).ok_or_else(|| DeviceError::Unsupported {
-        name: name.to_string(),
-        major,
-        minor,
-    })
+/// The PTX arch for a GPU, or why it cannot run the kernels. `requested` forces an older
+/// arch's PTX (sm_80 PTX runs on an sm_90 GPU, so both code paths can be tested on one).
+pub fn select_arch(
+    name: &str,
+    major: u32,
+    minor: u32,
+    requested: Option<Arch>,
+) -> Result<Arch, DeviceError> {
+    let native =
+        Arch::for_compute_capability(major, minor).ok_or_else(|| DeviceError::Unsupported {
+            name: name.to_string(),
+            major,
+            minor,
+        })?;
+    match requested {
+        Some(arch) if arch > native => Err(DeviceError::ArchTooNew {
+            name: name.to_string(),
+            major,
+            minor,
+            arch,
+        }),
+        Some(arch) => Ok(arch),
+        None => Ok(native),
+    }
 }
 
 /// What the host knows about the GPU it runs on.
@@ -85,6 +110,11 @@ pub struct Gpu {
 impl Gpu {
     /// Opens GPU 0 and loads the PTX built for its arch.
     pub fn open() -> Result<Gpu, DeviceError> {
+        Gpu::open_with(None)
+    }
+
+    /// Opens GPU 0 and loads the PTX for `arch` (its own arch when `None`).
+    pub fn open_with(arch: Option<Arch>) -> Result<Gpu, DeviceError> {
         cust::init(CudaFlags::empty()).map_err(DeviceError::Unavailable)?;
         let count = Device::num_devices().map_err(DeviceError::Unavailable)?;
         if count == 0 {
@@ -100,7 +130,7 @@ impl Gpu {
         };
         let major = attribute(DeviceAttribute::ComputeCapabilityMajor)?;
         let minor = attribute(DeviceAttribute::ComputeCapabilityMinor)?;
-        let arch = select_arch(&name, major, minor)?;
+        let arch = select_arch(&name, major, minor, arch)?;
         let multiprocessors = attribute(DeviceAttribute::MultiprocessorCount)?;
         let clock_mhz = attribute(DeviceAttribute::ClockRate)? / 1000;
         let memory = device
@@ -156,14 +186,26 @@ mod tests {
 
     #[test]
     fn arch_follows_compute_capability() {
-        assert_eq!(select_arch("A100", 8, 0).unwrap(), Arch::Sm80);
-        assert_eq!(select_arch("RTX 4090", 8, 9).unwrap(), Arch::Sm80);
-        assert_eq!(select_arch("H200", 9, 0).unwrap(), Arch::Sm90);
+        assert_eq!(select_arch("A100", 8, 0, None).unwrap(), Arch::Sm80);
+        assert_eq!(select_arch("RTX 4090", 8, 9, None).unwrap(), Arch::Sm80);
+        assert_eq!(select_arch("H200", 9, 0, None).unwrap(), Arch::Sm90);
+    }
+
+    #[test]
+    fn older_ptx_can_be_forced_newer_cannot() {
+        assert_eq!(
+            select_arch("H200", 9, 0, Some(Arch::Sm80)).unwrap(),
+            Arch::Sm80
+        );
+        let err = select_arch("A100", 8, 0, Some(Arch::Sm90))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sm_90 PTX does not run on A100"), "{err}");
     }
 
     #[test]
     fn old_gpus_are_refused_with_a_reason() {
-        let err = select_arch("Tesla T4", 7, 5).unwrap_err();
+        let err = select_arch("Tesla T4", 7, 5, None).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("Tesla T4"), "{text}");
         assert!(text.contains("7.5"), "{text}");

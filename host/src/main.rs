@@ -41,7 +41,7 @@ fn run(args: RunArgs, command_line: String) -> Result<ExitCode> {
     if !kernels.iter().any(|k| k.name == study::baseline().name) {
         kernels.insert(0, study::baseline());
     }
-    let gpu = Gpu::open()?;
+    let gpu = Gpu::open_with(args.ptx)?;
     let seed = args.seed.unwrap_or_else(study::fresh_seed);
     let timing = Timing {
         warmup: args.warmup,
@@ -186,9 +186,13 @@ fn selftest(args: SelftestArgs) -> Result<ExitCode> {
         }
     }
     let wanted = |name: &str| args.only.is_empty() || args.only.iter().any(|n| n == name);
-    let gpu = Gpu::open()?;
+    let gpu = Gpu::open_with(args.ptx)?;
     let seed = study::fresh_seed();
-    println!("{}: library self-test, seed {seed}", gpu.info().name);
+    println!(
+        "{} ({} PTX): library self-test, seed {seed}",
+        gpu.info().name,
+        gpu.info().arch
+    );
     let mut failed = Vec::new();
     for kernel in COPY_TEST_KERNELS.iter().filter(|k| wanted(k.name)) {
         let tile = gpu::copy_test::TILE_FLOATS;
@@ -209,7 +213,10 @@ fn selftest(args: SelftestArgs) -> Result<ExitCode> {
         let mut ok = true;
         for ((what, expected), got) in BARRIER_OPS_EXPECTED.iter().zip(&observed) {
             if got != expected {
-                println!("{:<26} {what}: got {got}, expected {expected}", "barrier_ops");
+                println!(
+                    "{:<26} {what}: got {got}, expected {expected}",
+                    "barrier_ops"
+                );
                 ok = false;
             }
         }

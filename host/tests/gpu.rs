@@ -5,9 +5,22 @@ use host::check::{self, Tolerance};
 use host::copy_tests::{self, BARRIER_OPS_EXPECTED, COPY_TEST_KERNELS};
 use host::device::Gpu;
 use host::study::{self, Inputs};
+use xtask::Arch;
 
 fn gpu() -> Gpu {
     Gpu::open().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The GPU once per PTX module it can run: on an sm_90 GPU both the sm_80 PTX (test_wait
+/// loops) and the sm_90 PTX (try_wait) are exercised.
+fn gpus() -> Vec<Gpu> {
+    let native = gpu();
+    let mut all = vec![];
+    if native.info().arch == Arch::Sm90.name() {
+        all.push(Gpu::open_with(Some(Arch::Sm80)).unwrap_or_else(|e| panic!("{e}")));
+    }
+    all.push(native);
+    all
 }
 
 fn seed() -> u64 {
@@ -17,22 +30,25 @@ fn seed() -> u64 {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_experiment_verifies_at_two_k() {
-    let gpu = gpu();
-    // 777: not a power of two, not a multiple of any stage count; 4096: a power of two.
-    for k in [777, 4096] {
-        let seed = seed();
-        let inputs = Inputs::random(k, seed);
-        let reference = inputs.reference();
-        let mut m = study::upload(&inputs).unwrap();
-        for kernel in study::experiments() {
-            let report =
-                study::run_checked(&gpu, kernel, &mut m, &reference, Tolerance::F32_DOT).unwrap();
-            assert!(
-                report.passed,
-                "{} at K = {k} (seed {seed}): {}",
-                kernel.name,
-                report.summary()
-            );
+    for gpu in gpus() {
+        let arch = gpu.info().arch.clone();
+        // 777: not a power of two, not a multiple of any stage count; 4096: a power of two.
+        for k in [777, 4096] {
+            let seed = seed();
+            let inputs = Inputs::random(k, seed);
+            let reference = inputs.reference();
+            let mut m = study::upload(&inputs).unwrap();
+            for kernel in study::experiments() {
+                let report =
+                    study::run_checked(&gpu, kernel, &mut m, &reference, Tolerance::F32_DOT)
+                        .unwrap();
+                assert!(
+                    report.passed,
+                    "{} ({arch}) at K = {k} (seed {seed}): {}",
+                    kernel.name,
+                    report.summary()
+                );
+            }
         }
     }
 }
@@ -41,23 +57,25 @@ fn every_experiment_verifies_at_two_k() {
 #[ignore = "needs a CUDA GPU"]
 fn every_experiment_is_exact_on_integer_inputs() {
     // Exact arithmetic: any dropped, repeated or stale step changes the result.
-    let gpu = gpu();
-    for k in [1, 2, 3, 5, 65539] {
-        let seed = seed();
-        let inputs = Inputs::random_integers(k, seed);
-        let expected: Vec<f32> = inputs.reference().iter().map(|&x| x as f32).collect();
-        let mut m = study::upload(&inputs).unwrap();
-        for kernel in study::experiments() {
-            m.poison_c().unwrap();
-            study::launch(&gpu, kernel, &m).unwrap();
-            gpu.synchronize(|| kernel.name.into()).unwrap();
-            let report = check::check_exact(&m.download_c().unwrap(), &expected);
-            assert!(
-                report.passed,
-                "{} at K = {k} (seed {seed}): {}",
-                kernel.name,
-                report.summary()
-            );
+    for gpu in gpus() {
+        let arch = gpu.info().arch.clone();
+        for k in [1, 2, 3, 5, 65539] {
+            let seed = seed();
+            let inputs = Inputs::random_integers(k, seed);
+            let expected: Vec<f32> = inputs.reference().iter().map(|&x| x as f32).collect();
+            let mut m = study::upload(&inputs).unwrap();
+            for kernel in study::experiments() {
+                m.poison_c().unwrap();
+                study::launch(&gpu, kernel, &m).unwrap();
+                gpu.synchronize(|| kernel.name.into()).unwrap();
+                let report = check::check_exact(&m.download_c().unwrap(), &expected);
+                assert!(
+                    report.passed,
+                    "{} ({arch}) at K = {k} (seed {seed}): {}",
+                    kernel.name,
+                    report.summary()
+                );
+            }
         }
     }
 }
@@ -65,26 +83,28 @@ fn every_experiment_is_exact_on_integer_inputs() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_copy_kernel_moves_random_data_through_many_blocks() {
-    let gpu = gpu();
-    let tile = gpu::copy_test::TILE_FLOATS as usize;
-    let per_block = tile * gpu::copy_test::TILES_PER_BLOCK as usize;
-    // 37 full blocks and a partial one: 600 blocks' worth of tiles run at once on big GPUs.
-    let whole = 37 * per_block + 5 * tile;
-    for kernel in COPY_TEST_KERNELS {
-        let mut sizes = vec![whole, tile, 600 * per_block];
-        if kernel.accepts_ragged() {
-            sizes.extend([whole - 37, 1, tile - 1, tile + 1, 3 * per_block + 7]);
-        }
-        for n in sizes {
-            let seed = seed();
-            let src = copy_tests::random_input(n, seed);
-            let report = copy_tests::run_and_check(&gpu, kernel, &src).unwrap();
-            assert!(
-                report.passed,
-                "{} with n = {n} (seed {seed}): {}",
-                kernel.name,
-                report.summary()
-            );
+    for gpu in gpus() {
+        let arch = gpu.info().arch.clone();
+        let tile = gpu::copy_test::TILE_FLOATS as usize;
+        let per_block = tile * gpu::copy_test::TILES_PER_BLOCK as usize;
+        // 37 full blocks and a partial one: 600 blocks' worth of tiles run at once on big GPUs.
+        let whole = 37 * per_block + 5 * tile;
+        for kernel in COPY_TEST_KERNELS {
+            let mut sizes = vec![whole, tile, 600 * per_block];
+            if kernel.accepts_ragged() {
+                sizes.extend([whole - 37, 1, tile - 1, tile + 1, 3 * per_block + 7]);
+            }
+            for n in sizes {
+                let seed = seed();
+                let src = copy_tests::random_input(n, seed);
+                let report = copy_tests::run_and_check(&gpu, kernel, &src).unwrap();
+                assert!(
+                    report.passed,
+                    "{} ({arch}) with n = {n} (seed {seed}): {}",
+                    kernel.name,
+                    report.summary()
+                );
+            }
         }
     }
 }
@@ -92,10 +112,12 @@ fn every_copy_kernel_moves_random_data_through_many_blocks() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn barrier_operations_behave_as_specified() {
-    let gpu = gpu();
-    let observed = copy_tests::run_barrier_ops(&gpu).unwrap();
-    for ((what, expected), got) in BARRIER_OPS_EXPECTED.iter().zip(&observed) {
-        assert_eq!(got, expected, "{what}");
+    for gpu in gpus() {
+        let arch = gpu.info().arch.clone();
+        let observed = copy_tests::run_barrier_ops(&gpu).unwrap();
+        for ((what, expected), got) in BARRIER_OPS_EXPECTED.iter().zip(&observed) {
+            assert_eq!(got, expected, "{what} ({arch})");
+        }
     }
 }
 

@@ -427,4 +427,3 @@ pub unsafe extern "ptx-kernel" fn barrier_ops(out: *mut u32) {
         record(8, wait_bounded(&alone, &token));
     }
 }
-
