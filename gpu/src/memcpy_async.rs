@@ -71,7 +71,7 @@ impl<const ALIGN: u32> AlignedSize<ALIGN> {
     #[inline(always)]
     pub const fn new(bytes: u32) -> Option<Self> {
         let () = Self::VALID;
-        if bytes % ALIGN == 0 {
+        if bytes.is_multiple_of(ALIGN) {
             Some(AlignedSize { bytes })
         } else {
             None

@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::Path;
 use xtask::Arch;
 use xtask::nvtools::{self, KernelResources, SassInstr, Tool};
 use xtask::ptx_text::{self, PtxInstr};
@@ -79,7 +79,7 @@ pub fn inspect(arch: Arch) -> Result<Inspection> {
 type Assembled = (Vec<KernelResources>, BTreeMap<String, Vec<SassInstr>>);
 
 /// `ptxas -v` then `cuobjdump -sass` in a private temporary folder.
-fn assemble(arch: Arch, ptx: &str, ptxas: &PathBuf, cuobjdump: &PathBuf) -> Result<Assembled> {
+fn assemble(arch: Arch, ptx: &str, ptxas: &Path, cuobjdump: &Path) -> Result<Assembled> {
     let dir = std::env::temp_dir().join(format!(
         "host-inspect-{}-{}-{}",
         std::process::id(),

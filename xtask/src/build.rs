@@ -111,7 +111,7 @@ impl LlvmTools {
 
 fn build_arch(req: &PtxBuild, llvm: &LlvmTools, arch: Arch) -> Result<PtxArtifact> {
     let out_dir = req.workspace.join("target").join("ptx").join(arch.name());
-    let (rlibs, warnings) = cargo_build_gpu(req, arch, &out_dir)?;
+    let DeviceBuild { rlibs, warnings } = cargo_build_gpu(req, arch, &out_dir)?;
 
     // Unpack every rlib's bitcode members; each rlib gets its own folder since member names
     // of different crates may collide.
@@ -185,17 +185,19 @@ fn build_arch(req: &PtxBuild, llvm: &LlvmTools, arch: Arch) -> Result<PtxArtifac
     })
 }
 
-/// Runs the device build of `gpu` and returns `(crate name, rlib)` for every crate it built,
-/// and its warnings.
-fn cargo_build_gpu(
-    req: &PtxBuild,
-    arch: Arch,
-    out_dir: &Path,
-) -> Result<(Vec<(String, PathBuf)>, Vec<String>)> {
+/// What the device build produced: `(crate name, rlib)` for every crate, and its warnings.
+struct DeviceBuild {
+    rlibs: Vec<(String, PathBuf)>,
+    warnings: Vec<String>,
+}
+
+/// `cargo <subcommand> -p gpu` for the device target of `arch`, in the environment the
+/// device build needs.
+pub fn device_cargo(req: &PtxBuild, subcommand: &str, arch: Arch, target_dir: &Path) -> Command {
     let mut cmd = Command::new(&req.cargo);
     cmd.current_dir(&req.workspace)
         .args([
-            "build",
+            subcommand,
             "--quiet",
             "-p",
             "gpu",
@@ -205,8 +207,7 @@ fn cargo_build_gpu(
         ])
         .args(["-Zbuild-std=core", "--profile", "ptx"])
         .arg("--target-dir")
-        .arg(out_dir)
-        .arg("--message-format=json-render-diagnostics");
+        .arg(target_dir);
     // The caller may be cargo itself (host's build script, `cargo clippy`): its flags, wrappers
     // and target settings are meant for the host build, not this one.
     for var in [
@@ -229,7 +230,13 @@ fn cargo_build_gpu(
     .join("\x1f");
     cmd.env("CARGO_ENCODED_RUSTFLAGS", rustflags)
         .env("RUSTC", &req.rustc);
+    cmd
+}
 
+/// Runs the device build of `gpu`.
+fn cargo_build_gpu(req: &PtxBuild, arch: Arch, out_dir: &Path) -> Result<DeviceBuild> {
+    let mut cmd = device_cargo(req, "build", arch, out_dir);
+    cmd.arg("--message-format=json-render-diagnostics");
     let output = cmd
         .output()
         .with_context(|| format!("running {}", req.cargo.display()))?;
@@ -262,7 +269,10 @@ fn cargo_build_gpu(
         rlibs.iter().any(|(n, _)| n == "gpu"),
         "the device build of `gpu` for {arch} reported no gpu rlib"
     );
-    Ok((rlibs, warnings(&String::from_utf8_lossy(&output.stderr))))
+    Ok(DeviceBuild {
+        rlibs,
+        warnings: warnings(&String::from_utf8_lossy(&output.stderr)),
+    })
 }
 
 /// The warnings in rustc's rendered output, one line each (`message (file:line)`), without

@@ -3,6 +3,9 @@
 //! Builds `target/ptx/<arch>/gpu.ptx` for each arch (all by default). When NVIDIA's ptxas is
 //! found, assembles each PTX for its arch, fails on any ptxas error, and prints per kernel the
 //! registers, static shared memory, stack frame and spill bytes.
+//!
+//! `cargo xtask clippy [--arch ...]`: clippy on the device code (`-D warnings`), per arch,
+//! since `cargo clippy --workspace` only sees the host build of `gpu`.
 
 use anyhow::{Context, Result, bail};
 use std::process::ExitCode;
@@ -10,7 +13,7 @@ use xtask::build::{PtxBuild, build_ptx};
 use xtask::nvtools::{self, Tool};
 use xtask::{Arch, workspace_root};
 
-const USAGE: &str = "usage: cargo xtask build-ptx [--arch sm_80|sm_90]...";
+const USAGE: &str = "usage: cargo xtask (build-ptx | clippy) [--arch sm_80|sm_90]...";
 
 fn main() -> ExitCode {
     match run(std::env::args().skip(1).collect()) {
@@ -24,14 +27,18 @@ fn main() -> ExitCode {
 
 fn run(args: Vec<String>) -> Result<()> {
     let mut args = args.into_iter();
-    match args.next().as_deref() {
-        Some("build-ptx") => {}
-        Some("-h" | "--help") | None => {
+    let command = match args.next() {
+        Some(c) if c == "build-ptx" || c == "clippy" => c,
+        Some(c) if c == "-h" || c == "--help" => {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        None => {
             println!("{USAGE}");
             return Ok(());
         }
         Some(other) => bail!("unknown command `{other}`\n{USAGE}"),
-    }
+    };
     let mut archs = Vec::new();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -51,6 +58,9 @@ fn run(args: Vec<String>) -> Result<()> {
         req.archs = archs;
     }
 
+    if command == "clippy" {
+        return clippy(&req);
+    }
     let artifacts = build_ptx(&req)?;
     let ptxas = nvtools::find(Tool::Ptxas);
     for artifact in &artifacts {
@@ -85,6 +95,26 @@ fn run(args: Vec<String>) -> Result<()> {
         println!("ptxas not found, so the PTX was not assembled: {}", {
             nvtools::require(Tool::Ptxas).unwrap_err()
         });
+    }
+    Ok(())
+}
+
+/// Clippy over the device build of `gpu`, each arch in its own target folder.
+fn clippy(req: &PtxBuild) -> Result<()> {
+    for &arch in &req.archs {
+        let dir = req
+            .workspace
+            .join("target")
+            .join("clippy")
+            .join(arch.name());
+        let status = xtask::build::device_cargo(req, "clippy", arch, &dir)
+            .args(["--", "-D", "warnings"])
+            .status()
+            .context("running cargo clippy")?;
+        if !status.success() {
+            bail!("clippy found problems in the device code for {arch}");
+        }
+        println!("clippy: device code for {arch} is clean");
     }
     Ok(())
 }

@@ -124,17 +124,18 @@ pub fn parse_ptxas_report(report: &str) -> Vec<KernelResources> {
             current = Some(name);
         } else if let Some(rest) = line.split("Function properties for ").nth(1) {
             current = Some(rest.trim().to_string());
-        } else if line.contains("bytes stack frame") {
-            if let Some(k) = entry_mut(&mut kernels, &current) {
-                k.stack_frame_bytes = number_before(line, "bytes stack frame");
-                k.spill_store_bytes = number_before(line, "bytes spill stores");
-                k.spill_load_bytes = number_before(line, "bytes spill loads");
-            }
-        } else if line.contains("Used ") && line.contains("registers") {
-            if let Some(k) = entry_mut(&mut kernels, &current) {
-                k.registers = number_before(line, "registers");
-                k.shared_bytes = number_before(line, "bytes smem");
-            }
+        } else if line.contains("bytes stack frame")
+            && let Some(k) = entry_mut(&mut kernels, &current)
+        {
+            k.stack_frame_bytes = number_before(line, "bytes stack frame");
+            k.spill_store_bytes = number_before(line, "bytes spill stores");
+            k.spill_load_bytes = number_before(line, "bytes spill loads");
+        } else if line.contains("Used ")
+            && line.contains("registers")
+            && let Some(k) = entry_mut(&mut kernels, &current)
+        {
+            k.registers = number_before(line, "registers");
+            k.shared_bytes = number_before(line, "bytes smem");
         }
     }
     kernels

@@ -133,6 +133,10 @@ pub fn shared_to_generic(addr: u32) -> *mut u8 {
 /// # Safety
 /// `ptr` points into this block's shared memory (otherwise the result is meaningless).
 #[inline(always)]
+#[allow(
+    clippy::pointers_in_nomem_asm_block,
+    reason = "the pointer is converted, never dereferenced"
+)]
 pub unsafe fn generic_to_shared<T>(ptr: *const T) -> u32 {
     let addr: u32;
     // SAFETY: an address conversion; touches no memory.
