@@ -156,7 +156,10 @@ fn plot(report: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error
     let rows_range = -0.6..(n as f64 - 0.4);
     let bar = |value: f64, i: usize, color: RGBColor| {
         let y = i as f64;
-        Rectangle::new([(0.0, y - 0.35), (value, y + 0.35)], color.mix(0.85).filled())
+        Rectangle::new(
+            [(0.0, y - 0.35), (value, y + 0.35)],
+            color.mix(0.85).filled(),
+        )
     };
     let label = |value: f64, i: usize, text: String| {
         Text::new(text, (value, i as f64 + 0.25), ("sans-serif", 12))
@@ -164,7 +167,9 @@ fn plot(report: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error
     let name_of = |y: &f64| {
         let i = y.round();
         if (y - i).abs() < 1e-6 && i >= 0.0 {
-            names.get(i as usize).map_or(String::new(), |s| s.to_string())
+            names
+                .get(i as usize)
+                .map_or(String::new(), |s| s.to_string())
         } else {
             String::new()
         }
@@ -175,7 +180,11 @@ fn plot(report: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error
         _ => RGBColor(40, 100, 180),
     };
 
-    let max_ms = rows.iter().map(|r| r.measurement.median_ms).fold(0.0, f64::max) * 1.15;
+    let max_ms = rows
+        .iter()
+        .map(|r| r.measurement.median_ms)
+        .fold(0.0, f64::max)
+        * 1.15;
     let mut chart = ChartBuilder::on(&left)
         .margin(10)
         .caption("median time (ms); orange: raw PTX", ("sans-serif", 16))
@@ -193,11 +202,13 @@ fn plot(report: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error
             .enumerate()
             .map(|(i, r)| bar(r.measurement.median_ms, i, style_color(r))),
     )?;
-    chart.draw_series(
-        rows.iter()
-            .enumerate()
-            .map(|(i, r)| label(r.measurement.median_ms, i, format!(" {:.2}", r.measurement.median_ms))),
-    )?;
+    chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
+        label(
+            r.measurement.median_ms,
+            i,
+            format!(" {:.2}", r.measurement.median_ms),
+        )
+    }))?;
 
     let max_speedup = rows
         .iter()
@@ -215,11 +226,14 @@ fn plot(report: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error
         .disable_y_mesh()
         .y_label_formatter(&|_| String::new())
         .draw()?;
+    chart.draw_series(
+        rows.iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.speedup_vs_baseline.map(|s| bar(s, i, style_color(r)))),
+    )?;
     chart.draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
-        r.speedup_vs_baseline.map(|s| bar(s, i, style_color(r)))
-    }))?;
-    chart.draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
-        r.speedup_vs_baseline.map(|s| label(s, i, format!(" {s:.2}x")))
+        r.speedup_vs_baseline
+            .map(|s| label(s, i, format!(" {s:.2}x")))
     }))?;
     root.present()?;
     Ok(())
