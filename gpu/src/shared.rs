@@ -125,9 +125,6 @@ impl<T, const N: usize> SharedArray<T, N> {
         SharedArray { base }
     }
 
-    /// Number of elements.
-    pub const LEN: usize = N;
-
     /// Handle to element `index`; traps (the launch fails) if `index >= N`. The check folds
     /// away where the index is known in range.
     #[inline(always)]

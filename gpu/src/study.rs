@@ -82,11 +82,6 @@ impl Style {
         }
     }
 
-    /// Whether the style is written against the `ptx` layer directly.
-    pub const fn is_raw_ptx(self) -> bool {
-        matches!(self, Style::RawAsyncGroup | Style::RawMbarrier)
-    }
-
     /// One line on what the style does.
     pub const fn summary(self) -> &'static str {
         match self {

@@ -43,7 +43,7 @@ pub struct Mismatch {
 }
 
 /// Outcome of comparing an output with its reference.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CheckReport {
     /// `||out - ref||_2 / ||ref||_2` over written, finite elements.
     pub norm_rel_err: f64,
@@ -95,15 +95,7 @@ pub fn check(out: &[f32], reference: &[f64], tol: Tolerance) -> CheckReport {
     );
     let scale = reference.iter().fold(0.0f64, |m, r| m.max(r.abs()));
     let (mut err2, mut ref2) = (0.0f64, 0.0f64);
-    let mut report = CheckReport {
-        norm_rel_err: 0.0,
-        max_scaled_err: 0.0,
-        unwritten: 0,
-        non_finite: 0,
-        wrong: 0,
-        first_failure: None,
-        passed: false,
-    };
+    let mut report = CheckReport::default();
     for (index, (&got, &expected)) in out.iter().zip(reference).enumerate() {
         ref2 += expected * expected;
         let ok = if is_poison(got) {
@@ -156,15 +148,7 @@ pub fn check_exact(out: &[f32], expected: &[f32]) -> CheckReport {
         expected.len(),
         "output and expected sizes differ"
     );
-    let mut report = CheckReport {
-        norm_rel_err: 0.0,
-        max_scaled_err: 0.0,
-        unwritten: 0,
-        non_finite: 0,
-        wrong: 0,
-        first_failure: None,
-        passed: false,
-    };
+    let mut report = CheckReport::default();
     for (index, (&got, &want)) in out.iter().zip(expected).enumerate() {
         if got.to_bits() == want.to_bits() {
             continue;

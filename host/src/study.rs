@@ -329,7 +329,7 @@ pub fn versus_raw(m: &Measurement, all: &[Measurement]) -> Option<f64> {
     Some(raw.median_ms / m.median_ms)
 }
 
-/// Opens the context for [`Inputs`] generation: a seed from the clock unless given.
+/// A seed for [`Inputs`] that differs from run to run (clock and process id).
 pub fn fresh_seed() -> u64 {
     use std::time::{SystemTime, UNIX_EPOCH};
     let nanos = SystemTime::now()
@@ -339,7 +339,7 @@ pub fn fresh_seed() -> u64 {
     (nanos as u64) ^ ((nanos >> 64) as u64) ^ (std::process::id() as u64).rotate_left(32)
 }
 
-/// Result of [`Inputs`] sanity, for callers that want an error rather than a panic.
+/// Checks that `inputs` has a valid K and matrices of the matching sizes.
 pub fn check_inputs(inputs: &Inputs) -> Result<()> {
     validate_k(inputs.k)?;
     ensure!(
@@ -349,7 +349,7 @@ pub fn check_inputs(inputs: &Inputs) -> Result<()> {
     Ok(())
 }
 
-/// Uploads `inputs` with a readable error.
+/// Checks `inputs` and copies them to the GPU (C poisoned).
 pub fn upload(inputs: &Inputs) -> Result<DeviceMatrices> {
     check_inputs(inputs)?;
     DeviceMatrices::upload(inputs).context("preparing the study's matrices")

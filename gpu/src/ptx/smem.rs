@@ -1,5 +1,5 @@
 //! Shared-memory loads and stores through 32-bit `.shared` addresses (`ld.shared`,
-//! `st.shared`; SASS `LDS` / `STS`), and conversion to and from generic pointers.
+//! `st.shared`; SASS `LDS` / `STS`), and conversion to a generic pointer.
 //!
 //! A load through a generic pointer compiles to a generic `LD.E`, which must first test which
 //! memory the address falls in; these stay `LDS` / `LDS.128`.
@@ -125,28 +125,4 @@ pub fn shared_to_generic(addr: u32) -> *mut u8 {
         )
     }
     ptr
-}
-
-/// `cvta.to.shared.u64` — the 32-bit `.shared` address of a generic pointer into shared
-/// memory.
-///
-/// # Safety
-/// `ptr` points into this block's shared memory (otherwise the result is meaningless).
-#[inline(always)]
-#[allow(
-    clippy::pointers_in_nomem_asm_block,
-    reason = "the pointer is converted, never dereferenced"
-)]
-pub unsafe fn generic_to_shared<T>(ptr: *const T) -> u32 {
-    let addr: u32;
-    // SAFETY: an address conversion; touches no memory.
-    unsafe {
-        asm!(
-            "{{ .reg .u64 a; cvta.to.shared.u64 a, {ptr}; cvt.u32.u64 {addr}, a; }}",
-            ptr = in(reg64) ptr,
-            addr = out(reg32) addr,
-            options(pure, nomem, nostack, preserves_flags)
-        )
-    }
-    addr
 }
