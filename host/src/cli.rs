@@ -224,7 +224,8 @@ mod tests {
     #[test]
     fn bad_values_say_what_is_wrong() {
         assert!(error(&["run", "--k", "0"]).contains("K must be at least 1"));
-        assert!(error(&["run", "--k", "-3"]).contains("not a whole number"));
+        assert!(error(&["run", "--k=-3"]).contains("not a whole number"));
+        assert!(error(&["run", "--k", "many"]).contains("not a whole number"));
         assert!(error(&["run", "--k", "4194305"]).contains("too large"));
         assert!(error(&["run", "--reps", "0"]).contains("at least one timed launch"));
         assert!(error(&["run", "--warmup", "0"]).contains("warm-up"));
