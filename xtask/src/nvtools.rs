@@ -35,6 +35,7 @@ impl Tool {
 }
 
 /// Folder `.ci/run` unpacks NVIDIA's PyPI wheels into, relative to the workspace.
+/// `cuobjdump` runs `nvdisasm` from its own folder, so both must be there.
 pub const PROJECT_TOOLS_BIN: &str = ".tools/nvidia/cu13/bin";
 
 /// Finds `tool`, in this order: the path in its environment variable (`PTXAS`, `CUOBJDUMP`);
