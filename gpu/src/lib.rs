@@ -20,10 +20,7 @@
 #![cfg_attr(not(test), no_std)]
 // The device modules exist only in the nvptx64 build, so a host `cargo doc` cannot resolve
 // links to them; they resolve in the device docs.
-#![cfg_attr(
-    not(target_arch = "nvptx64"),
-    allow(rustdoc::broken_intra_doc_links)
-)]
+#![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 #![cfg_attr(
     target_arch = "nvptx64",
     feature(abi_ptx, asm_experimental_arch, core_float_math)
