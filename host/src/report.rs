@@ -136,12 +136,13 @@ impl RunReport {
     }
 }
 
+/// Two horizontal bar charts side by side, one bar per experiment: median time (with the
+/// experiments' names) and speedup over the baseline.
 fn plot(report: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     use plotters::prelude::*;
 
     let rows = &report.results;
-    let n = rows.len().max(1);
-    let height = 140 + 26 * n as u32;
+    let height = 140 + 26 * rows.len().max(1) as u32;
     let root = SVGBackend::new(path, (1200, height)).into_drawing_area();
     root.fill(&WHITE)?;
     let title = format!(
@@ -150,92 +151,84 @@ fn plot(report: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error
     );
     let root = root.titled(&title, ("sans-serif", 18))?;
     let (left, right) = root.split_horizontally(620);
-
+    let colors: Vec<RGBColor> = rows
+        .iter()
+        .map(|row| match row.measurement.style.as_str() {
+            "SyncBaseline" => RGBColor(120, 120, 120),
+            "RawAsyncGroup" | "RawMbarrier" => RGBColor(200, 110, 40),
+            _ => RGBColor(40, 100, 180),
+        })
+        .collect();
     let names: Vec<&str> = rows.iter().map(|r| r.measurement.name).collect();
-    // Experiment i is drawn at y = i; bars are 0.7 high, so neighbours stay apart.
-    let rows_range = -0.6..(n as f64 - 0.4);
-    let bar = |value: f64, i: usize, color: RGBColor| {
-        let y = i as f64;
-        Rectangle::new(
-            [(0.0, y - 0.35), (value, y + 0.35)],
-            color.mix(0.85).filled(),
-        )
-    };
-    let label = |value: f64, i: usize, text: String| {
-        Text::new(text, (value, i as f64 + 0.25), ("sans-serif", 12))
-    };
+    let times: Vec<Option<f64>> = rows.iter().map(|r| Some(r.measurement.median_ms)).collect();
+    let speedups: Vec<Option<f64>> = rows.iter().map(|r| r.speedup_vs_baseline).collect();
+    bar_chart(
+        &left,
+        "median time (ms); orange: raw PTX",
+        &times,
+        &colors,
+        Some(&names),
+        |v| format!(" {v:.2}"),
+    )?;
+    bar_chart(
+        &right,
+        "speedup over sync_baseline",
+        &speedups,
+        &colors,
+        None,
+        |v| format!(" {v:.2}x"),
+    )?;
+    root.present()?;
+    Ok(())
+}
+
+/// A horizontal bar chart: row `i` at y = `i`, 0.7 high so neighbours stay apart, its value
+/// written at the end of the bar; rows without a value are left empty. `names`, when given,
+/// label the rows.
+fn bar_chart<DB: plotters::prelude::DrawingBackend>(
+    area: &plotters::prelude::DrawingArea<DB, plotters::coord::Shift>,
+    caption: &str,
+    values: &[Option<f64>],
+    colors: &[plotters::prelude::RGBColor],
+    names: Option<&[&str]>,
+    label: impl Fn(f64) -> String,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    use plotters::prelude::*;
+
+    let n = values.len().max(1);
+    let max = values.iter().flatten().fold(1e-6, |m: f64, &v| m.max(v)) * 1.15;
     let name_of = |y: &f64| {
         let i = y.round();
-        if (y - i).abs() < 1e-6 && i >= 0.0 {
-            names
+        match names {
+            Some(names) if (y - i).abs() < 1e-6 && i >= 0.0 => names
                 .get(i as usize)
-                .map_or(String::new(), |s| s.to_string())
-        } else {
-            String::new()
+                .map_or(String::new(), |s| s.to_string()),
+            _ => String::new(),
         }
     };
-    let style_color = |row: &Row| match row.measurement.style.as_str() {
-        "SyncBaseline" => RGBColor(120, 120, 120),
-        "RawAsyncGroup" | "RawMbarrier" => RGBColor(200, 110, 40),
-        _ => RGBColor(40, 100, 180),
-    };
-
-    let max_ms = rows
-        .iter()
-        .map(|r| r.measurement.median_ms)
-        .fold(0.0, f64::max)
-        * 1.15;
-    let mut chart = ChartBuilder::on(&left)
+    let mut chart = ChartBuilder::on(area)
         .margin(10)
-        .caption("median time (ms); orange: raw PTX", ("sans-serif", 16))
+        .caption(caption, ("sans-serif", 16))
         .x_label_area_size(30)
-        .y_label_area_size(170)
-        .build_cartesian_2d(0.0..max_ms.max(1e-6), rows_range.clone())?;
+        .y_label_area_size(if names.is_some() { 170 } else { 10 })
+        .build_cartesian_2d(0.0..max, -0.6..(n as f64 - 0.4))?;
     chart
         .configure_mesh()
         .disable_y_mesh()
         .y_labels(n + 1)
         .y_label_formatter(&name_of)
         .draw()?;
-    chart.draw_series(
-        rows.iter()
-            .enumerate()
-            .map(|(i, r)| bar(r.measurement.median_ms, i, style_color(r))),
-    )?;
-    chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
-        label(
-            r.measurement.median_ms,
-            i,
-            format!(" {:.2}", r.measurement.median_ms),
-        )
+    let bars = values.iter().zip(colors).enumerate();
+    chart.draw_series(bars.clone().filter_map(|(i, (v, color))| {
+        let y = i as f64;
+        v.map(|v| Rectangle::new([(0.0, y - 0.35), (v, y + 0.35)], color.mix(0.85).filled()))
     }))?;
-
-    let max_speedup = rows
-        .iter()
-        .filter_map(|r| r.speedup_vs_baseline)
-        .fold(1.0, f64::max)
-        * 1.15;
-    let mut chart = ChartBuilder::on(&right)
-        .margin(10)
-        .caption("speedup over sync_baseline", ("sans-serif", 16))
-        .x_label_area_size(30)
-        .y_label_area_size(10)
-        .build_cartesian_2d(0.0..max_speedup, rows_range)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_label_formatter(&|_| String::new())
-        .draw()?;
-    chart.draw_series(
-        rows.iter()
-            .enumerate()
-            .filter_map(|(i, r)| r.speedup_vs_baseline.map(|s| bar(s, i, style_color(r)))),
-    )?;
-    chart.draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
-        r.speedup_vs_baseline
-            .map(|s| label(s, i, format!(" {s:.2}x")))
+    chart.draw_series(bars.filter_map(|(i, (v, _))| {
+        v.map(|v| Text::new(label(v), (v, i as f64 + 0.25), ("sans-serif", 12)))
     }))?;
-    root.present()?;
     Ok(())
 }
 

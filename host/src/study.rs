@@ -195,6 +195,14 @@ pub fn launch_with(
         .during(|| format!("launching `{name}`"))
 }
 
+/// Runs `kernel` once on poisoned C and returns C.
+pub fn run_once(gpu: &Gpu, kernel: &StudyKernel, m: &mut DeviceMatrices) -> Result<Vec<f32>> {
+    m.poison_c()?;
+    launch(gpu, kernel, m)?;
+    gpu.synchronize(|| format!("running `{}`", kernel.name))?;
+    Ok(m.download_c()?)
+}
+
 /// Runs `kernel` once on poisoned C and checks the result.
 pub fn run_checked(
     gpu: &Gpu,
@@ -203,10 +211,7 @@ pub fn run_checked(
     reference: &[f64],
     tol: Tolerance,
 ) -> Result<CheckReport> {
-    m.poison_c()?;
-    launch(gpu, kernel, m)?;
-    gpu.synchronize(|| format!("running `{}`", kernel.name))?;
-    Ok(check::check(&m.download_c()?, reference, tol))
+    Ok(check::check(&run_once(gpu, kernel, m)?, reference, tol))
 }
 
 /// How to time.

@@ -65,10 +65,8 @@ fn every_experiment_is_exact_on_integer_inputs() {
             let expected: Vec<f32> = inputs.reference().iter().map(|&x| x as f32).collect();
             let mut m = study::upload(&inputs).unwrap();
             for kernel in study::experiments() {
-                m.poison_c().unwrap();
-                study::launch(&gpu, kernel, &m).unwrap();
-                gpu.synchronize(|| kernel.name.into()).unwrap();
-                let report = check::check_exact(&m.download_c().unwrap(), &expected);
+                let out = study::run_once(&gpu, kernel, &mut m).unwrap();
+                let report = check::check_exact(&out, &expected);
                 assert!(
                     report.passed,
                     "{} ({arch}) at K = {k} (seed {seed}): {}",
@@ -87,7 +85,7 @@ fn every_copy_kernel_moves_random_data_through_many_blocks() {
         let arch = gpu.info().arch.clone();
         let tile = gpu::copy_test::TILE_FLOATS as usize;
         let per_block = tile * gpu::copy_test::TILES_PER_BLOCK as usize;
-        // 37 full blocks and a partial one: 600 blocks' worth of tiles run at once on big GPUs.
+        // 37 full blocks and a partial one; and 600 blocks, more than the GPU runs at once.
         let whole = 37 * per_block + 5 * tile;
         for kernel in COPY_TEST_KERNELS {
             let mut sizes = vec![whole, tile, 600 * per_block];
