@@ -6,8 +6,11 @@
 //! current stage and the parity of the phase it waits for there.
 //!
 //! The consumer starts at stage 0 waiting for phase parity 0 ("the first fill completed").
-//! The producer starts at stage 0 with parity 1: on a fresh mbarrier (phase 0) a wait for
-//! parity 1 returns at once, which is exactly "every buffer starts free".
+//! The producer starts at stage 0 with parity 1, the parity of the phase before phase 0: at
+//! use `n` of a stage it waits for the phase in which use `n - 1` was released. On a fresh
+//! mbarrier a wait for parity 1 would return at once ("every buffer starts free"), but the
+//! block pipeline skips the first pass's waits instead (see
+//! [`BlockPipeline`](crate::pipeline::BlockPipeline) for why).
 
 /// A position in a pipeline of `STAGES` stages: stage index and phase parity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,8 +29,8 @@ impl<const STAGES: usize> PipelineState<STAGES> {
         PipelineState { index: 0, phase: 0 }
     }
 
-    /// Stage 0, "waiting" for parity 1, which a fresh barrier reports complete: where producers
-    /// start, since every buffer is free at first.
+    /// Stage 0 with parity 1 (the phase before phase 0, which a fresh barrier reports
+    /// complete): where producers start, since every buffer is free at first.
     #[inline(always)]
     pub const fn producer_start() -> Self {
         let () = Self::VALID;

@@ -294,18 +294,31 @@ impl StudyStyle for RawMbarrier {
         }
         ptx::barrier_sync();
 
-        let mut fill = PipelineState::<STAGES>::producer_start();
+        // The first fill of every stage: the buffers start free, nothing to wait for (and no
+        // wait for the phase before phase 0, which racecheck mis-tracks: see `BlockPipeline`).
+        for s in 0..stages {
+            // SAFETY: fresh buffers, s < k; the mbarriers are initialized.
+            unsafe {
+                if s < k {
+                    copy_step_raw(p, stage_buffer(s), lane, s);
+                }
+                ptx::cp_async_mbarrier_arrive_noinc(full(s));
+            }
+        }
+        // Use `n >= 1` of a stage waits for the `empty` phase in which use `n - 1` was
+        // released: phase 0 first, like a consumer's first wait.
+        let mut refill = PipelineState::<STAGES>::consumer_start();
         let mut drain = PipelineState::<STAGES>::consumer_start();
         // SAFETY (both closures): the mbarriers are initialized; every thread arrives once per
         // phase on each; a buffer is written only after its `empty` phase completed and read
         // only after its `full` phase completed.
         let mut produce = |step: u32| unsafe {
-            ptx::mbarrier_wait_parity(empty(fill.index()), fill.phase());
+            ptx::mbarrier_wait_parity(empty(refill.index()), refill.phase());
             if step < k {
-                copy_step_raw(p, stage_buffer(fill.index()), lane, step);
+                copy_step_raw(p, stage_buffer(refill.index()), lane, step);
             }
-            ptx::cp_async_mbarrier_arrive_noinc(full(fill.index()));
-            fill.advance();
+            ptx::cp_async_mbarrier_arrive_noinc(full(refill.index()));
+            refill.advance();
         };
         let mut consume = || unsafe {
             ptx::mbarrier_wait_parity(full(drain.index()), drain.phase());
@@ -314,9 +327,6 @@ impl StudyStyle for RawMbarrier {
             drain.advance();
             ops
         };
-        for s in 0..stages {
-            produce(s);
-        }
         let mut acc = [0.0; N as usize];
         for step in 0..k {
             let ops = consume();
