@@ -229,10 +229,11 @@ impl<const STAGES: usize> Consumer for ThreadConsumer<'_, STAGES> {
 ///
 /// The first pass over the ring does not wait on `empty` at all: the buffers start free.
 /// (CUTLASS instead waits for the parity of the phase before phase 0, which a fresh mbarrier
-/// reports complete at once. That is correct on the hardware, but compute-sanitizer's
-/// racecheck (2025.3) then tracks the `empty` phases one off and reports every later refill
-/// as a race with the reads it follows: 6 errors per warp-specialized study kernel on an
-/// H200, 0 with the first pass skipped. The skip costs a counter and a branch the compiler
+/// reports complete at once. That is correct on the hardware, but after such a wait
+/// compute-sanitizer's racecheck (2025.3) no longer sees the later `empty` and `full` phases
+/// order anything: it reports every refill as racing with the reads before it, and every
+/// read with the copy before it (6 errors per warp-specialized study kernel on an H200; 0
+/// with the first pass skipped). The skip costs a counter and a branch that the compiler
 /// peels off the steady-state loop.)
 pub struct BlockPipeline<const STAGES: usize> {
     barriers: Shared<PipelineSharedState<STAGES>>,
