@@ -326,3 +326,36 @@ fn library_styles_lower_like_their_raw_counterparts() {
         }
     }
 }
+
+/// Block-scope pipelines fill their first pass without waiting: a fresh buffer is free, and a
+/// parity wait for the phase before phase 0 (correct on the hardware) makes racecheck report
+/// every later refill as a race (see `gpu::pipeline::BlockPipeline`). In kernels where every
+/// thread produces, no mbarrier wait comes before the first copy is committed.
+#[test]
+fn block_pipelines_commit_copies_before_any_wait() {
+    use gpu::copy_test::{COPY_TEST_KERNELS, CopyForm};
+    use gpu::study::Style::{BlockPipeline, RawMbarrier};
+    let names = study_kernels(RawMbarrier)
+        .chain(study_kernels(BlockPipeline))
+        .map(|k| k.name)
+        .chain(
+            COPY_TEST_KERNELS
+                .iter()
+                .filter(|k| matches!(k.form, CopyForm::BlockPipeline | CopyForm::ZeroFill))
+                .map(|k| k.name),
+        );
+    for name in names {
+        for arch in Arch::ALL {
+            let ptx = &kernel(arch, name).ptx;
+            let first = |prefix: &str| ptx.iter().position(|i| i.opcode.starts_with(prefix));
+            let commit = first("cp.async.mbarrier.arrive").expect("a copy commit");
+            let wait = first("mbarrier.try_wait")
+                .or_else(|| first("mbarrier.test_wait"))
+                .expect("a wait");
+            assert!(
+                commit < wait,
+                "{name} ({arch}) waits (instruction {wait}) before its first commit ({commit})"
+            );
+        }
+    }
+}
