@@ -298,10 +298,16 @@ mod tests {
         assert!(table.contains("2.00x"), "{table}");
     }
 
+    /// A fresh directory for one test's files; the test removes it.
+    fn scratch_dir(test: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
     fn json_has_device_date_and_parameters() {
-        let dir = std::env::temp_dir().join(format!("report-json-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("report-json");
         let path = dir.join("r.json");
         report().write_json(&path).unwrap();
         let v: serde_json::Value =
@@ -317,8 +323,7 @@ mod tests {
 
     #[test]
     fn svg_plot_names_every_experiment() {
-        let dir = std::env::temp_dir().join(format!("report-svg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("report-svg");
         let path = dir.join("r.svg");
         report().write_svg(&path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();

@@ -1,10 +1,11 @@
 //! Tests that need a CUDA GPU (sm_80+). CI has none, so they are ignored there; run them with
 //! `cargo test -p host --release -- --include-ignored` on a machine with a GPU.
 
-use host::check::{self, Tolerance};
+use gpu::study::StudyKernel;
+use host::check::{self, CheckReport, Tolerance};
 use host::copy_tests::{self, BARRIER_OPS_EXPECTED, COPY_TEST_KERNELS};
 use host::device::Gpu;
-use host::study::{self, Inputs};
+use host::study::{self, DeviceMatrices, Inputs};
 use xtask::Arch;
 
 fn gpu() -> Gpu {
@@ -27,21 +28,23 @@ fn seed() -> u64 {
     study::fresh_seed()
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn every_experiment_verifies_at_two_k() {
+/// Runs every experiment with each PTX module the GPU takes, for each `k`, on fresh inputs
+/// from `make_inputs(k, seed)`, and asserts that `check` (given the f64 reference) passes
+/// what it computed.
+fn check_every_experiment(
+    ks: &[u32],
+    make_inputs: impl Fn(u32, u64) -> Inputs,
+    check: impl Fn(&Gpu, &StudyKernel, &mut DeviceMatrices, &[f64]) -> CheckReport,
+) {
     for gpu in gpus() {
         let arch = gpu.info().arch.clone();
-        // 777: not a power of two, not a multiple of any stage count; 4096: a power of two.
-        for k in [777, 4096] {
+        for &k in ks {
             let seed = seed();
-            let inputs = Inputs::random(k, seed);
+            let inputs = make_inputs(k, seed);
             let reference = inputs.reference();
             let mut m = study::upload(&inputs).unwrap();
             for kernel in study::experiments() {
-                let report =
-                    study::run_checked(&gpu, kernel, &mut m, &reference, Tolerance::F32_DOT)
-                        .unwrap();
+                let report = check(&gpu, kernel, &mut m, &reference);
                 assert!(
                     report.passed,
                     "{} ({arch}) at K = {k} (seed {seed}): {}",
@@ -55,27 +58,25 @@ fn every_experiment_verifies_at_two_k() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn every_experiment_verifies_at_two_k() {
+    // 777: not a power of two, not a multiple of any stage count; 4096: a power of two.
+    check_every_experiment(&[777, 4096], Inputs::random, |gpu, kernel, m, reference| {
+        study::run_checked(gpu, kernel, m, reference, Tolerance::F32_DOT).unwrap()
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn every_experiment_is_exact_on_integer_inputs() {
     // Exact arithmetic: any dropped, repeated or stale step changes the result.
-    for gpu in gpus() {
-        let arch = gpu.info().arch.clone();
-        for k in [1, 2, 3, 5, 65539] {
-            let seed = seed();
-            let inputs = Inputs::random_integers(k, seed);
-            let expected: Vec<f32> = inputs.reference().iter().map(|&x| x as f32).collect();
-            let mut m = study::upload(&inputs).unwrap();
-            for kernel in study::experiments() {
-                let out = study::run_once(&gpu, kernel, &mut m).unwrap();
-                let report = check::check_exact(&out, &expected);
-                assert!(
-                    report.passed,
-                    "{} ({arch}) at K = {k} (seed {seed}): {}",
-                    kernel.name,
-                    report.summary()
-                );
-            }
-        }
-    }
+    check_every_experiment(
+        &[1, 2, 3, 5, 65539],
+        Inputs::random_integers,
+        |gpu, kernel, m, reference| {
+            let expected: Vec<f32> = reference.iter().map(|&x| x as f32).collect();
+            check::check_exact(&study::run_once(gpu, kernel, m).unwrap(), &expected)
+        },
+    );
 }
 
 #[test]
