@@ -2,8 +2,8 @@
 //! as `cargo xtask build-ptx`, so `cargo run -p host` never runs with missing or stale PTX.
 //! The PTX is embedded in the host binary (`GPU_PTX_SM_80`, `GPU_PTX_SM_90`).
 
+use ptx_builder::build::{PtxBuild, build_ptx};
 use std::path::PathBuf;
-use xtask::build::{PtxBuild, build_ptx};
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));

@@ -1,1 +1,2 @@
-//! Benchmarks live in `benches/study.rs`; see `cargo bench -p benches`.
+//! The criterion benchmarks live in `benches/experiments.rs`: `cargo bench` at the workspace
+//! root runs them.

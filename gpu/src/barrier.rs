@@ -20,6 +20,7 @@
 //! | [`Barrier::arrive_and_drop`] | `mbarrier.arrive_drop.shared.b64` |
 //! | [`Barrier::invalidate`] | `mbarrier.inval.shared.b64` |
 
+use crate::layout::Mbarrier;
 use crate::ptx;
 use crate::shared::Shared;
 
@@ -29,7 +30,7 @@ use crate::shared::Shared;
 /// [`Barrier::from_initialized`], whose contracts make the mbarrier valid. It is not `Copy`,
 /// so [`Barrier::arrive_and_drop`] and [`Barrier::invalidate`], which consume it, end its use.
 pub struct Barrier {
-    bar: Shared<u64>,
+    bar: Shared<Mbarrier>,
 }
 
 /// Proof of one arrival on a [`Barrier`] phase; [`Barrier::wait`] consumes it.
@@ -43,6 +44,7 @@ impl ArrivalToken {
     /// the token captures the barrier's state from just before the arrival
     /// (`mbarrier.pending_count`; measured on an H200: the first of 64 arrivals reads 64).
     #[inline(always)]
+    #[must_use]
     pub fn pending_count(&self) -> u32 {
         ptx::mbarrier_pending_count(self.state)
     }
@@ -59,9 +61,10 @@ impl Barrier {
     ///    [`Barrier::from_initialized`] after a block-wide sync that follows this call.
     /// 3. `expected` is 1..2^20.
     #[inline(always)]
-    pub unsafe fn init(slot: Shared<u64>, expected: u32) -> Barrier {
+    #[must_use = "the handle is the only way to use the barrier"]
+    pub unsafe fn init(slot: Shared<Mbarrier>, expected: u32) -> Barrier {
         // SAFETY: forwarded contract (1)-(3).
-        unsafe { ptx::mbarrier_init(slot.addr(), expected) };
+        unsafe { ptx::mbarrier_init(slot, expected) };
         Barrier { bar: slot }
     }
 
@@ -74,10 +77,11 @@ impl Barrier {
     /// 2. `slot` is 8-byte aligned shared memory that nothing else uses while the barrier is
     ///    in use; `expected` is 1..2^20.
     #[inline(always)]
-    pub unsafe fn init_by_first_thread(slot: Shared<u64>, expected: u32) -> Barrier {
+    #[must_use = "the handle is the only way to use the barrier"]
+    pub unsafe fn init_by_first_thread(slot: Shared<Mbarrier>, expected: u32) -> Barrier {
         if ptx::thread_idx_x() == 0 {
             // SAFETY: one thread initializes; the sync below publishes it (contract 1-2).
-            unsafe { Barrier::init(slot, expected) };
+            let _ = unsafe { Barrier::init(slot, expected) };
         }
         ptx::barrier_sync();
         Barrier { bar: slot }
@@ -89,13 +93,14 @@ impl Barrier {
     /// The mbarrier at `slot` was initialized, that initialization is ordered before this
     /// call (a block-wide sync), and it is not invalidated while the handle is used.
     #[inline(always)]
-    pub const unsafe fn from_initialized(slot: Shared<u64>) -> Barrier {
+    pub const unsafe fn from_initialized(slot: Shared<Mbarrier>) -> Barrier {
         Barrier { bar: slot }
     }
 
     /// The mbarrier's shared-memory slot (for `cp.async.mbarrier.arrive`).
     #[inline(always)]
-    pub const fn slot(&self) -> Shared<u64> {
+    #[must_use]
+    pub const fn slot(&self) -> Shared<Mbarrier> {
         self.bar
     }
 
@@ -104,7 +109,7 @@ impl Barrier {
     #[inline(always)]
     pub fn arrive(&self) -> ArrivalToken {
         // SAFETY: the barrier is initialized (type invariant).
-        let state = unsafe { ptx::mbarrier_arrive(self.bar.addr()) };
+        let state = unsafe { ptx::mbarrier_arrive(self.bar) };
         ArrivalToken { state }
     }
 
@@ -114,22 +119,23 @@ impl Barrier {
     /// round trip: a token's state must come back from shared memory before it can be kept.
     #[inline(always)]
     pub fn arrive_no_token(&self) {
-        // SAFETY: the barrier is initialized (type invariant).
-        let _ = unsafe { ptx::mbarrier_arrive(self.bar.addr()) };
+        // SAFETY: the barrier is initialized (type invariant). The state is not needed.
+        let _ = unsafe { ptx::mbarrier_arrive(self.bar) };
     }
 
     /// Blocks until the phase `token` arrived at completes (acquire semantics).
     #[inline(always)]
     pub fn wait(&self, token: ArrivalToken) {
         // SAFETY: the barrier is initialized; the token came from an arrival.
-        unsafe { ptx::mbarrier_wait(self.bar.addr(), token.state) }
+        unsafe { ptx::mbarrier_wait(self.bar, token.state) }
     }
 
     /// Whether the phase `token` arrived at has completed, without blocking.
     #[inline(always)]
+    #[must_use = "the result says whether the phase completed"]
     pub fn test_wait(&self, token: &ArrivalToken) -> bool {
         // SAFETY: the barrier is initialized; the token came from an arrival.
-        unsafe { ptx::mbarrier_test_wait(self.bar.addr(), token.state) }
+        unsafe { ptx::mbarrier_test_wait(self.bar, token.state) }
     }
 
     /// Blocks until the phase with parity `parity` (0 or 1) completes. A fresh barrier is in
@@ -137,14 +143,15 @@ impl Barrier {
     #[inline(always)]
     pub fn wait_parity(&self, parity: u32) {
         // SAFETY: the barrier is initialized (type invariant).
-        unsafe { ptx::mbarrier_wait_parity(self.bar.addr(), parity & 1) }
+        unsafe { ptx::mbarrier_wait_parity(self.bar, parity & 1) }
     }
 
     /// Whether the phase with parity `parity` has completed, without blocking.
     #[inline(always)]
+    #[must_use = "the result says whether the phase completed"]
     pub fn test_wait_parity(&self, parity: u32) -> bool {
         // SAFETY: the barrier is initialized (type invariant).
-        unsafe { ptx::mbarrier_test_wait_parity(self.bar.addr(), parity & 1) }
+        unsafe { ptx::mbarrier_test_wait_parity(self.bar, parity & 1) }
     }
 
     /// Arrives and waits for the phase to complete (`cuda::barrier::arrive_and_wait`).
@@ -159,8 +166,8 @@ impl Barrier {
     #[inline(always)]
     pub fn arrive_and_drop(self) {
         // SAFETY: the barrier is initialized; `self` is consumed, so this handle cannot
-        // arrive again.
-        unsafe { ptx::mbarrier_arrive_drop(self.bar.addr()) };
+        // arrive again. The state is not needed: a thread that left does not wait.
+        let _ = unsafe { ptx::mbarrier_arrive_drop(self.bar) };
     }
 
     /// Ends the barrier's life (`mbarrier.inval.shared.b64`) so its slot can be reused.
@@ -171,6 +178,6 @@ impl Barrier {
     #[inline(always)]
     pub unsafe fn invalidate(self) {
         // SAFETY: forwarded contract.
-        unsafe { ptx::mbarrier_inval(self.bar.addr()) }
+        unsafe { ptx::mbarrier_inval(self.bar) }
     }
 }

@@ -1,22 +1,23 @@
 //! Asynchronous global -> shared memory copies on NVIDIA GPUs (sm_80+), in `no_std` Rust.
 //!
-//! The crate is one stack, read top-down:
+//! The library is one stack, read top-down:
 //!
 //! | layer | module | C++ analogue | lowers to |
 //! |---|---|---|---|
 //! | instructions | [`ptx`] | inline PTX | one `asm!` per instruction |
-//! | shared memory | [`shared`] | `__shared__` | `.shared` declarations, 32-bit addresses |
+//! | shared memory | [`shared`], [`layout`] | `__shared__` | `.shared` declarations, typed 32-bit addresses |
 //! | split barrier | [`barrier`] | `cuda::barrier<thread_scope_block>` | `mbarrier.*` |
-//! | pipelines | [`pipeline`] | `cuda::pipeline<thread_scope_thread / _block>` | `cp.async.commit_group` / `wait_group`, or `cp.async.mbarrier.arrive.noinc` + parity waits |
+//! | pipelines | [`pipeline`], [`pipeline_state`] | `cuda::pipeline<thread_scope_thread / _block>` | `cp.async.commit_group` / `wait_group`, or `cp.async.mbarrier.arrive.noinc` + parity waits |
 //! | copies | [`memcpy_async`] | `cuda::memcpy_async` | `cp.async.ca` (4/8 B), `cp.async.cg` (16 B) |
-//! | kernels | `kernels` (device only) | | the study's experiments and the library's test kernels |
-//!
-//! Modules that describe shapes and bookkeeping — [`study`], [`copy_test`],
-//! [`pipeline_state`] — are plain Rust and also build for the host, so the host launches
-//! exactly what the device defines (kernel names, tile shapes, launch geometry, shared memory
-//! sizes). Everything that emits PTX is compiled only for `nvptx64-nvidia-cuda`.
 //!
 //! Which completion mechanism to use is discussed in [`memcpy_async`]'s module docs.
+//!
+//! [`layout`] and [`pipeline_state`] are plain Rust and also build for the host, so a host
+//! program launches with exactly the shared memory the device code carves up; everything that
+//! emits PTX is compiled only for `nvptx64-nvidia-cuda`.
+//!
+//! Apart from the library, [`workloads`] holds what this project runs on it — the study, the
+//! library's self-test — one folder each, with kernel tables the host also reads.
 #![cfg_attr(not(test), no_std)]
 // The device modules exist only in the nvptx64 build, so a host `cargo doc` cannot resolve
 // links to them; they resolve in the device docs.
@@ -26,14 +27,11 @@
     feature(abi_ptx, asm_experimental_arch, core_float_math)
 )]
 
-pub mod copy_test;
+pub mod layout;
 pub mod pipeline_state;
-pub mod study;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod barrier;
-#[cfg(target_arch = "nvptx64")]
-mod kernels;
 #[cfg(target_arch = "nvptx64")]
 pub mod memcpy_async;
 #[cfg(target_arch = "nvptx64")]
@@ -42,6 +40,8 @@ pub mod pipeline;
 pub mod ptx;
 #[cfg(target_arch = "nvptx64")]
 pub mod shared;
+
+pub mod workloads;
 
 /// A panic on the GPU traps: the launch fails and the host reports the error.
 #[cfg(target_arch = "nvptx64")]

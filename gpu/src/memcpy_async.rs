@@ -69,6 +69,7 @@ impl<const ALIGN: u32> AlignedSize<ALIGN> {
 
     /// `bytes`, if it is a multiple of `ALIGN`.
     #[inline(always)]
+    #[must_use]
     pub const fn new(bytes: u32) -> Option<Self> {
         let () = Self::VALID;
         if bytes.is_multiple_of(ALIGN) {
@@ -225,7 +226,25 @@ impl Completion for Barrier {
     unsafe fn bind_copies(&self) {
         // SAFETY: a `Barrier` is initialized (type invariant); the phase is open and expects
         // this arrival (caller).
-        unsafe { ptx::cp_async_mbarrier_arrive_noinc(self.slot().addr()) }
+        unsafe { ptx::cp_async_mbarrier_arrive_noinc(self.slot()) }
+    }
+}
+
+/// Binds copies to a [`Barrier`] the way `cuda::barrier` does:
+/// `cp.async.mbarrier.arrive.shared.b64` without `.noinc` raises the phase's pending count
+/// when issued and lowers it when this thread's copies land, so the copies add no arrival to
+/// the expected count — initialize the barrier for the threads that [`Barrier::arrive`]
+/// themselves, as in C++. Two instructions per binding (SASS `ARRIVES.LDGSTSBAR.64` plus the
+/// increment) instead of one, and compute-sanitizer's synccheck (CUDA 13.0) reports each as
+/// "Missing wait": prefer binding to the [`Barrier`] itself (`.noinc`) unless the expected
+/// count cannot include the copies.
+pub struct Uncounted<'b>(pub &'b Barrier);
+
+impl Completion for Uncounted<'_> {
+    #[inline(always)]
+    unsafe fn bind_copies(&self) {
+        // SAFETY: a `Barrier` is initialized (type invariant); its phase is open (caller).
+        unsafe { ptx::cp_async_mbarrier_arrive(self.0.slot()) }
     }
 }
 
@@ -248,6 +267,11 @@ impl Completion for Unbound {
 }
 
 /// Copies one `ALIGN`-byte chunk: `cp.async.cg` for 16 bytes, `cp.async.ca` otherwise.
+///
+/// # Safety
+/// `src` holds `ALIGN` readable bytes of global memory and `dst` is `ALIGN` bytes of this
+/// block's shared memory, both `ALIGN`-aligned; nothing touches `dst` until the copy is
+/// known complete.
 #[inline(always)]
 unsafe fn copy_chunk<const ALIGN: u32>(dst: u32, src: *const u8) {
     // SAFETY (both arms): the caller guarantees both addresses hold ALIGN aligned bytes.
@@ -259,6 +283,10 @@ unsafe fn copy_chunk<const ALIGN: u32>(dst: u32, src: *const u8) {
 }
 
 /// Copies one chunk of which only the first `src_bytes` come from `src`; the rest is zeroed.
+///
+/// # Safety
+/// As [`copy_chunk`], except that only the first `src_bytes` (at most `ALIGN`) of `src` need
+/// be readable.
 #[inline(always)]
 unsafe fn copy_chunk_zfill<const ALIGN: u32>(dst: u32, src: *const u8, src_bytes: u32) {
     // SAFETY (both arms): the caller guarantees the addresses and the readable prefix.

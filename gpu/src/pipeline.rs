@@ -24,7 +24,8 @@
 //! iteration (commit even when nothing is left to copy: an empty group is free). The lowering
 //! tests check both.
 
-use crate::pipeline_state::{PipelineSharedState, PipelineState};
+use crate::layout::{Mbarrier, PipelineSharedState};
+use crate::pipeline_state::PipelineState;
 use crate::ptx;
 use crate::shared::Shared;
 use core::cell::Cell;
@@ -310,14 +311,22 @@ impl<const STAGES: usize> BlockPipeline<STAGES> {
     }
 }
 
+/// `full[stage]`: the first `STAGES` mbarriers of the shared state.
 #[inline(always)]
-fn full<const STAGES: usize>(barriers: Shared<PipelineSharedState<STAGES>>, stage: u32) -> u32 {
-    barriers.cast::<u64>().add(stage).addr()
+fn full<const STAGES: usize>(
+    barriers: Shared<PipelineSharedState<STAGES>>,
+    stage: u32,
+) -> Shared<Mbarrier> {
+    barriers.cast::<Mbarrier>().add(stage)
 }
 
+/// `empty[stage]`: the `STAGES` mbarriers after `full`.
 #[inline(always)]
-fn empty<const STAGES: usize>(barriers: Shared<PipelineSharedState<STAGES>>, stage: u32) -> u32 {
-    barriers.cast::<u64>().add(STAGES as u32 + stage).addr()
+fn empty<const STAGES: usize>(
+    barriers: Shared<PipelineSharedState<STAGES>>,
+    stage: u32,
+) -> Shared<Mbarrier> {
+    barriers.cast::<Mbarrier>().add(STAGES as u32 + stage)
 }
 
 /// The producer side of a [`BlockPipeline`].
@@ -374,7 +383,8 @@ impl<const STAGES: usize> Consumer for BlockConsumer<'_, STAGES> {
     #[inline(always)]
     fn release(&mut self, _: Token) {
         // SAFETY: `empty[s]` expects one arrival per consumer per phase (init contract).
-        unsafe { ptx::mbarrier_arrive(empty(self.barriers, self.state.index())) };
+        // Producers wait by parity: the state is not needed.
+        let _ = unsafe { ptx::mbarrier_arrive(empty(self.barriers, self.state.index())) };
         self.state.advance();
     }
 }

@@ -1,5 +1,6 @@
 //! Stage and phase bookkeeping of a multi-stage pipeline (CUTLASS's `PipelineState`), in plain
-//! Rust so that it is tested on the host.
+//! Rust so that it is tested on the host. The mbarriers it indexes are laid out by
+//! [`PipelineSharedState`](crate::layout::PipelineSharedState).
 //!
 //! A pipeline of `STAGES` buffers walks them in a ring. Each buffer has mbarriers whose phase
 //! flips every time the ring passes, so a side (producer or consumer) needs the index of its
@@ -72,20 +73,4 @@ impl<const STAGES: usize> PipelineState<STAGES> {
             phase,
         }
     }
-}
-
-/// The mbarriers of a block-scope pipeline, one pair per stage, as laid out in shared memory:
-/// `full[s]` completes a phase when stage `s` has been filled (producer copies landed),
-/// `empty[s]` when every consumer released it.
-#[repr(C, align(8))]
-pub struct PipelineSharedState<const STAGES: usize> {
-    /// Filled: expected arrivals = producer threads (each commit arrives once).
-    pub full: [u64; STAGES],
-    /// Released: expected arrivals = consumer threads.
-    pub empty: [u64; STAGES],
-}
-
-impl<const STAGES: usize> PipelineSharedState<STAGES> {
-    /// Bytes of shared memory it takes (16 per stage).
-    pub const BYTES: u32 = size_of::<Self>() as u32;
 }

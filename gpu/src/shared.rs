@@ -1,4 +1,5 @@
-//! Shared memory: declarations and typed handles over 32-bit `.shared` addresses.
+//! Shared memory: declarations, and arrays over the typed 32-bit `.shared` addresses
+//! ([`Shared<T>`], defined with the instructions that take it in [`crate::ptx`]).
 //!
 //! rustc's NVPTX backend has no way to put a Rust `static` in `.shared` (a
 //! `#[link_section = ".shared"]` static silently lands in global memory), so shared memory is
@@ -8,98 +9,11 @@
 //!   `.shared .align 16 .b8 NAME[bytes];` and a function returning a [`SharedArray`] over it.
 //!   ptxas charges it only to the kernels that use it.
 //! - dynamic: [`dynamic_shared`] is the block's `.extern .shared` region, sized by the launch.
-//!
-//! A [`Shared<T>`] is a typed 32-bit address, the form `cp.async`, `mbarrier` and
-//! `ld.shared` / `st.shared` take; it is `Copy` and costs one register.
 
-use crate::ptx::{self, SharedValue};
+use crate::ptx;
 use core::arch::{asm, global_asm};
-use core::marker::PhantomData;
 
-/// The `.shared` address of a `T` in this block's shared memory.
-#[repr(transparent)]
-pub struct Shared<T> {
-    addr: u32,
-    _type: PhantomData<*mut T>,
-}
-
-impl<T> Clone for Shared<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T> Copy for Shared<T> {}
-
-impl<T> Shared<T> {
-    /// A handle for the `.shared` address `addr`.
-    ///
-    /// # Safety
-    /// `addr` is a `.shared` address of this block, aligned for `T`, whose memory the caller
-    /// may use as a `T` (for as long as the handle, and copies of it, are used).
-    #[inline(always)]
-    pub const unsafe fn from_addr(addr: u32) -> Self {
-        Shared {
-            addr,
-            _type: PhantomData,
-        }
-    }
-
-    /// The 32-bit `.shared` address.
-    #[inline(always)]
-    pub const fn addr(self) -> u32 {
-        self.addr
-    }
-
-    /// The handle `count` elements further (pointer arithmetic: no access, no check).
-    #[inline(always)]
-    pub const fn add(self, count: u32) -> Self {
-        Shared {
-            addr: self
-                .addr
-                .wrapping_add(count.wrapping_mul(size_of::<T>() as u32)),
-            _type: PhantomData,
-        }
-    }
-
-    /// The same address, viewed as a `U`.
-    #[inline(always)]
-    pub const fn cast<U>(self) -> Shared<U> {
-        Shared {
-            addr: self.addr,
-            _type: PhantomData,
-        }
-    }
-
-    /// The generic pointer to this memory (`cvta.shared.u64`): accesses through it compile to
-    /// generic loads and stores, slower than [`Shared::read`] / [`Shared::write`].
-    #[inline(always)]
-    pub fn as_generic_ptr(self) -> *mut T {
-        ptx::shared_to_generic(self.addr).cast()
-    }
-}
-
-impl<T: SharedValue> Shared<T> {
-    /// `ld.shared` of the value.
-    ///
-    /// # Safety
-    /// The memory holds an initialized `T` that no thread or copy writes concurrently (any
-    /// async copy into it has been waited for and the wait made visible to this thread).
-    #[inline(always)]
-    pub unsafe fn read(self) -> T {
-        // SAFETY: forwarded contract; alignment is the handle's invariant.
-        unsafe { T::load_shared(self.addr) }
-    }
-
-    /// `st.shared` of `value`.
-    ///
-    /// # Safety
-    /// No other thread or copy reads or writes the memory concurrently.
-    #[inline(always)]
-    pub unsafe fn write(self, value: T) {
-        // SAFETY: forwarded contract; alignment is the handle's invariant.
-        unsafe { T::store_shared(self.addr, value) }
-    }
-}
+pub use crate::ptx::Shared;
 
 /// `N` consecutive `T`s in shared memory.
 #[repr(transparent)]
@@ -128,6 +42,7 @@ impl<T, const N: usize> SharedArray<T, N> {
     /// Handle to element `index`; traps (the launch fails) if `index >= N`. The check folds
     /// away where the index is known in range.
     #[inline(always)]
+    #[must_use]
     pub fn at(self, index: u32) -> Shared<T> {
         if index as usize >= N {
             ptx::trap();
@@ -137,6 +52,7 @@ impl<T, const N: usize> SharedArray<T, N> {
 
     /// The first element.
     #[inline(always)]
+    #[must_use]
     pub const fn base(self) -> Shared<T> {
         self.base
     }
@@ -189,8 +105,9 @@ global_asm!(".extern .shared .align 16 .b8 DYNAMIC_SHARED[];");
 /// `.extern .shared .align 16 .b8 DYNAMIC_SHARED[];`.
 ///
 /// Carve it up with [`Shared::add`] / [`Shared::cast`] following a layout the host also
-/// knows (see [`crate::study::SharedLayout`]); reading past the launch's size is undefined.
+/// knows (see [`crate::layout::StagedLayout`]); reading past the launch's size is undefined.
 #[inline(always)]
+#[must_use]
 pub fn dynamic_shared() -> Shared<u8> {
     let addr: u32;
     // SAFETY: reads the address of the declaration above; touches no memory.

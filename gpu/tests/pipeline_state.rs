@@ -2,7 +2,8 @@
 //! after `n` steps a side is at stage `n mod S`, and the phase it waits for has flipped once
 //! per trip around the ring.
 
-use gpu::pipeline_state::{PipelineSharedState, PipelineState};
+use gpu::layout::PipelineSharedState;
+use gpu::pipeline_state::PipelineState;
 use proptest::prelude::*;
 
 fn walk<const S: usize>(start: PipelineState<S>, steps: u32) -> PipelineState<S> {

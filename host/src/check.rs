@@ -38,8 +38,11 @@ impl Tolerance {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Mismatch {
     pub index: usize,
-    pub got: f32,
+    pub got: f64,
     pub expected: f64,
+    /// What the element means, where it has a name of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub what: Option<&'static str>,
 }
 
 /// Outcome of comparing an output with its reference.
@@ -77,9 +80,13 @@ impl CheckReport {
         }
         parts.push(format!("rel. error {:.1e}", self.norm_rel_err));
         if let Some(m) = &self.first_failure {
+            let place = match m.what {
+                Some(what) => format!("[{}] ({what})", m.index),
+                None => format!("[{}]", m.index),
+            };
             parts.push(format!(
-                "first at [{}]: got {}, expected {}",
-                m.index, m.got, m.expected
+                "first at {place}: got {}, expected {}",
+                m.got, m.expected
             ));
         }
         format!("FAILED: {}", parts.join(", "))
@@ -124,8 +131,9 @@ pub fn check(out: &[f32], reference: &[f64], tol: Tolerance) -> CheckReport {
         if !ok && report.first_failure.is_none() {
             report.first_failure = Some(Mismatch {
                 index,
-                got,
+                got: got as f64,
                 expected,
+                what: None,
             });
         }
     }
@@ -163,13 +171,21 @@ pub fn check_exact(out: &[f32], expected: &[f32]) -> CheckReport {
         if report.first_failure.is_none() {
             report.first_failure = Some(Mismatch {
                 index,
-                got,
+                got: got as f64,
                 expected: want as f64,
+                what: None,
             });
         }
     }
     report.passed = report.first_failure.is_none();
     report
+}
+
+/// Compares `out` bit for bit with `reference` rounded to `f32`: for inputs whose every sum
+/// is exact (small integers), where the rounding is exact too.
+pub fn check_exact_against(out: &[f32], reference: &[f64]) -> CheckReport {
+    let expected: Vec<f32> = reference.iter().map(|&x| x as f32).collect();
+    check_exact(out, &expected)
 }
 
 #[cfg(test)]

@@ -1,12 +1,17 @@
-//! Command-line interface: `run` (default), `list`, `inspect`, `info`.
+//! Command-line interface: `run` (default), `list`, `inspect`, `info`, `selftest`.
+//!
+//! Arguments are checked in two steps: clap checks each value on its own (exit 2), then
+//! [`RunArgs::resolve`] checks what depends on the workload — sizes, experiment names — once,
+//! into a [`RunRequest`] that carries the registry's objects rather than names.
 
-use crate::study;
-use clap::{Args, Parser, Subcommand};
+use crate::experiment::{Timing, Values};
+use crate::registry::{self, AnyWorkload, Plan, Selection};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ptx_builder::Arch;
 use std::path::PathBuf;
-use xtask::Arch;
 
-/// Reproduces the CUDA async-copy study in Rust: C(32x32) = A(32xK) * B(Kx32) on one block,
-/// the synchronous baseline against every async-copy completion style.
+/// Asynchronous memory copy on NVIDIA GPUs, in Rust: runs the workloads built on the library
+/// (the 32x32xK study by default), checks every result against a reference, and times it.
 #[derive(Parser, Debug)]
 #[command(name = "host", version, propagate_version = true)]
 pub struct Cli {
@@ -16,9 +21,10 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug, PartialEq)]
 pub enum Command {
-    /// Run the experiments: verify each against an f64 reference and time it (the default).
+    /// Run a workload's experiments: verify each against its reference and time it (the
+    /// default: the study at K = 65536).
     Run(RunArgs),
-    /// List the experiments.
+    /// List the workloads and their experiments.
     List,
     /// Show what each kernel lowers to: PTX and (with NVIDIA's tools) SASS. Needs no GPU.
     Inspect(InspectArgs),
@@ -34,9 +40,9 @@ pub enum Command {
 pub struct SelftestArgs {
     /// Floats each test kernel copies (whole-tile kernels round it down to a multiple of 256;
     /// the zero-fill kernels take it as is).
-    #[arg(long, default_value_t = 20_000, value_parser = parse_floats)]
-    pub n: u32,
-    /// Only these test kernels (see `host inspect --all`).
+    #[arg(long, default_value = "20000")]
+    pub n: String,
+    /// Only these test kernels (see `host list`).
     #[arg(long, num_args = 1.., value_name = "NAME")]
     pub only: Vec<String>,
     /// Load this PTX instead of the GPU's own (sm_80 PTX runs on sm_90 GPUs too).
@@ -44,26 +50,51 @@ pub struct SelftestArgs {
     pub ptx: Option<Arch>,
 }
 
+/// The inputs `--values` selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ValuesArg {
+    /// Random floats.
+    Random,
+    /// Small integers: results are exact and checked bit for bit.
+    SmallIntegers,
+}
+
+impl From<ValuesArg> for Values {
+    fn from(v: ValuesArg) -> Values {
+        match v {
+            ValuesArg::Random => Values::Random,
+            ValuesArg::SmallIntegers => Values::SmallIntegers,
+        }
+    }
+}
+
 /// Arguments of `run`.
 #[derive(Args, Debug, Clone, PartialEq)]
 pub struct RunArgs {
-    /// Run only these experiments (see `host list`); the baseline always runs too, for the
-    /// speedup column.
-    #[arg(long, num_args = 1.., value_name = "NAME", value_parser = parse_experiment)]
+    /// The workload to run (see `host list`).
+    #[arg(long, default_value = "study")]
+    pub workload: String,
+    /// Problem sizes, each run in turn; what a size is depends on the workload (the study:
+    /// K, from 1 to 4194304). Default: the workload's own.
+    #[arg(long, alias = "k", num_args = 1.., value_name = "SIZE")]
+    pub size: Vec<String>,
+    /// Run only these experiments (see `host list`); the workload's baseline always runs
+    /// too, for the comparison column.
+    #[arg(long, num_args = 1.., value_name = "NAME")]
     pub only: Vec<String>,
-    /// K: the columns of A and rows of B (any value from 1 to 4194304).
-    #[arg(long, default_value_t = 65536, value_parser = parse_k)]
-    pub k: u32,
     /// Timed launches per experiment; the median is reported.
     #[arg(long, default_value_t = 20, value_parser = parse_reps)]
     pub reps: u32,
     /// Untimed launches before timing, the first of which is checked (at least 1).
     #[arg(long, default_value_t = 3, value_parser = parse_warmup)]
     pub warmup: u32,
+    /// Inputs: random floats, or small integers (exact results, checked bit for bit).
+    #[arg(long, value_enum, default_value = "random")]
+    pub values: ValuesArg,
     /// Write every result, with the device, date and parameters, to this JSON file.
     #[arg(long, value_name = "FILE", value_parser = parse_output)]
     pub json: Option<PathBuf>,
-    /// Draw time and speedup per experiment into this SVG file.
+    /// Draw rate and comparison per experiment into this SVG file.
     #[arg(long, value_name = "FILE.svg", value_parser = parse_svg)]
     pub plot: Option<PathBuf>,
     /// Seed of the random inputs (default: a fresh one each run, printed).
@@ -77,15 +108,67 @@ pub struct RunArgs {
 impl Default for RunArgs {
     fn default() -> Self {
         RunArgs {
+            workload: "study".into(),
+            size: Vec::new(),
             only: Vec::new(),
-            k: 65536,
             reps: 20,
             warmup: 3,
+            values: ValuesArg::Random,
             json: None,
             plot: None,
             seed: None,
             ptx: None,
         }
+    }
+}
+
+/// A run, resolved against the registry.
+pub struct RunRequest {
+    pub workload: &'static dyn AnyWorkload,
+    pub plan: Box<dyn Plan>,
+    pub selection: Selection,
+    pub timing: Timing,
+}
+
+impl RunArgs {
+    /// Checks the workload, its sizes and the experiment names, once.
+    pub fn resolve(&self) -> Result<RunRequest, String> {
+        let workload = registry::find(&self.workload)?;
+        let plan = workload.plan(&self.size).map_err(|e| {
+            format!(
+                "{e} (--size for {}: {})",
+                workload.name(),
+                workload.size_syntax()
+            )
+        })?;
+        let selection = Selection::resolve(workload, &self.only)?;
+        Ok(RunRequest {
+            workload,
+            plan,
+            selection,
+            timing: Timing {
+                warmup: self.warmup,
+                reps: self.reps,
+            },
+        })
+    }
+}
+
+impl SelftestArgs {
+    /// The self-test as a check-only run of the `selftest` workload.
+    pub fn resolve(&self) -> Result<RunRequest, String> {
+        RunArgs {
+            workload: "selftest".into(),
+            size: vec![self.n.clone()],
+            only: self.only.clone(),
+            ptx: self.ptx,
+            ..RunArgs::default()
+        }
+        .resolve()
+        .map(|request| RunRequest {
+            timing: Timing::CHECK_ONLY,
+            ..request
+        })
     }
 }
 
@@ -95,25 +178,15 @@ pub struct InspectArgs {
     /// Which PTX to show: sm_80 or sm_90.
     #[arg(long, default_value = "sm_90", value_parser = parse_arch)]
     pub arch: Arch,
-    /// Only these kernels (study experiments or library test kernels).
+    /// The workload whose kernels to show (default: the study).
+    #[arg(long, default_value = "study")]
+    pub workload: String,
+    /// Only these kernels (of any workload).
     #[arg(long, num_args = 1.., value_name = "NAME")]
     pub only: Vec<String>,
-    /// Also show the library's test kernels, not just the study's.
+    /// Every kernel in the PTX.
     #[arg(long)]
     pub all: bool,
-}
-
-fn parse_experiment(name: &str) -> Result<String, String> {
-    study::select(&[name.to_string()])
-        .map(|_| name.to_string())
-        .map_err(|e| e.to_string())
-}
-
-fn parse_k(text: &str) -> Result<u32, String> {
-    let k: u32 = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a whole number from 1 to {}", study::MAX_K))?;
-    study::validate_k(k).map_err(|e| e.to_string())
 }
 
 fn parse_reps(text: &str) -> Result<u32, String> {
@@ -129,16 +202,6 @@ fn parse_warmup(text: &str) -> Result<u32, String> {
         Ok(0) => Err("at least one warm-up launch is needed: the first launch is the one checked on poisoned output".into()),
         Ok(n) => Ok(n),
         Err(_) => Err(format!("`{text}` is not a positive whole number")),
-    }
-}
-
-fn parse_floats(text: &str) -> Result<u32, String> {
-    match text.parse::<u32>() {
-        Ok(n) if (1..=1 << 28).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "`{text}` is not a count of floats from 1 to {}",
-            1u32 << 28
-        )),
     }
 }
 
@@ -189,6 +252,13 @@ mod tests {
         parse(args).unwrap_err().to_string()
     }
 
+    fn resolve_error(args: &[&str]) -> String {
+        let Command::Run(run) = parse(args).unwrap() else {
+            panic!("not run");
+        };
+        run.resolve().err().expect("an error")
+    }
+
     #[test]
     fn default_is_run_with_defaults() {
         assert_eq!(parse(&[]).unwrap(), Command::Run(RunArgs::default()));
@@ -215,25 +285,28 @@ mod tests {
             panic!("not run");
         };
         assert_eq!(args.only, ["block_pipeline_2", "thread_pipeline_2"]);
-        assert_eq!(
-            (args.k, args.reps, args.warmup, args.seed),
-            (4099, 5, 1, Some(42))
-        );
+        assert_eq!(args.size, ["4099"]);
+        assert_eq!((args.reps, args.warmup, args.seed), (5, 1, Some(42)));
+        let request = args.resolve().unwrap();
+        assert_eq!(request.workload.name(), "study");
+        assert_eq!(request.plan.sizes(), ["K = 4099"]);
+        assert_eq!(request.timing, Timing { warmup: 1, reps: 5 });
     }
 
     #[test]
     fn bad_values_say_what_is_wrong() {
-        assert!(error(&["run", "--k", "0"]).contains("K must be at least 1"));
-        assert!(error(&["run", "--k=-3"]).contains("not a whole number"));
-        assert!(error(&["run", "--k", "many"]).contains("not a whole number"));
-        assert!(error(&["run", "--k", "4194305"]).contains("too large"));
-        assert!(error(&["run", "--reps", "0"]).contains("at least one timed launch"));
-        assert!(error(&["run", "--warmup", "0"]).contains("warm-up"));
-        let unknown = error(&["run", "--only", "pingpong"]);
+        assert!(resolve_error(&["run", "--k", "0"]).contains("K must be at least 1"));
+        assert!(resolve_error(&["run", "--k=-3"]).contains("not a whole number"));
+        assert!(resolve_error(&["run", "--k", "many"]).contains("not a whole number"));
+        assert!(resolve_error(&["run", "--k", "4194305"]).contains("too large"));
+        assert!(resolve_error(&["run", "--workload", "nope"]).contains("unknown workload `nope`"));
+        let unknown = resolve_error(&["run", "--only", "pingpong"]);
         assert!(
             unknown.contains("unknown experiment `pingpong`"),
             "{unknown}"
         );
+        assert!(error(&["run", "--reps", "0"]).contains("at least one timed launch"));
+        assert!(error(&["run", "--warmup", "0"]).contains("warm-up"));
         assert!(error(&["run", "--plot", "out.png"]).contains(".svg"));
         assert!(error(&["run", "--json", "/no/such/dir/r.json"]).contains("does not exist"));
         assert!(error(&["inspect", "--arch", "sm_75"]).contains("sm_80 or sm_90"));
@@ -254,8 +327,14 @@ mod tests {
         let Command::Selftest(args) = parse(&["selftest", "--n", "300"]).unwrap() else {
             panic!("not selftest");
         };
-        assert_eq!(args.n, 300);
-        assert!(error(&["selftest", "--n", "0"]).contains("count of floats"));
+        let request = args.resolve().unwrap();
+        assert_eq!(request.workload.name(), "selftest");
+        assert_eq!(request.plan.sizes(), ["n = 300"]);
+        assert_eq!(request.timing, Timing::CHECK_ONLY);
+        let Command::Selftest(args) = parse(&["selftest", "--n", "0"]).unwrap() else {
+            panic!("not selftest");
+        };
+        assert!(args.resolve().err().unwrap().contains("count of floats"));
     }
 
     #[test]

@@ -3,11 +3,11 @@
 //! registers, shared memory and spills. Needs no GPU.
 
 use anyhow::{Context, Result};
+use ptx_builder::Arch;
+use ptx_builder::nvtools::{self, KernelResources, SassInstr, Tool};
+use ptx_builder::ptx_text::{self, PtxInstr};
 use std::collections::BTreeMap;
 use std::path::Path;
-use xtask::Arch;
-use xtask::nvtools::{self, KernelResources, SassInstr, Tool};
-use xtask::ptx_text::{self, PtxInstr};
 
 /// One kernel, as compiled for one arch.
 #[derive(Clone, Debug)]
@@ -37,7 +37,7 @@ impl Inspection {
 /// Splits the embedded PTX for `arch` into kernels; assembles and disassembles it when the
 /// NVIDIA tools are present.
 pub fn inspect(arch: Arch) -> Result<Inspection> {
-    let ptx = crate::ptx::module_text(arch);
+    let ptx = crate::device_code::module_text(arch);
     let mut kernels: BTreeMap<String, KernelView> = ptx_text::kernel_instructions(ptx)
         .into_iter()
         .map(|(name, ptx)| {
@@ -212,13 +212,14 @@ pub fn render(inspection: &Inspection, names: &[&str]) -> String {
             continue;
         }
         let _ = writeln!(out, "\n{name}");
-        if let Some(study) = gpu::study::find(name) {
+        if let Some((_, e)) = crate::registry::all_experiments().find(|(_, e)| e.name() == name) {
+            let dash = |x: Option<u32>| x.map_or("-".to_string(), |x| x.to_string());
             let _ = writeln!(
                 out,
                 "  {} | {} threads, {} B dynamic shared",
-                study.style.summary(),
-                study.threads(),
-                study.shared().bytes
+                e.summary(),
+                dash(e.threads()),
+                dash(e.shared_bytes())
             );
         }
         if let Some(r) = &k.resources {

@@ -1,19 +1,23 @@
-//! The host side of the async-copy study: loads the `gpu` crate's PTX with `cust`, launches
-//! every kernel, checks it against a CPU reference, times it, and shows what it lowers to.
+//! The host side: loads the `gpu` crate's PTX, launches every workload's kernels, checks them
+//! against references, times them, and shows what they lower to.
 //!
-//! - [`device`]: the GPU, arch selection, the loaded module.
-//! - [`study`]: the experiment registry, inputs, reference, launch and timing.
-//! - [`copy_tests`]: the library's test kernels.
-//! - [`check`]: comparing outputs (poison, NaN, tolerance).
-//! - [`inspect`]: PTX / SASS per kernel.
+//! - [`gpu`]: the GPU, arch selection, memory, the one launch path, timing.
+//! - [`experiment`]: what a workload is made of, and [`experiment::measure`], which runs,
+//!   checks and times any experiment.
+//! - [`registry`]: every workload behind one face; `--only` resolution.
+//! - [`workloads`]: one module per workload (the study, the library's self-test).
+//! - [`check`]: comparing outputs (poison, NaN, tolerance, exact).
 //! - [`report`]: table, JSON, SVG.
+//! - [`inspect`]: PTX / SASS per kernel.
+//! - [`device_code`]: the embedded PTX.
 //! - [`cli`]: the command line of the `host` binary.
 
 pub mod check;
 pub mod cli;
-pub mod copy_tests;
-pub mod device;
+pub mod device_code;
+pub mod experiment;
+pub mod gpu;
 pub mod inspect;
-pub mod ptx;
+pub mod registry;
 pub mod report;
-pub mod study;
+pub mod workloads;

@@ -1,16 +1,19 @@
-//! `host`: run the study (`host run`, the default), `host list`, `host inspect`, `host info`.
+//! `host`: run a workload (`host run`, the default: the study), `host list`, `host inspect`,
+//! `host info`, `host selftest`.
 //!
 //! Errors (no GPU, no driver, a failed launch, a bad file) end the program with one line on
 //! stderr and exit status 1; a result that fails verification also exits with 1. Bad
-//! arguments exit with 2 (clap).
+//! arguments exit with 2.
 
 use anyhow::Result;
 use clap::Parser;
-use host::cli::{Cli, Command, InspectArgs, RunArgs, SelftestArgs};
-use host::device::{DeviceError, Gpu};
+use host::cli::{Cli, Command, InspectArgs, RunArgs, RunRequest, SelftestArgs};
+use host::experiment::{Inputs, Values, fresh_seed};
+use host::gpu::{Gpu, GpuError};
+use host::registry::{self, ProblemResult};
 use host::report::RunReport;
-use host::study::{self, Inputs, Timing};
 use indicatif::{ProgressBar, ProgressStyle};
+use ptx_builder::Arch;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -36,49 +39,62 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: RunArgs, command_line: String) -> Result<ExitCode> {
-    let mut kernels = study::select(&args.only)?;
-    if !kernels.iter().any(|k| k.name == study::baseline().name) {
-        kernels.insert(0, study::baseline());
-    }
-    let gpu = Gpu::open_with(args.ptx)?;
-    let seed = args.seed.unwrap_or_else(study::fresh_seed);
-    let timing = Timing {
-        warmup: args.warmup,
-        reps: args.reps,
-    };
-    eprintln!(
-        "{}: K = {}, seed {seed}, {} experiments; computing the f64 reference...",
-        gpu.info().name,
-        args.k,
-        kernels.len()
-    );
-    let inputs = Inputs::random(args.k, seed);
-    let reference = inputs.reference();
-    let mut matrices = study::upload(&inputs)?;
+/// A usage error found after parsing: one line, exit status 2 (as clap's own).
+fn usage_error(message: String) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
 
-    let launches = kernels.len() as u64 * (timing.warmup + timing.reps) as u64;
+/// Runs `request` on the GPU with a progress bar.
+fn execute(
+    request: &RunRequest,
+    ptx: Option<Arch>,
+    inputs: Inputs,
+) -> Result<(Gpu, Vec<ProblemResult>)> {
+    let gpu = Gpu::open_with(ptx)?;
+    eprintln!(
+        "{} ({} PTX): {} at {}, seed {}",
+        gpu.info().name,
+        gpu.info().arch,
+        request.workload.name(),
+        request.plan.sizes().join(", "),
+        inputs.seed
+    );
+    let launches = request.plan.launches(&request.selection, request.timing);
     let progress = ProgressBar::new(launches).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} launches  {msg}")
             .expect("a valid template"),
     );
-    let mut measurements = Vec::with_capacity(kernels.len());
-    for kernel in kernels {
-        progress.set_message(kernel.name);
-        let m = study::measure(&gpu, kernel, &mut matrices, &reference, timing, || {
-            progress.inc(1)
-        })?;
-        measurements.push(m);
-    }
+    let results = request.plan.run(
+        &gpu,
+        &request.selection,
+        inputs,
+        request.timing,
+        &mut |name| {
+            progress.set_message(name.to_string());
+            progress.inc(1);
+        },
+    )?;
     progress.finish_and_clear();
+    Ok((gpu, results))
+}
 
+fn run(args: RunArgs, command_line: String) -> Result<ExitCode> {
+    let request = match args.resolve() {
+        Ok(request) => request,
+        Err(message) => return Ok(usage_error(message)),
+    };
+    let inputs = Inputs {
+        seed: args.seed.unwrap_or_else(fresh_seed),
+        values: args.values.into(),
+    };
+    let (gpu, results) = execute(&request, args.ptx, inputs)?;
     let report = RunReport::new(
         gpu.info().clone(),
         command_line,
-        args.k,
-        seed,
-        timing,
-        measurements,
+        inputs,
+        request.timing,
+        &results,
     );
     print!("{}", report.table());
     if let Some(path) = &args.json {
@@ -89,12 +105,7 @@ fn run(args: RunArgs, command_line: String) -> Result<ExitCode> {
         report.write_svg(path)?;
         eprintln!("wrote {}", path.display());
     }
-    let failed: Vec<&str> = report
-        .results
-        .iter()
-        .filter(|r| !r.measurement.passed())
-        .map(|r| r.measurement.name)
-        .collect();
+    let failed = report.failed();
     if failed.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
@@ -104,26 +115,36 @@ fn run(args: RunArgs, command_line: String) -> Result<ExitCode> {
 }
 
 fn list() -> Result<ExitCode> {
-    println!(
-        "{:<20} {:<16} {:>6} {:>7} {:>9}  {:<18} what",
-        "experiment", "style", "stages", "threads", "shared B", "raw counterpart"
-    );
-    for k in study::experiments() {
+    for workload in registry::WORKLOADS {
+        println!("{}: {}", workload.name(), workload.summary());
+        println!("  --size: {}", workload.size_syntax());
         println!(
-            "{:<20} {:<16} {:>6} {:>7} {:>9}  {:<18} {}",
-            k.name,
-            format!("{:?}", k.style),
-            k.stages,
-            k.threads(),
-            k.shared().bytes,
-            study::raw_counterpart(k).map_or("-", |r| r.name),
-            k.style.summary()
+            "  {:<26} {:<18} {:>6} {:>7} {:>9}  {:<18} what",
+            "experiment", "style", "stages", "threads", "shared B", "raw counterpart"
         );
+        let dash = |x: Option<u32>| x.map_or("-".to_string(), |x| x.to_string());
+        for e in workload.experiments() {
+            println!(
+                "  {:<26} {:<18} {:>6} {:>7} {:>9}  {:<18} {}",
+                e.name(),
+                e.style(),
+                dash(e.stages()),
+                dash(e.threads()),
+                dash(e.shared_bytes()),
+                e.counterpart().map_or("-", |c| c.name()),
+                e.summary()
+            );
+        }
+        println!();
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn inspect(args: InspectArgs) -> Result<ExitCode> {
+    let workload = match registry::find(&args.workload) {
+        Ok(w) => w,
+        Err(message) => return Ok(usage_error(message)),
+    };
     let inspection = host::inspect::inspect(args.arch)?;
     for name in &args.only {
         if inspection.kernel(name).is_none() {
@@ -139,7 +160,12 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
     } else if args.all {
         inspection.kernels.keys().map(String::as_str).collect()
     } else {
-        study::experiments().iter().map(|k| k.name).collect()
+        workload
+            .experiments()
+            .into_iter()
+            .map(|e| e.name())
+            .filter(|name| inspection.kernel(name).is_some())
+            .collect()
     };
     print!("{}", host::inspect::render(&inspection, &names));
     Ok(ExitCode::SUCCESS)
@@ -151,18 +177,20 @@ fn info() -> Result<ExitCode> {
             let i = gpu.info();
             println!("GPU 0: {}", i.name);
             println!(
-                "  compute capability {}.{}, {} SMs, {} MHz, {:.1} GiB, driver API {}",
+                "  compute capability {}.{}, {} SMs, {} MHz, {:.1} GiB, {} KiB shared memory per \
+                 block, driver {}",
                 i.compute_capability.0,
                 i.compute_capability.1,
                 i.multiprocessors,
                 i.clock_mhz,
                 i.memory_gib,
+                i.max_shared_bytes_per_block / 1024,
                 i.driver_version
             );
             println!(
                 "  qualifies: yes, cp.async and mbarrier need sm_80+; runs the {} PTX{}",
                 i.arch,
-                if i.arch == "sm_90" {
+                if i.arch == Arch::Sm90 {
                     " (mbarrier.try_wait)"
                 } else {
                     " (mbarrier.test_wait loops)"
@@ -170,7 +198,7 @@ fn info() -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Err(err @ DeviceError::Unsupported { .. }) => {
+        Err(err @ GpuError::Unsupported { .. }) => {
             println!("qualifies: no, {err}");
             Ok(ExitCode::FAILURE)
         }
@@ -179,50 +207,33 @@ fn info() -> Result<ExitCode> {
 }
 
 fn selftest(args: SelftestArgs) -> Result<ExitCode> {
-    use host::copy_tests::{self, BARRIER_OPS_EXPECTED, COPY_TEST_KERNELS};
-    for name in &args.only {
-        if gpu::copy_test::find(name).is_none() && name != gpu::copy_test::BARRIER_OPS {
-            anyhow::bail!("no library test kernel `{name}` (see `host inspect --all`)");
-        }
-    }
-    let wanted = |name: &str| args.only.is_empty() || args.only.iter().any(|n| n == name);
-    let gpu = Gpu::open_with(args.ptx)?;
-    let seed = study::fresh_seed();
+    let request = match args.resolve() {
+        Ok(request) => request,
+        Err(message) => return Ok(usage_error(message)),
+    };
+    let inputs = Inputs {
+        seed: fresh_seed(),
+        values: Values::Random,
+    };
+    let (gpu, results) = execute(&request, args.ptx, inputs)?;
     println!(
-        "{} ({} PTX): library self-test, seed {seed}",
+        "{} ({} PTX): library self-test, seed {}",
         gpu.info().name,
-        gpu.info().arch
+        gpu.info().arch,
+        inputs.seed
     );
     let mut failed = Vec::new();
-    for kernel in COPY_TEST_KERNELS.iter().filter(|k| wanted(k.name)) {
-        let tile = gpu::copy_test::TILE_FLOATS;
-        let n = if kernel.accepts_ragged() {
-            args.n
-        } else {
-            (args.n / tile).max(1) * tile
-        };
-        let src = copy_tests::random_input(n as usize, seed);
-        let report = copy_tests::run_and_check(&gpu, kernel, &src)?;
-        println!("{:<26} n = {n:<9} {}", kernel.name, report.summary());
-        if !report.passed {
-            failed.push(kernel.name);
-        }
-    }
-    if wanted(gpu::copy_test::BARRIER_OPS) {
-        let observed = copy_tests::run_barrier_ops(&gpu)?;
-        let mut ok = true;
-        for ((what, expected), got) in BARRIER_OPS_EXPECTED.iter().zip(&observed) {
-            if got != expected {
-                println!(
-                    "{:<26} {what}: got {got}, expected {expected}",
-                    "barrier_ops"
-                );
-                ok = false;
+    for problem in &results {
+        for m in &problem.measurements {
+            println!(
+                "{:<26} {:<12} {}",
+                m.experiment.name(),
+                problem.size,
+                m.check_summary()
+            );
+            if !m.passed() {
+                failed.push(m.experiment.name());
             }
-        }
-        println!("{:<26} {}", "barrier_ops", if ok { "ok" } else { "FAILED" });
-        if !ok {
-            failed.push(gpu::copy_test::BARRIER_OPS);
         }
     }
     if failed.is_empty() {

@@ -1,7 +1,9 @@
-//! A run's results: the table printed at the end, `--json`, and `--plot` (SVG).
+//! A run's results: the table printed at the end, `--json`, and `--plot` (SVG). Rows carry
+//! their experiment (`&'static dyn Experiment`), so nothing is looked up again by name.
 
-use crate::device::GpuInfo;
-use crate::study::{self, Measurement, Timing};
+use crate::experiment::{Experiment, Inputs, Measurement, Outcome, Role, Timing, same};
+use crate::gpu::GpuInfo;
+use crate::registry::ProblemResult;
 use anyhow::{Context, Result, ensure};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -15,116 +17,242 @@ pub struct RunReport {
     pub date: String,
     /// The command line.
     pub command: String,
-    pub k: u32,
-    pub seed: u64,
+    pub inputs: Inputs,
     pub timing: Timing,
-    pub results: Vec<Row>,
+    pub problems: Vec<ProblemReport>,
+}
+
+/// One workload at one size.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProblemReport {
+    pub workload: &'static str,
+    pub size: String,
+    /// The experiment the `vs_baseline` column compares with, if it ran.
+    pub baseline: Option<&'static str>,
+    /// Unit of the `rate` column (`steps/us`, `TFLOP/s`, `GB/s`).
+    pub rate_unit: Option<&'static str>,
+    pub rows: Vec<Row>,
 }
 
 /// One experiment's line.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
-    #[serde(flatten)]
-    pub measurement: Measurement,
+    pub name: &'static str,
+    pub role: Role,
+    pub style: &'static str,
+    pub stages: Option<u32>,
+    pub threads: Option<u32>,
+    pub shared_bytes: Option<u32>,
     pub summary: &'static str,
-    /// Baseline median time over this one.
-    pub speedup_vs_baseline: Option<f64>,
-    pub raw_counterpart: Option<&'static str>,
-    /// Raw counterpart's median time over this one (below 1: slower than raw PTX).
-    pub speed_vs_raw: Option<f64>,
+    /// Why it did not run, if it did not.
+    pub unavailable: Option<String>,
+    pub passed: bool,
+    pub check: Option<crate::check::CheckReport>,
+    pub check_after_timing: Option<crate::check::CheckReport>,
+    /// Each timed launch, in milliseconds.
+    pub times_ms: Vec<f64>,
+    pub median_ms: Option<f64>,
+    pub min_ms: Option<f64>,
+    /// Work per millisecond of the median launch, in `rate_unit`.
+    pub rate: Option<f64>,
+    /// Baseline median time over this one (above 1: faster than the baseline).
+    pub vs_baseline: Option<f64>,
+    pub counterpart: Option<&'static str>,
+    /// Counterpart's median time over this one (below 1: slower than raw PTX).
+    pub vs_counterpart: Option<f64>,
 }
 
-impl RunReport {
-    /// Builds the rows (speedups from the measurements themselves).
-    pub fn new(
-        device: GpuInfo,
-        command: String,
-        k: u32,
-        seed: u64,
-        timing: Timing,
-        measurements: Vec<Measurement>,
-    ) -> RunReport {
-        let results = measurements
+impl ProblemReport {
+    /// The rows of one problem, with comparisons from its own measurements.
+    pub fn new(problem: &ProblemResult) -> ProblemReport {
+        let all = &problem.measurements;
+        let time_of = |e: &dyn Experiment| {
+            all.iter()
+                .find(|m| same(m.experiment, e))
+                .and_then(Measurement::median_ms)
+        };
+        let baseline = all
+            .iter()
+            .find(|m| m.experiment.role() == Role::Baseline && m.median_ms().is_some());
+        let baseline_ms = baseline.and_then(Measurement::median_ms);
+        let rows = all
             .iter()
             .map(|m| {
-                let kernel = gpu::study::find(m.name).expect("measured kernels are registered");
+                let e = m.experiment;
+                let median_ms = m.median_ms();
+                let counterpart = e.counterpart();
+                let (check, check_after_timing, times_ms, unavailable) = match &m.outcome {
+                    Outcome::Ran(ran) => (
+                        Some(ran.check.clone()),
+                        ran.check_after_timing.clone(),
+                        ran.times_ms.clone(),
+                        None,
+                    ),
+                    Outcome::Unavailable(reason) => (None, None, Vec::new(), Some(reason.clone())),
+                };
                 Row {
-                    measurement: m.clone(),
-                    summary: kernel.style.summary(),
-                    speedup_vs_baseline: study::speedup(m, &measurements),
-                    raw_counterpart: study::raw_counterpart(kernel).map(|r| r.name),
-                    speed_vs_raw: study::versus_raw(m, &measurements),
+                    name: e.name(),
+                    role: e.role(),
+                    style: e.style(),
+                    stages: e.stages(),
+                    threads: e.threads(),
+                    shared_bytes: e.shared_bytes(),
+                    summary: e.summary(),
+                    unavailable,
+                    passed: m.passed(),
+                    check,
+                    check_after_timing,
+                    times_ms,
+                    median_ms,
+                    min_ms: m.min_ms(),
+                    rate: median_ms
+                        .and_then(|ms| problem.work.rate(ms))
+                        .map(|(r, _)| r),
+                    vs_baseline: ratio(baseline_ms, median_ms),
+                    counterpart: counterpart.map(|c| c.name()),
+                    vs_counterpart: ratio(counterpart.and_then(time_of), median_ms),
                 }
             })
             .collect();
+        ProblemReport {
+            workload: problem.workload,
+            size: problem.size.clone(),
+            baseline: baseline.map(|m| m.experiment.name()),
+            rate_unit: problem.work.rate(1.0).map(|(_, unit)| unit),
+            rows,
+        }
+    }
+
+    /// The table of this problem, with `check` texts from `measurements`.
+    fn table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "\n{} at {}{}",
+            self.workload,
+            self.size,
+            self.baseline
+                .map_or(String::new(), |b| format!(" (vs baseline: against {b})"))
+        );
+        let _ = writeln!(
+            out,
+            "{:<28} {:>6} {:>10} {:>10} {:>9} {:>11} {:>9}  check",
+            "experiment",
+            "stages",
+            "median ms",
+            "min ms",
+            self.rate_unit.unwrap_or("-"),
+            "vs baseline",
+            "vs raw"
+        );
+        let fixed =
+            |x: Option<f64>, digits: usize| x.map_or("-".to_string(), |x| format!("{x:.digits$}"));
+        let times = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}x"));
+        for row in &self.rows {
+            let _ = writeln!(
+                out,
+                "{:<28} {:>6} {:>10} {:>10} {:>9} {:>11} {:>9}  {}",
+                row.name,
+                row.stages.map_or("-".to_string(), |s| s.to_string()),
+                fixed(row.median_ms, 3),
+                fixed(row.min_ms, 3),
+                fixed(row.rate, 1),
+                times(row.vs_baseline),
+                times(row.vs_counterpart),
+                row.check_text()
+            );
+        }
+    }
+}
+
+impl Row {
+    /// One line on the checks.
+    pub fn check_text(&self) -> String {
+        if let Some(reason) = &self.unavailable {
+            return format!("unavailable: {reason}");
+        }
+        match (&self.check, &self.check_after_timing) {
+            (Some(first), Some(after)) if first.passed && !after.passed => {
+                format!("after timing: {}", after.summary())
+            }
+            (Some(first), _) => first.summary(),
+            (None, _) => "-".into(),
+        }
+    }
+}
+
+/// `reference / x`, when both are known.
+fn ratio(reference: Option<f64>, x: Option<f64>) -> Option<f64> {
+    Some(reference? / x?)
+}
+
+impl RunReport {
+    /// Builds the report of `problems`.
+    pub fn new(
+        device: GpuInfo,
+        command: String,
+        inputs: Inputs,
+        timing: Timing,
+        problems: &[ProblemResult],
+    ) -> RunReport {
         RunReport {
             device,
             date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             command,
-            k,
-            seed,
+            inputs,
             timing,
-            results,
+            problems: problems.iter().map(ProblemReport::new).collect(),
         }
     }
 
     pub fn all_passed(&self) -> bool {
-        self.results.iter().all(|r| r.measurement.passed())
+        self.failed().is_empty()
     }
 
-    /// The table printed after a run.
+    /// `workload/size/name` of every row that failed a check.
+    pub fn failed(&self) -> Vec<String> {
+        self.problems
+            .iter()
+            .flat_map(|p| {
+                p.rows
+                    .iter()
+                    .filter(|r| !r.passed)
+                    .map(move |r| format!("{} ({}, {})", r.name, p.workload, p.size))
+            })
+            .collect()
+    }
+
+    /// The tables printed after a run.
     pub fn table(&self) -> String {
         let mut out = String::new();
         let d = &self.device;
         let _ = writeln!(
             out,
-            "{} (compute capability {}.{}, {} SMs, {} PTX), K = {}, median of {} launches after {} warm-up, {}",
+            "{} (compute capability {}.{}, {} SMs, {} PTX), median of {} launches after {} \
+             warm-up, seed {}, {}",
             d.name,
             d.compute_capability.0,
             d.compute_capability.1,
             d.multiprocessors,
             d.arch,
-            self.k,
             self.timing.reps,
             self.timing.warmup,
+            self.inputs.seed,
             self.date
         );
-        let _ = writeln!(
-            out,
-            "{:<20} {:>6} {:>10} {:>10} {:>9} {:>8} {:>9}  check",
-            "experiment", "stages", "median ms", "min ms", "steps/us", "speedup", "vs raw"
-        );
-        for row in &self.results {
-            let m = &row.measurement;
-            let ratio = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}x"));
-            // The first launch's check, unless only the last timed one failed.
-            let check = if m.check.passed && !m.check_after_timing.passed {
-                format!("after timing: {}", m.check_after_timing.summary())
-            } else {
-                m.check.summary()
-            };
-            let _ = writeln!(
-                out,
-                "{:<20} {:>6} {:>10.3} {:>10.3} {:>9.1} {:>8} {:>9}  {}",
-                m.name,
-                m.stages,
-                m.median_ms,
-                m.min_ms,
-                m.steps_per_us(self.k),
-                ratio(row.speedup_vs_baseline),
-                ratio(row.speed_vs_raw),
-                check
-            );
+        for problem in &self.problems {
+            problem.table(&mut out);
         }
         out
     }
 
+    /// Writes the report as JSON.
     pub fn write_json(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self)?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
     }
 
-    /// An SVG with two bar charts: median time per experiment, and speedup over the baseline.
+    /// An SVG with, per problem, two bar charts: the rate (or median time) per experiment,
+    /// and the comparison with the baseline.
     pub fn write_svg(&self, path: &Path) -> Result<()> {
         ensure!(
             path.extension()
@@ -136,49 +264,65 @@ impl RunReport {
     }
 }
 
-/// Two horizontal bar charts side by side, one bar per experiment: median time (with the
-/// experiments' names) and speedup over the baseline.
+/// The colour of a role's bars: grey baseline, orange raw PTX, blue library.
+fn role_colour(role: Role) -> plotters::prelude::RGBColor {
+    use plotters::prelude::RGBColor;
+    match role {
+        Role::Baseline => RGBColor(120, 120, 120),
+        Role::RawPtx => RGBColor(200, 110, 40),
+        Role::Library => RGBColor(40, 100, 180),
+    }
+}
+
+/// Per problem, two horizontal bar charts side by side, one bar per experiment.
 fn plot(report: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     use plotters::prelude::*;
 
-    let rows = &report.results;
-    let height = 140 + 26 * rows.len().max(1) as u32;
-    let root = SVGBackend::new(path, (1200, height)).into_drawing_area();
+    let heights: Vec<u32> = report
+        .problems
+        .iter()
+        .map(|p| 80 + 26 * p.rows.len().max(1) as u32)
+        .collect();
+    let total: u32 = 40 + heights.iter().sum::<u32>();
+    let root = SVGBackend::new(path, (1200, total)).into_drawing_area();
     root.fill(&WHITE)?;
     let title = format!(
-        "{}: C(32x32) = A(32x{}) B, one block (median of {} launches)",
-        report.device.name, report.k, report.timing.reps
+        "{} (median of {} launches; grey: baseline, orange: raw PTX, blue: library)",
+        report.device.name, report.timing.reps
     );
     let root = root.titled(&title, ("sans-serif", 18))?;
-    let (left, right) = root.split_horizontally(620);
-    let colors: Vec<RGBColor> = rows
-        .iter()
-        .map(|row| match row.measurement.style.as_str() {
-            "SyncBaseline" => RGBColor(120, 120, 120),
-            "RawAsyncGroup" | "RawMbarrier" => RGBColor(200, 110, 40),
-            _ => RGBColor(40, 100, 180),
-        })
-        .collect();
-    let names: Vec<&str> = rows.iter().map(|r| r.measurement.name).collect();
-    let times: Vec<Option<f64>> = rows.iter().map(|r| Some(r.measurement.median_ms)).collect();
-    let speedups: Vec<Option<f64>> = rows.iter().map(|r| r.speedup_vs_baseline).collect();
-    bar_chart(
-        &left,
-        "median time (ms); orange: raw PTX",
-        &times,
-        &colors,
-        Some(&names),
-        |v| format!(" {v:.2}"),
-    )?;
-    bar_chart(
-        &right,
-        "speedup over sync_baseline",
-        &speedups,
-        &colors,
-        None,
-        |v| format!(" {v:.2}x"),
-    )?;
-    root.present()?;
+    let mut rest = root;
+    for (problem, &height) in report.problems.iter().zip(&heights) {
+        let (area, below) = rest.split_vertically(height);
+        rest = below;
+        let (left, right) = area.split_horizontally(620);
+        let colours: Vec<RGBColor> = problem.rows.iter().map(|r| role_colour(r.role)).collect();
+        let names: Vec<&str> = problem.rows.iter().map(|r| r.name).collect();
+        let (values, caption, unit): (Vec<Option<f64>>, String, &str) = match problem.rate_unit {
+            Some(unit) => (
+                problem.rows.iter().map(|r| r.rate).collect(),
+                format!("{} at {}: {unit}", problem.workload, problem.size),
+                "",
+            ),
+            None => (
+                problem.rows.iter().map(|r| r.median_ms).collect(),
+                format!("{} at {}: median ms", problem.workload, problem.size),
+                "",
+            ),
+        };
+        bar_chart(&left, &caption, &values, &colours, Some(&names), |v| {
+            format!(" {v:.2}{unit}")
+        })?;
+        let ratios: Vec<Option<f64>> = problem.rows.iter().map(|r| r.vs_baseline).collect();
+        let caption = match problem.baseline {
+            Some(b) => format!("{b} time / time"),
+            None => "no baseline measured".into(),
+        };
+        bar_chart(&right, &caption, &ratios, &colours, None, |v| {
+            format!(" {v:.2}x")
+        })?;
+    }
+    rest.present()?;
     Ok(())
 }
 
@@ -189,7 +333,7 @@ fn bar_chart<DB: plotters::prelude::DrawingBackend>(
     area: &plotters::prelude::DrawingArea<DB, plotters::coord::Shift>,
     caption: &str,
     values: &[Option<f64>],
-    colors: &[plotters::prelude::RGBColor],
+    colours: &[plotters::prelude::RGBColor],
     names: Option<&[&str]>,
     label: impl Fn(f64) -> String,
 ) -> Result<(), Box<dyn std::error::Error>>
@@ -213,7 +357,7 @@ where
         .margin(10)
         .caption(caption, ("sans-serif", 16))
         .x_label_area_size(30)
-        .y_label_area_size(if names.is_some() { 170 } else { 10 })
+        .y_label_area_size(if names.is_some() { 190 } else { 10 })
         .build_cartesian_2d(0.0..max, -0.6..(n as f64 - 0.4))?;
     chart
         .configure_mesh()
@@ -221,10 +365,10 @@ where
         .y_labels(n + 1)
         .y_label_formatter(&name_of)
         .draw()?;
-    let bars = values.iter().zip(colors).enumerate();
-    chart.draw_series(bars.clone().filter_map(|(i, (v, color))| {
+    let bars = values.iter().zip(colours).enumerate();
+    chart.draw_series(bars.clone().filter_map(|(i, (v, colour))| {
         let y = i as f64;
-        v.map(|v| Rectangle::new([(0.0, y - 0.35), (v, y + 0.35)], color.mix(0.85).filled()))
+        v.map(|v| Rectangle::new([(0.0, y - 0.35), (v, y + 0.35)], colour.mix(0.85).filled()))
     }))?;
     chart.draw_series(bars.filter_map(|(i, (v, _))| {
         v.map(|v| Text::new(label(v), (v, i as f64 + 0.25), ("sans-serif", 12)))
@@ -236,66 +380,71 @@ where
 mod tests {
     use super::*;
     use crate::check::{Tolerance, check};
+    use crate::experiment::{Measurement, Ran, Values, Work};
 
-    fn measurement(name: &'static str, median_ms: f64) -> Measurement {
-        let kernel = gpu::study::find(name).unwrap();
+    fn measurement(name: &str, median_ms: f64) -> Measurement {
+        let kernel = gpu::workloads::study::find(name).unwrap();
         let ok = check(&[1.0], &[1.0], Tolerance::F32_DOT);
         Measurement {
-            name,
-            style: format!("{:?}", kernel.style),
-            stages: kernel.stages,
-            threads: kernel.threads(),
-            shared_bytes: kernel.shared().bytes,
-            times_ms: vec![median_ms],
-            median_ms,
-            min_ms: median_ms,
-            check: ok.clone(),
-            check_after_timing: ok,
+            experiment: kernel,
+            outcome: Outcome::Ran(Ran {
+                check: ok.clone(),
+                times_ms: vec![median_ms],
+                check_after_timing: Some(ok),
+            }),
         }
     }
 
     fn report() -> RunReport {
-        RunReport::new(
-            GpuInfo {
-                name: "Test GPU".into(),
-                compute_capability: (9, 0),
-                arch: "sm_90".into(),
-                multiprocessors: 132,
-                clock_mhz: 1980,
-                memory_gib: 139.8,
-                driver_version: "13.0".into(),
-            },
-            "host run".into(),
-            65536,
-            7,
-            Timing { warmup: 1, reps: 1 },
-            vec![
+        let problem = ProblemResult {
+            workload: "study",
+            size: "K = 65536".into(),
+            work: Work::Steps(65536),
+            measurements: vec![
                 measurement("sync_baseline", 10.0),
                 measurement("raw_async_group_2", 5.0),
                 measurement("thread_pipeline_2", 5.0),
                 measurement("block_pipeline_2", 4.0),
             ],
+        };
+        RunReport::new(
+            GpuInfo {
+                name: "Test GPU".into(),
+                compute_capability: (9, 0),
+                arch: ptx_builder::Arch::Sm90,
+                multiprocessors: 132,
+                clock_mhz: 1980,
+                memory_gib: 139.8,
+                max_shared_bytes_per_block: 232448,
+                driver_version: "13.0".into(),
+            },
+            "host run".into(),
+            Inputs {
+                seed: 7,
+                values: Values::Random,
+            },
+            Timing { warmup: 1, reps: 1 },
+            &[problem],
         )
     }
 
     #[test]
-    fn rows_carry_speedups() {
+    fn rows_carry_comparisons() {
         let r = report();
-        let row = |name: &str| {
-            r.results
-                .iter()
-                .find(|x| x.measurement.name == name)
-                .unwrap()
-        };
-        assert_eq!(row("sync_baseline").speedup_vs_baseline, Some(1.0));
-        assert_eq!(row("thread_pipeline_2").speedup_vs_baseline, Some(2.0));
-        assert_eq!(row("thread_pipeline_2").speed_vs_raw, Some(1.0));
+        let row = |name: &str| r.problems[0].rows.iter().find(|x| x.name == name).unwrap();
+        assert_eq!(r.problems[0].baseline, Some("sync_baseline"));
+        assert_eq!(row("sync_baseline").vs_baseline, Some(1.0));
+        assert_eq!(row("thread_pipeline_2").vs_baseline, Some(2.0));
+        assert_eq!(row("thread_pipeline_2").vs_counterpart, Some(1.0));
+        assert_eq!(row("thread_pipeline_2").role, Role::Library);
         // raw_mbarrier_2 was not measured: no comparison.
-        assert_eq!(row("block_pipeline_2").speed_vs_raw, None);
+        assert_eq!(row("block_pipeline_2").vs_counterpart, None);
+        assert_eq!(row("block_pipeline_2").rate, Some(65536.0 / 4000.0));
         assert!(r.all_passed());
         let table = r.table();
         assert!(table.contains("thread_pipeline_2"), "{table}");
         assert!(table.contains("2.00x"), "{table}");
+        assert!(table.contains("steps/us"), "{table}");
     }
 
     /// A fresh directory for one test's files; the test removes it.
@@ -313,11 +462,15 @@ mod tests {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["device"]["name"], "Test GPU");
-        assert_eq!(v["k"], 65536);
+        assert_eq!(v["device"]["arch"], "sm_90");
+        assert_eq!(v["inputs"]["seed"], 7);
         assert_eq!(v["timing"]["reps"], 1);
         assert!(v["date"].as_str().unwrap().starts_with("20"));
-        assert_eq!(v["results"][1]["name"], "raw_async_group_2");
-        assert_eq!(v["results"][1]["speedup_vs_baseline"], 2.0);
+        let rows = &v["problems"][0]["rows"];
+        assert_eq!(v["problems"][0]["size"], "K = 65536");
+        assert_eq!(rows[1]["name"], "raw_async_group_2");
+        assert_eq!(rows[1]["role"], "raw_ptx");
+        assert_eq!(rows[1]["vs_baseline"], 2.0);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

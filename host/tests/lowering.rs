@@ -6,8 +6,8 @@
 //! `.tools/`); without them they fail, saying so, rather than pass without checking.
 
 use host::inspect::{Inspection, KernelView, inspect};
+use ptx_builder::Arch;
 use std::sync::OnceLock;
-use xtask::Arch;
 
 /// The inspection of each arch, assembled once per test binary.
 fn inspection(arch: Arch) -> &'static Inspection {
@@ -32,9 +32,9 @@ fn kernel(arch: Arch, name: &str) -> &'static KernelView {
 }
 
 fn study_kernels(
-    style: gpu::study::Style,
-) -> impl Iterator<Item = &'static gpu::study::StudyKernel> {
-    gpu::study::STUDY_KERNELS
+    style: gpu::workloads::study::Style,
+) -> impl Iterator<Item = &'static gpu::workloads::study::StudyKernel> {
+    gpu::workloads::study::STUDY_KERNELS
         .iter()
         .filter(move |k| k.style == style)
 }
@@ -71,9 +71,17 @@ fn ptxas_assembles_every_module_for_its_arch() {
 
 #[test]
 fn registry_and_ptx_agree() {
-    let mut registered: Vec<&str> = gpu::study::STUDY_KERNELS.iter().map(|k| k.name).collect();
-    registered.extend(gpu::copy_test::COPY_TEST_KERNELS.iter().map(|k| k.name));
-    registered.push(gpu::copy_test::BARRIER_OPS);
+    // Every kernel of ours in the registry (library calls such as cuBLAS have no threads),
+    // and the helper kernels workloads launch besides (references).
+    let mut registered: Vec<&str> = host::registry::all_experiments()
+        .filter(|(_, e)| e.threads().is_some())
+        .map(|(_, e)| e.name())
+        .chain(
+            host::registry::WORKLOADS
+                .iter()
+                .flat_map(|w| w.helper_kernels().iter().copied()),
+        )
+        .collect();
     registered.sort();
     for arch in Arch::ALL {
         let mut in_ptx: Vec<&str> = inspection(arch)
@@ -107,7 +115,7 @@ fn no_kernel_spills_or_needs_a_stack() {
 fn study_kernels_cannot_trap() {
     // Bounds checks and the pipelines' misuse checks must fold away in the study's loops.
     for arch in Arch::ALL {
-        for k in gpu::study::STUDY_KERNELS {
+        for k in gpu::workloads::study::STUDY_KERNELS {
             let view = kernel(arch, k.name);
             assert!(!view.has_ptx("trap"), "{} ({arch}) can trap", k.name);
             assert!(!has_sass(view, "BPT"), "{} ({arch}) can trap", k.name);
@@ -118,7 +126,7 @@ fn study_kernels_cannot_trap() {
 #[test]
 fn study_kernels_use_only_the_dynamic_shared_memory_they_register() {
     for arch in Arch::ALL {
-        for k in gpu::study::STUDY_KERNELS {
+        for k in gpu::workloads::study::STUDY_KERNELS {
             let r = kernel(arch, k.name).resources.as_ref().expect("resources");
             assert_eq!(
                 r.shared_bytes, 0,
@@ -131,7 +139,7 @@ fn study_kernels_use_only_the_dynamic_shared_memory_they_register() {
 
 #[test]
 fn thread_scope_lowers_to_async_groups_and_no_mbarrier() {
-    use gpu::study::Style::{RawAsyncGroup, ThreadPipeline};
+    use gpu::workloads::study::Style::{RawAsyncGroup, ThreadPipeline};
     for arch in Arch::ALL {
         for k in study_kernels(RawAsyncGroup).chain(study_kernels(ThreadPipeline)) {
             let view = kernel(arch, k.name);
@@ -170,12 +178,12 @@ fn thread_scope_lowers_to_async_groups_and_no_mbarrier() {
 
 #[test]
 fn block_scope_lowers_to_mbarrier_arrivals_and_parity_waits() {
-    use gpu::study::Style::{Barrier, BlockPipeline, RawMbarrier, WarpSpecialized};
+    use gpu::workloads::study::Style::{BlockPipeline, RawMbarrier, SplitBarrier, WarpSpecialized};
     for arch in Arch::ALL {
         let kernels = study_kernels(RawMbarrier)
             .chain(study_kernels(BlockPipeline))
             .chain(study_kernels(WarpSpecialized))
-            .chain(study_kernels(Barrier));
+            .chain(study_kernels(SplitBarrier));
         for k in kernels {
             let view = kernel(arch, k.name);
             let name = k.name;
@@ -304,24 +312,24 @@ fn barrier_copies_bind_with_noinc_and_wait_on_tokens() {
 /// async-copy and synchronization instructions, and about as many instructions in all.
 #[test]
 fn library_styles_lower_like_their_raw_counterparts() {
-    use gpu::study::Style::{BlockPipeline, ThreadPipeline};
+    use gpu::workloads::study::Style::{BlockPipeline, ThreadPipeline};
     for arch in Arch::ALL {
         for k in study_kernels(ThreadPipeline).chain(study_kernels(BlockPipeline)) {
-            let raw = host::study::raw_counterpart(k).expect("a raw counterpart");
-            let (lib_view, raw_view) = (kernel(arch, k.name), kernel(arch, raw.name));
+            let raw = host::experiment::Experiment::counterpart(k).expect("a raw counterpart");
+            let (lib_view, raw_view) = (kernel(arch, k.name), kernel(arch, raw.name()));
             assert_eq!(
                 lib_view.sass_async_ops(),
                 raw_view.sass_async_ops(),
                 "{} vs {} ({arch})",
                 k.name,
-                raw.name
+                raw.name()
             );
             let (lib_len, raw_len) = (sass_ops(lib_view).len(), sass_ops(raw_view).len());
             assert!(
                 lib_len.abs_diff(raw_len) * 100 <= raw_len * 8,
                 "{} has {lib_len} SASS instructions, {} has {raw_len} ({arch})",
                 k.name,
-                raw.name
+                raw.name()
             );
         }
     }
@@ -333,15 +341,20 @@ fn library_styles_lower_like_their_raw_counterparts() {
 /// thread produces, no mbarrier wait comes before the first copy is committed.
 #[test]
 fn block_pipelines_commit_copies_before_any_wait() {
-    use gpu::copy_test::{COPY_TEST_KERNELS, CopyForm};
-    use gpu::study::Style::{BlockPipeline, RawMbarrier};
+    use gpu::workloads::selftest::{COPY_KERNELS, CopyForm};
+    use gpu::workloads::study::Style::{BlockPipeline, RawMbarrier};
     let names = study_kernels(RawMbarrier)
         .chain(study_kernels(BlockPipeline))
         .map(|k| k.name)
         .chain(
-            COPY_TEST_KERNELS
+            COPY_KERNELS
                 .iter()
-                .filter(|k| matches!(k.form, CopyForm::BlockPipeline | CopyForm::ZeroFill))
+                .filter(|k| {
+                    matches!(
+                        k.form,
+                        CopyForm::BlockPipeline { .. } | CopyForm::ZeroFill { .. }
+                    )
+                })
                 .map(|k| k.name),
         );
     for name in names {
@@ -356,6 +369,102 @@ fn block_pipelines_commit_copies_before_any_wait() {
                 commit < wait,
                 "{name} ({arch}) waits (instruction {wait}) before its first commit ({commit})"
             );
+        }
+    }
+}
+
+/// Every wrapper of the instruction layer (`gpu/src/ptx/`) is used by some kernel, so ptxas
+/// assembles each one in CI: for each wrapper, what it must leave in the PTX of some kernel
+/// (an opcode prefix, or for special registers the register read). A wrapper missing from
+/// this table fails the test: a new instruction comes with a use.
+#[test]
+fn every_instruction_wrapper_is_assembled_in_some_kernel() {
+    // (wrapper, PTX it emits, archs whose PTX must contain it)
+    const BOTH: &[Arch] = &[Arch::Sm80, Arch::Sm90];
+    const SM90: &[Arch] = &[Arch::Sm90];
+    const SM80: &[Arch] = &[Arch::Sm80];
+    let table: &[(&str, &str, &[Arch])] = &[
+        ("cp_async_ca", "cp.async.ca.shared.global", BOTH),
+        ("cp_async_cg", "cp.async.cg.shared.global", BOTH),
+        ("cp_async_ca_zfill", "cp.async.ca.shared.global", BOTH),
+        ("cp_async_cg_zfill", "cp.async.cg.shared.global", BOTH),
+        ("commit_group", "cp.async.commit_group", BOTH),
+        ("wait_group", "cp.async.wait_group", BOTH),
+        ("wait_all", "cp.async.wait_all", BOTH),
+        ("cp_async_mbarrier_arrive", "cp.async.mbarrier.arrive.shared.b64", BOTH),
+        ("cp_async_mbarrier_arrive_noinc", "cp.async.mbarrier.arrive.noinc", BOTH),
+        ("mbarrier_init", "mbarrier.init", BOTH),
+        ("mbarrier_inval", "mbarrier.inval", BOTH),
+        ("mbarrier_arrive", "mbarrier.arrive.shared.b64", BOTH),
+        ("mbarrier_arrive_drop", "mbarrier.arrive_drop", BOTH),
+        ("mbarrier_pending_count", "mbarrier.pending_count", BOTH),
+        ("mbarrier_test_wait", "mbarrier.test_wait.shared.b64", BOTH),
+        ("mbarrier_test_wait_parity", "mbarrier.test_wait.parity", BOTH),
+        ("mbarrier_try_wait", "mbarrier.try_wait.shared.b64", SM90),
+        ("mbarrier_try_wait_parity", "mbarrier.try_wait.parity", SM90),
+        ("mbarrier_wait", "mbarrier.test_wait.shared.b64", SM80),
+        ("mbarrier_wait_parity", "mbarrier.test_wait.parity", SM80),
+        ("trap", "trap", BOTH),
+        ("fma_f32", "fma.rn.f32", BOTH),
+        ("as_generic_ptr", "cvta.shared", BOTH),
+        ("shared_to_generic", "cvta.shared", BOTH),
+        ("read", "ld.shared", BOTH),
+        ("write", "st.shared", BOTH),
+        ("load_shared", "ld.shared.v4", BOTH),
+        ("store_shared", "st.shared", BOTH),
+        ("thread_idx_x", "%tid.x", BOTH),
+        ("block_dim_x", "%ntid.x", BOTH),
+        ("block_idx_x", "%ctaid.x", BOTH),
+        ("grid_dim_x", "%nctaid.x", BOTH),
+        ("lane_id", "%laneid", BOTH),
+        ("barrier_sync", "barrier.sync", BOTH),
+        ("barrier_sync_threads", "barrier.sync", BOTH),
+        ("shfl_sync_idx", "shfl.sync.idx", BOTH),
+    ];
+    // The wrappers defined in the instruction layer's sources.
+    let dir = ptx_builder::workspace_root().join("gpu/src/ptx");
+    let mut defined = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("gpu/src/ptx") {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for line in text.lines() {
+            let line = line.trim_start();
+            let name = if let Some(rest) = line
+                .strip_prefix("pub fn ")
+                .or_else(|| line.strip_prefix("pub unsafe fn "))
+                .or_else(|| line.strip_prefix("pub const unsafe fn "))
+                .or_else(|| line.strip_prefix("pub const fn "))
+                .or_else(|| line.strip_prefix("unsafe fn "))
+            {
+                rest
+            } else if line.contains(" => \"%") || line.contains(") => \"mbarrier.") {
+                line // special_register! / wait_instruction! invocations
+            } else {
+                continue;
+            };
+            let name: String = name
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            // Plain address arithmetic emits nothing of its own.
+            if !["from_addr", "addr", "add", "cast", ""].contains(&name.as_str()) {
+                defined.push(name);
+            }
+        }
+    }
+    for name in &defined {
+        assert!(
+            table.iter().any(|(w, _, _)| w == name),
+            "ptx wrapper `{name}` has no entry here: add what it emits, and a kernel using it"
+        );
+    }
+    for (wrapper, emitted, archs) in table {
+        for &arch in *archs {
+            let used = inspection(arch).kernels.values().any(|k| {
+                k.ptx
+                    .iter()
+                    .any(|i| i.opcode.starts_with(emitted) || i.operands.contains(emitted))
+            });
+            assert!(used, "`{wrapper}` ({emitted}) is in no kernel of the {arch} PTX");
         }
     }
 }

@@ -8,10 +8,10 @@
 //! since `cargo clippy --workspace` only sees the host build of `gpu`.
 
 use anyhow::{Context, Result, bail};
+use ptx_builder::build::{PtxBuild, build_ptx};
+use ptx_builder::nvtools::{self, Tool};
+use ptx_builder::{Arch, workspace_root};
 use std::process::ExitCode;
-use xtask::build::{PtxBuild, build_ptx};
-use xtask::nvtools::{self, Tool};
-use xtask::{Arch, workspace_root};
 
 const USAGE: &str = "usage: cargo xtask (build-ptx | clippy) [--arch sm_80|sm_90]...";
 
@@ -107,7 +107,7 @@ fn clippy(req: &PtxBuild) -> Result<()> {
             .join("target")
             .join("clippy")
             .join(arch.name());
-        let status = xtask::build::device_cargo(req, "clippy", arch, &dir)
+        let status = ptx_builder::build::device_cargo(req, "clippy", arch, &dir)
             .args(["--", "-D", "warnings"])
             .status()
             .context("running cargo clippy")?;

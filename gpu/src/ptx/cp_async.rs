@@ -6,6 +6,8 @@
 //! SASS: a copy is `LDGSTS.E` (4 B), `LDGSTS.E.64`, `LDGSTS.E.128`, or `LDGSTS.E.BYPASS.128` for
 //! `.cg`; `commit_group` is `LDGDEPBAR`, `wait_group N` is `DEPBAR.LE SB0, N`.
 
+use super::Shared;
+use crate::layout::Mbarrier;
 use core::arch::asm;
 
 /// `cp.async.ca.shared.global [dst], [src], BYTES;` — copies `BYTES` (4, 8 or 16, checked at
@@ -156,15 +158,15 @@ pub fn wait_all() {
 /// `ARRIVES.LDGSTSBAR.64`.
 ///
 /// # Safety
-/// `bar` is the `.shared` address of an initialized mbarrier whose current phase is still
-/// open (will see this thread's own arrival).
+/// `bar` holds an initialized mbarrier whose current phase is still open (will see this
+/// thread's own arrival).
 #[inline(always)]
-pub unsafe fn cp_async_mbarrier_arrive(bar: u32) {
+pub unsafe fn cp_async_mbarrier_arrive(bar: Shared<Mbarrier>) {
     // SAFETY: the caller guarantees `bar` is a live mbarrier.
     unsafe {
         asm!(
             "cp.async.mbarrier.arrive.shared.b64 [{bar}];",
-            bar = in(reg32) bar,
+            bar = in(reg32) bar.addr(),
             options(nostack, preserves_flags)
         )
     }
@@ -175,15 +177,14 @@ pub unsafe fn cp_async_mbarrier_arrive(bar: u32) {
 /// the phase's expected arrivals (a producer's "commit" in a block-scope pipeline).
 ///
 /// # Safety
-/// `bar` is the `.shared` address of an initialized mbarrier whose expected count includes
-/// this arrival.
+/// `bar` holds an initialized mbarrier whose expected count includes this arrival.
 #[inline(always)]
-pub unsafe fn cp_async_mbarrier_arrive_noinc(bar: u32) {
+pub unsafe fn cp_async_mbarrier_arrive_noinc(bar: Shared<Mbarrier>) {
     // SAFETY: the caller guarantees `bar` is a live mbarrier expecting this arrival.
     unsafe {
         asm!(
             "cp.async.mbarrier.arrive.noinc.shared.b64 [{bar}];",
-            bar = in(reg32) bar,
+            bar = in(reg32) bar.addr(),
             options(nostack, preserves_flags)
         )
     }

@@ -9,24 +9,27 @@
 //! SASS: on sm_90 `SYNCS.EXCH.64` (init), `SYNCS.ARRIVE.TRANS64.*` (arrive),
 //! `SYNCS.PHASECHK.TRANS64[.TRYWAIT]` (test/try_wait); on sm_80 `ATOMS` and shared loads.
 //!
-//! Every function here takes `bar`, the `.shared` address of the mbarrier (8-byte aligned).
+//! Every function here takes `bar`, the typed `.shared` address of the mbarrier
+//! ([`Shared<Mbarrier>`]: 8-byte aligned by its type).
 
+use super::Shared;
+use crate::layout::Mbarrier;
 use core::arch::asm;
 
 /// `mbarrier.init.shared.b64 [bar], count;` — starts phase 0 expecting `count` arrivals
 /// (1..=2^20 - 1).
 ///
 /// # Safety
-/// 1. `bar` is an 8-byte aligned `.shared` address reserved for this mbarrier.
+/// 1. `bar` is shared memory reserved for this mbarrier.
 /// 2. No thread uses the mbarrier until a barrier (`barrier.sync`) orders that use after
 ///    this init, and no copy or arrival is pending on a previous object at `bar`.
 #[inline(always)]
-pub unsafe fn mbarrier_init(bar: u32, count: u32) {
+pub unsafe fn mbarrier_init(bar: Shared<Mbarrier>, count: u32) {
     // SAFETY: the caller upholds the contract above.
     unsafe {
         asm!(
             "mbarrier.init.shared.b64 [{bar}], {count};",
-            bar = in(reg32) bar,
+            bar = in(reg32) bar.addr(),
             count = in(reg32) count,
             options(nostack, preserves_flags)
         )
@@ -40,12 +43,12 @@ pub unsafe fn mbarrier_init(bar: u32, count: u32) {
 /// `bar` holds an initialized mbarrier that no thread will use again and on which no
 /// arrival (`cp.async.mbarrier.arrive`) is pending.
 #[inline(always)]
-pub unsafe fn mbarrier_inval(bar: u32) {
+pub unsafe fn mbarrier_inval(bar: Shared<Mbarrier>) {
     // SAFETY: the caller upholds the contract above.
     unsafe {
         asm!(
             "mbarrier.inval.shared.b64 [{bar}];",
-            bar = in(reg32) bar,
+            bar = in(reg32) bar.addr(),
             options(nostack, preserves_flags)
         )
     }
@@ -58,14 +61,15 @@ pub unsafe fn mbarrier_inval(bar: u32) {
 /// # Safety
 /// `bar` holds an initialized mbarrier whose current phase still expects an arrival.
 #[inline(always)]
-pub unsafe fn mbarrier_arrive(bar: u32) -> u64 {
+#[must_use = "the state is the token to wait with; `let _ =` when waiting by parity"]
+pub unsafe fn mbarrier_arrive(bar: Shared<Mbarrier>) -> u64 {
     let state: u64;
     // SAFETY: the caller upholds the contract above.
     unsafe {
         asm!(
             "mbarrier.arrive.shared.b64 {state}, [{bar}];",
             state = out(reg64) state,
-            bar = in(reg32) bar,
+            bar = in(reg32) bar.addr(),
             options(nostack, preserves_flags)
         )
     }
@@ -78,14 +82,15 @@ pub unsafe fn mbarrier_arrive(bar: u32) -> u64 {
 /// # Safety
 /// As [`mbarrier_arrive`]; the thread must not arrive on this mbarrier again.
 #[inline(always)]
-pub unsafe fn mbarrier_arrive_drop(bar: u32) -> u64 {
+#[must_use = "the state is the token to wait with; `let _ =` when it is not needed"]
+pub unsafe fn mbarrier_arrive_drop(bar: Shared<Mbarrier>) -> u64 {
     let state: u64;
     // SAFETY: the caller upholds the contract above.
     unsafe {
         asm!(
             "mbarrier.arrive_drop.shared.b64 {state}, [{bar}];",
             state = out(reg64) state,
-            bar = in(reg32) bar,
+            bar = in(reg32) bar.addr(),
             options(nostack, preserves_flags)
         )
     }
@@ -96,6 +101,7 @@ pub unsafe fn mbarrier_arrive_drop(bar: u32) -> u64 {
 /// expected when that token was produced. `mbarrier.arrive` captures the state from before
 /// its own arrival, so that arrival is still counted.
 #[inline(always)]
+#[must_use]
 pub fn mbarrier_pending_count(state: u64) -> u32 {
     let count: u32;
     // SAFETY: decodes a value in registers; touches no memory.
@@ -117,7 +123,8 @@ macro_rules! wait_instruction {
         /// # Safety
         /// `bar` holds an initialized mbarrier.
         #[inline(always)]
-        pub unsafe fn $name(bar: u32, $arg: $ty) -> bool {
+        #[must_use = "the result says whether the phase completed"]
+        pub unsafe fn $name(bar: Shared<Mbarrier>, $arg: $ty) -> bool {
             let done: u32;
             // SAFETY: the caller guarantees `bar` is a live mbarrier. The memory clobber keeps
             // reads of the data it guards after the wait.
@@ -128,7 +135,7 @@ macro_rules! wait_instruction {
                         $instr,
                         " p, [{bar}], {arg}; selp.u32 {done}, 1, 0, p; }}"
                     ),
-                    bar = in(reg32) bar,
+                    bar = in(reg32) bar.addr(),
                     arg = in($class) $arg,
                     done = out(reg32) done,
                     options(nostack, preserves_flags)
@@ -170,7 +177,7 @@ wait_instruction!(
 /// # Safety
 /// `bar` holds an initialized mbarrier and `state` came from an arrival on it.
 #[inline(always)]
-pub unsafe fn mbarrier_wait(bar: u32, state: u64) {
+pub unsafe fn mbarrier_wait(bar: Shared<Mbarrier>, state: u64) {
     #[cfg(target_feature = "sm_90")]
     // SAFETY: forwarded contract.
     while !unsafe { mbarrier_try_wait(bar, state) } {}
@@ -185,7 +192,7 @@ pub unsafe fn mbarrier_wait(bar: u32, state: u64) {
 /// # Safety
 /// `bar` holds an initialized mbarrier.
 #[inline(always)]
-pub unsafe fn mbarrier_wait_parity(bar: u32, parity: u32) {
+pub unsafe fn mbarrier_wait_parity(bar: Shared<Mbarrier>, parity: u32) {
     #[cfg(target_feature = "sm_90")]
     // SAFETY: forwarded contract.
     while !unsafe { mbarrier_try_wait_parity(bar, parity) } {}

@@ -2,10 +2,11 @@
 //! exactly the instruction its docs name (plus the `selp` that turns a predicate into a
 //! value, where an instruction yields one).
 //!
-//! Addresses follow PTX: shared memory is a 32-bit `.shared` address (`u32`, see
-//! [`crate::shared`] for typed handles), global memory is a 64-bit pointer. As in CUTLASS, a
-//! generic pointer to global memory is passed where PTX wants a `.global` address; the two are
-//! the same on every GPU that has `cp.async`.
+//! Addresses follow PTX: shared memory is a 32-bit `.shared` address — typed as
+//! [`Shared<T>`] (an mbarrier is a `Shared<Mbarrier>`), a bare `u32` only for the byte
+//! destination of a copy — and global memory is a 64-bit pointer. As in CUTLASS, a generic
+//! pointer to global memory is passed where PTX wants a `.global` address; the two are the
+//! same on every GPU that has `cp.async`.
 //!
 //! Functions are `unsafe` where a wrong argument is undefined behaviour (a bad address, a
 //! barrier that is not initialized); instructions that only wait or order are safe.

@@ -1,12 +1,105 @@
-//! Shared-memory loads and stores through 32-bit `.shared` addresses (`ld.shared`,
-//! `st.shared`; SASS `LDS` / `STS`), and conversion to a generic pointer.
+//! The `.shared` state space: [`Shared<T>`], the typed 32-bit address every shared-memory
+//! instruction takes, loads and stores through it (`ld.shared`, `st.shared`; SASS `LDS` /
+//! `STS`), and conversion to a generic pointer.
 //!
 //! A load through a generic pointer compiles to a generic `LD.E`, which must first test which
 //! memory the address falls in; these stay `LDS` / `LDS.128`.
 
 use core::arch::asm;
+use core::marker::PhantomData;
 
-/// A value that one `ld.shared` / `st.shared` moves: 4 or 8 bytes, or a vector of four `f32`
+/// The `.shared` address of a `T` in this block's shared memory: one 32-bit register, the
+/// form `cp.async`, `mbarrier` and `ld.shared` / `st.shared` take. `Copy`, and it carries no
+/// lifetime: the declarations in [`crate::shared`] are what hand out valid ones.
+#[repr(transparent)]
+pub struct Shared<T> {
+    addr: u32,
+    _type: PhantomData<*mut T>,
+}
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// A handle for the `.shared` address `addr`.
+    ///
+    /// # Safety
+    /// `addr` is a `.shared` address of this block, aligned for `T`, whose memory the caller
+    /// may use as a `T` (for as long as the handle, and copies of it, are used).
+    #[inline(always)]
+    pub const unsafe fn from_addr(addr: u32) -> Self {
+        Shared {
+            addr,
+            _type: PhantomData,
+        }
+    }
+
+    /// The 32-bit `.shared` address.
+    #[inline(always)]
+    #[must_use]
+    pub const fn addr(self) -> u32 {
+        self.addr
+    }
+
+    /// The handle `count` elements further (pointer arithmetic: no access, no check).
+    #[inline(always)]
+    #[must_use]
+    pub const fn add(self, count: u32) -> Self {
+        Shared {
+            addr: self
+                .addr
+                .wrapping_add(count.wrapping_mul(size_of::<T>() as u32)),
+            _type: PhantomData,
+        }
+    }
+
+    /// The same address, viewed as a `U`.
+    #[inline(always)]
+    #[must_use]
+    pub const fn cast<U>(self) -> Shared<U> {
+        Shared {
+            addr: self.addr,
+            _type: PhantomData,
+        }
+    }
+
+    /// The generic pointer to this memory (`cvta.shared.u64`): accesses through it compile to
+    /// generic loads and stores, slower than [`Shared::read`] / [`Shared::write`].
+    #[inline(always)]
+    #[must_use]
+    pub fn as_generic_ptr(self) -> *mut T {
+        shared_to_generic(self.addr).cast()
+    }
+}
+
+impl<T: SharedValue> Shared<T> {
+    /// `ld.shared` of the value.
+    ///
+    /// # Safety
+    /// The memory holds an initialized `T` that no thread or copy writes concurrently (any
+    /// async copy into it has been waited for and the wait made visible to this thread).
+    #[inline(always)]
+    pub unsafe fn read(self) -> T {
+        // SAFETY: forwarded contract; alignment is the handle's invariant.
+        unsafe { T::load_shared(self.addr) }
+    }
+
+    /// `st.shared` of `value`.
+    ///
+    /// # Safety
+    /// No other thread or copy reads or writes the memory concurrently.
+    #[inline(always)]
+    pub unsafe fn write(self, value: T) {
+        // SAFETY: forwarded contract; alignment is the handle's invariant.
+        unsafe { T::store_shared(self.addr, value) }
+    }
+}
+
+/// A value that one `ld.shared` / `st.shared` moves: 4 bytes, or a vector of four `f32`
 /// (`.v4`, one `LDS.128`).
 ///
 /// # Safety
@@ -65,10 +158,7 @@ macro_rules! scalar_shared_value {
 
 scalar_shared_value! {
     u32 => "ld.shared.b32", "st.shared.b32", reg32;
-    i32 => "ld.shared.b32", "st.shared.b32", reg32;
     f32 => "ld.shared.b32", "st.shared.b32", reg32;
-    u64 => "ld.shared.b64", "st.shared.b64", reg64;
-    f64 => "ld.shared.b64", "st.shared.b64", reg64;
 }
 
 /// Lowers to `ld.shared.v4.b32` / `st.shared.v4.b32` (`LDS.128` / `STS.128`): the address
@@ -113,6 +203,7 @@ unsafe impl SharedValue for [f32; 4] {
 /// `cvta.shared.u64` — the generic pointer for a `.shared` address (for code that wants a
 /// plain pointer; it will use generic loads).
 #[inline(always)]
+#[must_use]
 pub fn shared_to_generic(addr: u32) -> *mut u8 {
     let ptr: *mut u8;
     // SAFETY: an address conversion; touches no memory.

@@ -1,4 +1,5 @@
-//! Project tooling, shared by `cargo xtask`, host's build script, `host inspect` and the tests.
+//! Device-code tooling shared by the build tool (`cargo xtask`), host's build script and the
+//! host program at run time (`host inspect`, the lowering tests):
 //!
 //! - [`build`]: compiles the `gpu` crate to one PTX file per [`Arch`] with rustc's own NVPTX
 //!   backend and links it with the pinned toolchain's llvm-tools (the `llvm-bitcode-linker`

@@ -1,6 +1,7 @@
-//! The device code, built by `build.rs` and embedded: one PTX module per [`Arch`].
+//! The device code (the `gpu` crate), built by `build.rs` and embedded: one PTX module per
+//! [`Arch`].
 
-use xtask::Arch;
+use ptx_builder::Arch;
 
 /// PTX for sm_80 (compute capability 8.x), PTX ISA 8.0.
 pub const SM_80: &str = include_str!(env!("GPU_PTX_SM_80"));

@@ -1,0 +1,106 @@
+//! Objects that live in shared memory and whose size and alignment the host must know too:
+//! the [`Mbarrier`] object, a pipeline's [`PipelineSharedState`], and [`StagedLayout`], the
+//! usual shape of a pipelined kernel's dynamic shared memory (stage buffers, then barriers).
+//!
+//! Plain Rust, built for the host as well, so a launch asks for exactly the bytes the kernel
+//! carves up.
+
+/// An `mbarrier`: the 8-byte, 8-byte aligned object the `mbarrier.*` instructions work on. Its
+/// bits belong to the hardware; Rust code only ever holds its address
+/// ([`Shared<Mbarrier>`](crate::ptx::Shared)).
+#[repr(C, align(8))]
+pub struct Mbarrier {
+    _state: u64,
+}
+
+impl Mbarrier {
+    /// Bytes of shared memory one mbarrier takes.
+    pub const BYTES: u32 = size_of::<Self>() as u32;
+}
+
+/// The mbarriers of a block-scope pipeline, one pair per stage, as laid out in shared memory:
+/// `full[s]` completes a phase when stage `s` has been filled (the producers' copies landed),
+/// `empty[s]` when every consumer released it.
+#[repr(C, align(8))]
+pub struct PipelineSharedState<const STAGES: usize> {
+    /// Filled: expected arrivals = producer threads (each commit arrives once).
+    pub full: [Mbarrier; STAGES],
+    /// Released: expected arrivals = consumer threads.
+    pub empty: [Mbarrier; STAGES],
+}
+
+impl<const STAGES: usize> PipelineSharedState<STAGES> {
+    /// Bytes of shared memory it takes: [`pipeline_barrier_bytes`]`(STAGES)`.
+    pub const BYTES: u32 = size_of::<Self>() as u32;
+}
+
+/// Bytes of the `full` / `empty` mbarrier pairs of a `stages`-deep pipeline (16 per stage):
+/// the run-time twin of [`PipelineSharedState::BYTES`].
+pub const fn pipeline_barrier_bytes(stages: u32) -> u32 {
+    2 * stages * Mbarrier::BYTES
+}
+
+/// Dynamic shared memory made of `stages` buffers of `stage_bytes` each, then (optionally)
+/// a [`PipelineSharedState`] for them: what a pipelined kernel carves up and what its launch
+/// must ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagedLayout {
+    /// Bytes of one stage buffer (a multiple of 16, so every stage is 16-byte aligned).
+    pub stage_bytes: u32,
+    /// Buffers in the ring.
+    pub stages: u32,
+    /// Byte offset of the pipeline's mbarriers (`full[0..stages]`, then `empty[0..stages]`),
+    /// right after the buffers.
+    pub barriers_offset: u32,
+    /// Dynamic shared memory to launch with.
+    pub bytes: u32,
+}
+
+impl StagedLayout {
+    /// `stages` buffers of `stage_bytes`, followed by their mbarrier pairs if `with_barriers`.
+    pub const fn new(stage_bytes: u32, stages: u32, with_barriers: bool) -> StagedLayout {
+        assert!(
+            stage_bytes.is_multiple_of(16),
+            "stage buffers are 16-byte multiples"
+        );
+        let barriers_offset = stages * stage_bytes;
+        let barrier_bytes = if with_barriers {
+            pipeline_barrier_bytes(stages)
+        } else {
+            0
+        };
+        StagedLayout {
+            stage_bytes,
+            stages,
+            barriers_offset,
+            bytes: barriers_offset + barrier_bytes,
+        }
+    }
+
+    /// Byte offset of stage `s`'s buffer.
+    pub const fn stage_offset(self, s: u32) -> u32 {
+        s * self.stage_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_definition_of_the_barrier_bytes() {
+        assert_eq!(Mbarrier::BYTES, 8);
+        assert_eq!(PipelineSharedState::<1>::BYTES, pipeline_barrier_bytes(1));
+        assert_eq!(PipelineSharedState::<4>::BYTES, pipeline_barrier_bytes(4));
+        assert_eq!(align_of::<PipelineSharedState<3>>(), 8);
+    }
+
+    #[test]
+    fn staged_layout_puts_barriers_after_the_buffers() {
+        let l = StagedLayout::new(256, 3, true);
+        assert_eq!(l.stage_offset(2), 512);
+        assert_eq!(l.barriers_offset, 768);
+        assert_eq!(l.bytes, 768 + 48);
+        assert_eq!(StagedLayout::new(256, 3, false).bytes, 768);
+    }
+}

@@ -1,0 +1,11 @@
+//! What this project runs on the library, apart from it: one folder per workload, each
+//! holding its shapes and kernel table (plain Rust, also built for the host) and its kernel
+//! bodies (device only). Nothing in the library modules refers to a workload.
+//!
+//! | workload | what it is |
+//! |---|---|
+//! | [`study`] | the 32x32xK one-warp study: every completion style against a synchronous baseline |
+//! | [`selftest`] | the library's self-test: every abstraction streams random data, checked exactly |
+
+pub mod selftest;
+pub mod study;

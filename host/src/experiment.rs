@@ -1,0 +1,363 @@
+//! What a workload is made of — experiments, sizes, a problem that launches and checks them —
+//! and [`measure`], the one path that runs, checks and times any experiment of any workload.
+//!
+//! A workload ([`Workload`]) lists its experiments (kernels, or a vendor library call such as
+//! cuBLAS), parses its problem sizes, and prepares a [`Problem`] for a size: inputs on the GPU,
+//! a reference, outputs to poison and check. [`measure`] then does the same for every
+//! experiment: poison, launch, check (the first warm-up launch), warm up, time with CUDA
+//! events, check again. The registry ([`crate::registry`]) erases the workload types so the
+//! command line, the report, the GPU tests and the benchmarks walk one list.
+
+use crate::check::CheckReport;
+use crate::gpu::Gpu;
+use anyhow::{Result, ensure};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::fmt;
+
+/// What an experiment is, for comparisons and for the plot's colours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// What every other experiment of its workload is compared with (the study's synchronous
+    /// kernel, cuBLAS).
+    Baseline,
+    /// Hand-written PTX: the yardstick of a library style.
+    RawPtx,
+    /// Built on the library's abstractions.
+    Library,
+}
+
+/// One kernel (or library call) a workload runs, checks and times.
+pub trait Experiment: Sync + 'static {
+    /// Its name: the kernel's entry point, or what the library call is.
+    fn name(&self) -> &'static str;
+    fn role(&self) -> Role;
+    /// The completion style, as its workload names it.
+    fn style(&self) -> &'static str;
+    /// Pipeline depth (buffers in the ring), where that means something.
+    fn stages(&self) -> Option<u32>;
+    /// Threads per block, for a kernel of ours.
+    fn threads(&self) -> Option<u32>;
+    /// Dynamic shared memory per block, for a kernel of ours.
+    fn shared_bytes(&self) -> Option<u32>;
+    /// One line on what it does.
+    fn summary(&self) -> &'static str;
+    /// The raw-PTX experiment this library experiment must match in speed.
+    fn counterpart(&self) -> Option<&'static dyn Experiment> {
+        None
+    }
+}
+
+impl fmt::Debug for dyn Experiment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether two experiment references are the same registry entry.
+pub fn same(a: &dyn Experiment, b: &dyn Experiment) -> bool {
+    std::ptr::addr_eq(a as *const dyn Experiment, b as *const dyn Experiment)
+}
+
+/// The inputs a problem is made from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Values {
+    /// Random floats (each workload says from which distribution).
+    Random,
+    /// Random small integers: every sum a kernel forms is exact in `f32`, so a correct kernel
+    /// matches the reference bit for bit and any dropped, repeated or stale term shows.
+    SmallIntegers,
+}
+
+impl Values {
+    /// `len` values from `seed`: uniform in [-1, 1), or integers in [-8, 8].
+    pub fn generate(self, len: usize, seed: u64) -> Vec<f32> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        match self {
+            Values::Random => (0..len).map(|_| rng.gen_range(-1.0..1.0)).collect(),
+            Values::SmallIntegers => (0..len).map(|_| rng.gen_range(-8i32..=8) as f32).collect(),
+        }
+    }
+}
+
+/// What to make a problem's inputs from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Inputs {
+    pub seed: u64,
+    pub values: Values,
+}
+
+/// A seed that differs from run to run (clock and process id).
+pub fn fresh_seed() -> u64 {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    (nanos as u64) ^ ((nanos >> 64) as u64) ^ (std::process::id() as u64).rotate_left(32)
+}
+
+/// What one launch of a problem computes or moves, for its throughput.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Work {
+    /// Steps of a loop (the study: one k per step).
+    Steps(u64),
+    /// Floating-point operations (a GEMM: `2 M N K`).
+    Flops(u64),
+    /// Bytes read plus bytes written.
+    Bytes(u64),
+    /// Nothing that a rate says anything about (a functional test).
+    None,
+}
+
+impl Work {
+    /// The rate at which one launch taking `ms` does this work, and its unit.
+    pub fn rate(self, ms: f64) -> Option<(f64, &'static str)> {
+        let us = ms * 1e3;
+        match self {
+            Work::Steps(n) => Some((n as f64 / us, "steps/us")),
+            Work::Flops(n) => Some((n as f64 / us / 1e6, "TFLOP/s")),
+            Work::Bytes(n) => Some((n as f64 / us / 1e3, "GB/s")),
+            Work::None => None,
+        }
+    }
+}
+
+/// A problem of one size, prepared on the GPU for every experiment of its workload.
+pub trait Problem<E> {
+    /// Why `experiment` cannot run here (a library that is not installed, say), if it
+    /// cannot. Its row then says so, and the run goes on.
+    fn unavailable(&self, _experiment: &E) -> Option<String> {
+        None
+    }
+    /// Fills the outputs `experiment` writes with poison.
+    fn poison(&mut self, gpu: &Gpu, experiment: &E) -> Result<()>;
+    /// Queues one run of `experiment` on the GPU's stream.
+    fn launch(&mut self, gpu: &Gpu, experiment: &E) -> Result<()>;
+    /// Downloads what `experiment` wrote and compares it with the reference.
+    fn check(&mut self, gpu: &Gpu, experiment: &E) -> Result<CheckReport>;
+    /// What one launch computes or moves.
+    fn work(&self) -> Work;
+}
+
+/// A family of experiments on one kind of problem (see the module docs).
+pub trait Workload: Sync + 'static {
+    type Experiment: Experiment;
+    type Size: Copy + fmt::Display + 'static;
+    type Problem: Problem<Self::Experiment>;
+
+    /// Its name on the command line (`--workload NAME`).
+    fn name(&self) -> &'static str;
+    /// One line on what it measures.
+    fn summary(&self) -> &'static str;
+    /// Every experiment, in report order (the baseline first).
+    fn experiments(&self) -> &'static [Self::Experiment];
+    /// Kernels its problems launch besides the experiments (references, say).
+    fn helper_kernels(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// What `--size` takes, in words.
+    fn size_syntax(&self) -> &'static str;
+    /// Reads one `--size` value, or says why it is not one.
+    fn parse_size(&self, text: &str) -> Result<Self::Size, String>;
+    /// The sizes `host run` uses when none is given.
+    fn default_sizes(&self) -> Vec<Self::Size>;
+    /// The sizes and inputs the GPU tests check every experiment at.
+    fn test_cases(&self) -> Vec<(Values, Self::Size)>;
+    /// Builds the problem: inputs on the GPU, reference, outputs.
+    fn prepare(&self, gpu: &Gpu, size: Self::Size, inputs: Inputs) -> Result<Self::Problem>;
+}
+
+/// How to time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Timing {
+    /// Untimed launches first (module load, clocks, caches); the first is checked.
+    pub warmup: u32,
+    /// Timed launches; the median is reported. 0: check only.
+    pub reps: u32,
+}
+
+impl Timing {
+    /// One checked launch, nothing timed.
+    pub const CHECK_ONLY: Timing = Timing { warmup: 1, reps: 0 };
+
+    /// Launches of one experiment.
+    pub fn launches(self) -> u64 {
+        self.warmup as u64 + self.reps as u64
+    }
+}
+
+/// What running one experiment gave.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// It could not run here; the reason.
+    Unavailable(String),
+    /// It ran.
+    Ran(Ran),
+}
+
+/// The checks and times of an experiment that ran.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ran {
+    /// The first launch, on poisoned output.
+    pub check: CheckReport,
+    /// Each timed launch, in milliseconds (CUDA events).
+    pub times_ms: Vec<f64>,
+    /// The last timed launch's output, when anything was timed.
+    pub check_after_timing: Option<CheckReport>,
+}
+
+/// One experiment's result on one problem.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    pub experiment: &'static dyn Experiment,
+    pub outcome: Outcome,
+}
+
+impl Measurement {
+    /// Whether every check passed (an experiment that could not run fails nothing).
+    pub fn passed(&self) -> bool {
+        match &self.outcome {
+            Outcome::Unavailable(_) => true,
+            Outcome::Ran(ran) => {
+                ran.check.passed && ran.check_after_timing.as_ref().is_none_or(|c| c.passed)
+            }
+        }
+    }
+
+    /// The median time of the timed launches.
+    pub fn median_ms(&self) -> Option<f64> {
+        match &self.outcome {
+            Outcome::Ran(ran) if !ran.times_ms.is_empty() => Some(median(&ran.times_ms)),
+            _ => None,
+        }
+    }
+
+    /// The fastest timed launch.
+    pub fn min_ms(&self) -> Option<f64> {
+        match &self.outcome {
+            Outcome::Ran(ran) => ran.times_ms.iter().copied().reduce(f64::min),
+            Outcome::Unavailable(_) => None,
+        }
+    }
+
+    /// One line on the checks: "ok (...)", "FAILED: ...", or why it did not run.
+    pub fn check_summary(&self) -> String {
+        match &self.outcome {
+            Outcome::Unavailable(reason) => format!("unavailable: {reason}"),
+            Outcome::Ran(ran) => match &ran.check_after_timing {
+                Some(after) if ran.check.passed && !after.passed => {
+                    format!("after timing: {}", after.summary())
+                }
+                _ => ran.check.summary(),
+            },
+        }
+    }
+}
+
+/// The median of `values` (mean of the two middle ones for an even count).
+pub fn median(values: &[f64]) -> f64 {
+    assert!(!values.is_empty(), "median of nothing");
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    }
+}
+
+/// Runs `experiment` on `problem`: checks it on poisoned output (its first warm-up launch),
+/// finishes the warm-up, times `timing.reps` launches with CUDA events, and checks the last
+/// output again. `progress` is called after each launch.
+pub fn measure<E: Experiment, P: Problem<E>>(
+    gpu: &Gpu,
+    problem: &mut P,
+    experiment: &'static E,
+    timing: Timing,
+    progress: &mut dyn FnMut(),
+) -> Result<Measurement> {
+    ensure!(
+        timing.warmup >= 1,
+        "the first launch is the one checked: warm-up must be >= 1"
+    );
+    if let Some(reason) = problem.unavailable(experiment) {
+        for _ in 0..timing.launches() {
+            progress();
+        }
+        return Ok(Measurement {
+            experiment,
+            outcome: Outcome::Unavailable(reason),
+        });
+    }
+    let name = experiment.name();
+    problem.poison(gpu, experiment)?;
+    problem.launch(gpu, experiment)?;
+    gpu.synchronize(|| format!("running `{name}`"))?;
+    let check = problem.check(gpu, experiment)?;
+    progress();
+    for _ in 1..timing.warmup {
+        problem.launch(gpu, experiment)?;
+        gpu.synchronize(|| format!("warming up `{name}`"))?;
+        progress();
+    }
+    let mut times_ms = Vec::with_capacity(timing.reps as usize);
+    if timing.reps > 0 {
+        let timer = gpu.timer()?;
+        for _ in 0..timing.reps {
+            times_ms.push(gpu.time(&timer, || problem.launch(gpu, experiment))?);
+            progress();
+        }
+    }
+    let check_after_timing = if timing.reps > 0 {
+        Some(problem.check(gpu, experiment)?)
+    } else {
+        None
+    };
+    Ok(Measurement {
+        experiment,
+        outcome: Outcome::Ran(Ran {
+            check,
+            times_ms,
+            check_after_timing,
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn values_are_seeded_and_in_range() {
+        let x = Values::Random.generate(1000, 1);
+        assert_eq!(x, Values::Random.generate(1000, 1));
+        assert_ne!(x, Values::Random.generate(1000, 2));
+        assert!(x.iter().all(|v| (-1.0..1.0).contains(v)));
+        let ints = Values::SmallIntegers.generate(1000, 3);
+        assert!(ints.iter().all(|v| v.fract() == 0.0 && v.abs() <= 8.0));
+        assert!(ints.iter().any(|&v| v != ints[0]));
+    }
+
+    #[test]
+    fn rates_carry_their_unit() {
+        assert_eq!(Work::Steps(65536).rate(1.0), Some((65.536, "steps/us")));
+        let (tflops, unit) = Work::Flops(2 * 4096u64.pow(3)).rate(2.75).unwrap();
+        assert_eq!(unit, "TFLOP/s");
+        assert!((tflops - 49.98).abs() < 0.01, "{tflops}");
+        let (gbps, unit) = Work::Bytes(4 << 30).rate(1.0).unwrap();
+        assert_eq!(unit, "GB/s");
+        assert!((gbps - 4294.97).abs() < 0.01, "{gbps}");
+        assert_eq!(Work::None.rate(1.0), None);
+    }
+}

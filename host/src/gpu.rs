@@ -1,0 +1,466 @@
+//! The GPU: finding it, checking it can run the kernels, loading the matching PTX, memory,
+//! and the one path every kernel launch takes.
+//!
+//! The CUDA driver (`libcuda`) is loaded at run time through `cudarc`, so the host builds and
+//! runs its GPU-less commands anywhere; asking for a GPU where there is no driver is one
+//! clear error ([`GpuError::NoDriver`]).
+
+use cudarc::driver::sys::{self, CUdevice_attribute, CUfunction_attribute};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
+    DriverError, LaunchConfig as CudaLaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
+use ptx_builder::Arch;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Why the GPU could not be used, or what a driver call was doing when it failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// The driver library is not installed.
+    #[error(
+        "no CUDA driver: libcuda.so could not be loaded; this needs an NVIDIA GPU of compute \
+         capability 8.0 or newer and its driver"
+    )]
+    NoDriver,
+    /// The driver answered, but gives no usable GPU.
+    #[error(
+        "no usable CUDA GPU ({0}): this needs an NVIDIA GPU of compute capability 8.0 or newer \
+         and its driver"
+    )]
+    Unavailable(String),
+    /// The GPU predates `cp.async`.
+    #[error(
+        "{name} has compute capability {major}.{minor}; cp.async and mbarrier need 8.0 (sm_80, \
+         Ampere) or newer"
+    )]
+    Unsupported {
+        name: String,
+        major: u32,
+        minor: u32,
+    },
+    /// The PTX asked for needs a newer GPU.
+    #[error("{arch} PTX does not run on {name} (compute capability {major}.{minor})")]
+    ArchTooNew {
+        name: String,
+        major: u32,
+        minor: u32,
+        arch: Arch,
+    },
+    /// A driver call failed.
+    #[error("{what}: {}", describe(.source))]
+    Cuda { what: String, source: DriverError },
+}
+
+/// `CUDA_ERROR_NAME (the driver's description)`.
+pub fn describe(error: &DriverError) -> String {
+    let name = error
+        .error_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", error.0));
+    match error.error_string() {
+        Ok(text) => format!("{name} ({})", text.to_string_lossy()),
+        Err(_) => name,
+    }
+}
+
+/// Attaches what was being done to a driver error.
+pub trait Context<T> {
+    fn during(self, what: impl FnOnce() -> String) -> Result<T, GpuError>;
+}
+
+impl<T> Context<T> for Result<T, DriverError> {
+    fn during(self, what: impl FnOnce() -> String) -> Result<T, GpuError> {
+        self.map_err(|source| GpuError::Cuda {
+            what: what(),
+            source,
+        })
+    }
+}
+
+/// The PTX arch for a GPU, or why it cannot run the kernels. `requested` forces an older
+/// arch's PTX (sm_80 PTX runs on an sm_90 GPU, so both code paths can be tested on one).
+pub fn select_arch(
+    name: &str,
+    major: u32,
+    minor: u32,
+    requested: Option<Arch>,
+) -> Result<Arch, GpuError> {
+    let native =
+        Arch::for_compute_capability(major, minor).ok_or_else(|| GpuError::Unsupported {
+            name: name.to_string(),
+            major,
+            minor,
+        })?;
+    match requested {
+        Some(arch) if arch > native => Err(GpuError::ArchTooNew {
+            name: name.to_string(),
+            major,
+            minor,
+            arch,
+        }),
+        Some(arch) => Ok(arch),
+        None => Ok(native),
+    }
+}
+
+/// What the host knows about the GPU it runs on.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GpuInfo {
+    pub name: String,
+    pub compute_capability: (u32, u32),
+    /// The PTX arch loaded for it.
+    #[serde(serialize_with = "arch_name")]
+    pub arch: Arch,
+    pub multiprocessors: u32,
+    pub clock_mhz: u32,
+    pub memory_gib: f64,
+    /// Dynamic shared memory a block may ask for (after opting in).
+    pub max_shared_bytes_per_block: u32,
+    pub driver_version: String,
+}
+
+fn arch_name<S: serde::Serializer>(arch: &Arch, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(arch.name())
+}
+
+/// Grid, block and dynamic shared memory of a launch (one-dimensional grids and blocks, or a
+/// two-dimensional grid).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: (u32, u32),
+    pub threads: u32,
+    pub shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// `blocks` blocks of `threads` threads in one dimension.
+    pub const fn linear(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: (blocks, 1),
+            threads,
+            shared_bytes,
+        }
+    }
+}
+
+/// One kernel parameter: a device address or a 32-bit value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelArg {
+    /// A device pointer (`*const T` / `*mut T` in the kernel's signature).
+    Ptr(sys::CUdeviceptr),
+    /// A `u32`.
+    U32(u32),
+}
+
+/// A loaded kernel and the dynamic shared memory it has been allowed.
+struct Loaded {
+    function: CudaFunction,
+    max_dynamic_shared: u32,
+}
+
+/// The default dynamic shared-memory limit of a kernel; more needs an opt-in per kernel.
+const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
+
+/// An open GPU: a context, the module with every kernel, and one stream all work goes to.
+pub struct Gpu {
+    info: GpuInfo,
+    functions: Mutex<HashMap<String, Loaded>>,
+    module: Arc<CudaModule>,
+    stream: Arc<CudaStream>,
+    context: Arc<CudaContext>,
+}
+
+impl Gpu {
+    /// Opens GPU 0 and loads the PTX built for its arch.
+    pub fn open() -> Result<Gpu, GpuError> {
+        Gpu::open_with(None)
+    }
+
+    /// Opens GPU 0 and loads the PTX for `arch` (its own arch when `None`).
+    pub fn open_with(arch: Option<Arch>) -> Result<Gpu, GpuError> {
+        // SAFETY: only tries to load the library.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(GpuError::NoDriver);
+        }
+        let unavailable = |e: DriverError| GpuError::Unavailable(describe(&e));
+        let count = CudaContext::device_count().map_err(unavailable)?;
+        if count == 0 {
+            return Err(GpuError::Unavailable("the driver sees no GPU".into()));
+        }
+        let context = CudaContext::new(0).map_err(unavailable)?;
+        let name = context.name().during(|| "reading the GPU's name".into())?;
+        let attribute = |attr: CUdevice_attribute| {
+            context
+                .attribute(attr)
+                .map(|v| v.max(0) as u32)
+                .during(|| format!("reading {attr:?}"))
+        };
+        use CUdevice_attribute as A;
+        let major = attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        let arch = select_arch(&name, major, minor, arch)?;
+        let multiprocessors = attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let clock_mhz = attribute(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? / 1000;
+        let max_shared_bytes_per_block =
+            attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+        let memory = context
+            .total_mem()
+            .during(|| "reading the GPU's memory size".into())?;
+        let mut version = 0;
+        // SAFETY: writes one int.
+        unsafe { sys::cuDriverGetVersion(&mut version) }
+            .result()
+            .during(|| "reading the driver version".into())?;
+        // One stream, no other: cudarc's per-buffer event tracking is for many streams.
+        // SAFETY: every buffer of this context is used on `stream` only.
+        unsafe { context.disable_event_tracking() };
+        let stream = context.new_stream().during(|| "creating a stream".into())?;
+        let module = context
+            .load_module(crate::device_code::module_text(arch).into())
+            .during(|| format!("loading the {arch} PTX on {name}"))?;
+        Ok(Gpu {
+            info: GpuInfo {
+                name,
+                compute_capability: (major, minor),
+                arch,
+                multiprocessors,
+                clock_mhz,
+                memory_gib: memory as f64 / (1u64 << 30) as f64,
+                max_shared_bytes_per_block,
+                driver_version: format!("{}.{}", version / 1000, version % 1000 / 10),
+            },
+            functions: Mutex::new(HashMap::new()),
+            module,
+            stream,
+            context,
+        })
+    }
+
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    /// The stream all work of this GPU goes to (for libraries that launch their own kernels).
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Copies `data` to a new device buffer.
+    pub fn upload<T: DeviceRepr>(&self, data: &[T], what: &str) -> Result<CudaSlice<T>, GpuError> {
+        self.stream
+            .clone_htod(data)
+            .during(|| format!("copying {what} to the GPU"))
+    }
+
+    /// A new device buffer of `len` zeros.
+    pub fn zeros<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        len: usize,
+        what: &str,
+    ) -> Result<CudaSlice<T>, GpuError> {
+        self.stream
+            .alloc_zeros(len)
+            .during(|| format!("allocating {what} ({len} elements)"))
+    }
+
+    /// Fills `buffer` with the 32-bit pattern `word` (queued on the stream).
+    pub fn fill_words<T>(
+        &self,
+        buffer: &mut CudaSlice<T>,
+        word: u32,
+        what: &str,
+    ) -> Result<(), GpuError> {
+        assert_eq!(size_of::<T>(), 4, "fill_words fills 32-bit elements");
+        let (ptr, _sync) = buffer.device_ptr(&self.stream);
+        // SAFETY: the buffer holds `len` 4-byte elements; the stream orders the fill.
+        unsafe { sys::cuMemsetD32Async(ptr, word, buffer.len(), self.stream.cu_stream()) }
+            .result()
+            .during(|| format!("filling {what}"))
+    }
+
+    /// Copies `buffer` back to the host (waits for the stream).
+    pub fn download<T: DeviceRepr + Default + Clone>(
+        &self,
+        buffer: &CudaSlice<T>,
+        what: &str,
+    ) -> Result<Vec<T>, GpuError> {
+        self.stream
+            .clone_dtoh(buffer)
+            .during(|| format!("copying {what} back"))
+    }
+
+    /// The device address of `buffer`, for a [`KernelArg::Ptr`].
+    pub fn address<T>(&self, buffer: &CudaSlice<T>) -> sys::CUdeviceptr {
+        let (ptr, _sync) = buffer.device_ptr(&self.stream);
+        ptr
+    }
+
+    /// The kernel `name` of the loaded module, allowed `shared_bytes` of dynamic shared
+    /// memory (past 48 KiB a kernel must opt in; done once per kernel).
+    fn function(&self, name: &str, shared_bytes: u32) -> Result<CudaFunction, GpuError> {
+        let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        if !functions.contains_key(name) {
+            let function = self
+                .module
+                .load_function(name)
+                .during(|| format!("finding kernel `{name}` in the PTX"))?;
+            functions.insert(
+                name.to_string(),
+                Loaded {
+                    function,
+                    max_dynamic_shared: DEFAULT_DYNAMIC_SHARED,
+                },
+            );
+        }
+        let loaded = functions.get_mut(name).expect("inserted above");
+        if shared_bytes > loaded.max_dynamic_shared {
+            loaded
+                .function
+                .set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared_bytes as i32,
+                )
+                .during(|| {
+                    format!(
+                        "allowing `{name}` {shared_bytes} bytes of dynamic shared memory \
+                         (the GPU allows {})",
+                        self.info.max_shared_bytes_per_block
+                    )
+                })?;
+            loaded.max_dynamic_shared = shared_bytes;
+        }
+        Ok(loaded.function.clone())
+    }
+
+    /// Queues one launch of the kernel `name` on the stream: the one path every kernel of
+    /// every workload takes.
+    ///
+    /// # Safety
+    /// 1. `args` match the kernel's parameters in number, order and type (`Ptr` for a
+    ///    pointer, `U32` for a `u32`).
+    /// 2. Every pointer addresses a live device buffer at least as large as the kernel will
+    ///    access with these arguments and this geometry, aligned as the kernel requires.
+    /// 3. `config` is the geometry the kernel's table entry gives for these arguments (its
+    ///    threads, and the dynamic shared memory its layout carves up).
+    pub unsafe fn launch(
+        &self,
+        name: &str,
+        config: LaunchConfig,
+        args: &[KernelArg],
+    ) -> Result<(), GpuError> {
+        let function = self.function(name, config.shared_bytes)?;
+        let mut launch = self.stream.launch_builder(&function);
+        for arg in args {
+            match arg {
+                KernelArg::Ptr(ptr) => launch.arg(ptr),
+                KernelArg::U32(value) => launch.arg(value),
+            };
+        }
+        let cuda_config = CudaLaunchConfig {
+            grid_dim: (config.grid.0, config.grid.1, 1),
+            block_dim: (config.threads, 1, 1),
+            shared_mem_bytes: config.shared_bytes,
+        };
+        // SAFETY: the caller's contract (1)-(3).
+        unsafe { launch.launch(cuda_config) }
+            .map(drop)
+            .during(|| format!("launching `{name}` ({config:?})"))
+    }
+
+    /// Waits for the stream; a failed kernel surfaces here.
+    pub fn synchronize(&self, what: impl FnOnce() -> String) -> Result<(), GpuError> {
+        self.stream.synchronize().during(what)
+    }
+
+    /// Two events for timing work queued between them on the stream.
+    pub fn timer(&self) -> Result<Timer, GpuError> {
+        let event = || {
+            self.context
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .during(|| "creating an event".into())
+        };
+        Ok(Timer {
+            start: event()?,
+            stop: event()?,
+        })
+    }
+
+    /// Records `timer`'s start on the stream, runs `queue` (which queues work), records its
+    /// stop, waits for it, and returns the GPU time in milliseconds.
+    pub fn time<E>(&self, timer: &Timer, queue: impl FnOnce() -> Result<(), E>) -> Result<f64, E>
+    where
+        E: From<GpuError>,
+    {
+        timer
+            .start
+            .record(&self.stream)
+            .during(|| "recording an event".into())?;
+        queue()?;
+        timer
+            .stop
+            .record(&self.stream)
+            .during(|| "recording an event".into())?;
+        timer
+            .stop
+            .synchronize()
+            .during(|| "waiting for the timed launch".into())?;
+        let ms = timer
+            .start
+            .elapsed_ms(&timer.stop)
+            .during(|| "reading an event timer".into())?;
+        Ok(ms as f64)
+    }
+}
+
+/// A pair of CUDA events (see [`Gpu::time`]).
+pub struct Timer {
+    start: CudaEvent,
+    stop: CudaEvent,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_follows_compute_capability() {
+        assert_eq!(select_arch("A100", 8, 0, None).unwrap(), Arch::Sm80);
+        assert_eq!(select_arch("RTX 4090", 8, 9, None).unwrap(), Arch::Sm80);
+        assert_eq!(select_arch("H200", 9, 0, None).unwrap(), Arch::Sm90);
+    }
+
+    #[test]
+    fn older_ptx_can_be_forced_newer_cannot() {
+        assert_eq!(
+            select_arch("H200", 9, 0, Some(Arch::Sm80)).unwrap(),
+            Arch::Sm80
+        );
+        let err = select_arch("A100", 8, 0, Some(Arch::Sm90))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sm_90 PTX does not run on A100"), "{err}");
+    }
+
+    #[test]
+    fn old_gpus_are_refused_with_a_reason() {
+        let err = select_arch("Tesla T4", 7, 5, None).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("Tesla T4"), "{text}");
+        assert!(text.contains("7.5"), "{text}");
+        assert!(text.contains("sm_80"), "{text}");
+        assert!(!text.contains('\n'));
+    }
+
+    #[test]
+    fn missing_driver_and_gpu_messages_are_one_line() {
+        for text in [
+            GpuError::NoDriver.to_string(),
+            GpuError::Unavailable("the driver sees no GPU".into()).to_string(),
+        ] {
+            assert!(text.starts_with("no "), "{text}");
+            assert!(text.contains("8.0"), "{text}");
+            assert!(!text.contains('\n'));
+        }
+    }
+}

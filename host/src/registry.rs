@@ -1,0 +1,309 @@
+//! The registry: every workload, behind one object-safe face ([`AnyWorkload`]), so `run`,
+//! `list`, `inspect`, `selftest`, the report, the GPU tests and the benchmarks walk one list.
+//!
+//! Adding a workload: its folder in `gpu/src/workloads/` and its module in
+//! `host/src/workloads/` (an implementation of [`Workload`]), then one line in [`WORKLOADS`].
+
+use crate::experiment::{
+    Experiment, Inputs, Measurement, Problem, Role, Timing, Values, Work, Workload, measure, same,
+};
+use crate::gpu::Gpu;
+use crate::workloads;
+use anyhow::{Context as _, Result};
+
+/// Every workload; `host run` without `--workload` runs the first.
+pub static WORKLOADS: &[&dyn AnyWorkload] =
+    &[&workloads::study::Study, &workloads::selftest::Selftest];
+
+/// The workload called `name`, or an error listing the known ones.
+pub fn find(name: &str) -> Result<&'static dyn AnyWorkload, String> {
+    WORKLOADS
+        .iter()
+        .copied()
+        .find(|w| w.name() == name)
+        .ok_or_else(|| {
+            let known: Vec<&str> = WORKLOADS.iter().map(|w| w.name()).collect();
+            format!("unknown workload `{name}`; known: {}", known.join(", "))
+        })
+}
+
+/// The workload `host run` runs by default.
+pub fn default_workload() -> &'static dyn AnyWorkload {
+    WORKLOADS[0]
+}
+
+/// Every experiment of every workload, with its workload.
+pub fn all_experiments() -> impl Iterator<Item = (&'static dyn AnyWorkload, &'static dyn Experiment)>
+{
+    WORKLOADS
+        .iter()
+        .flat_map(|&w| w.experiments().into_iter().map(move |e| (w, e)))
+}
+
+/// A workload with its types erased.
+pub trait AnyWorkload: Sync {
+    fn name(&self) -> &'static str;
+    fn summary(&self) -> &'static str;
+    /// What `--size` takes, in words.
+    fn size_syntax(&self) -> &'static str;
+    fn experiments(&self) -> Vec<&'static dyn Experiment>;
+    /// The experiment everything else is compared with.
+    fn baseline(&self) -> Option<&'static dyn Experiment> {
+        self.experiments()
+            .into_iter()
+            .find(|e| e.role() == Role::Baseline)
+    }
+    /// Kernels its problems launch besides the experiments (references, say).
+    fn helper_kernels(&self) -> &'static [&'static str];
+    /// Parses `sizes` (the defaults when empty) into a plan, or says which one is wrong.
+    fn plan(&'static self, sizes: &[String]) -> Result<Box<dyn Plan>, String>;
+    /// The plans the GPU tests run, with the inputs each is checked on.
+    fn test_plans(&'static self) -> Vec<(Values, Box<dyn Plan>)>;
+}
+
+/// Some sizes of one workload, ready to run.
+pub trait Plan {
+    /// The sizes, as printed.
+    fn sizes(&self) -> Vec<String>;
+    /// Launches [`Plan::run`] makes with `selection` and `timing`, for a progress bar.
+    fn launches(&self, selection: &Selection, timing: Timing) -> u64;
+    /// Prepares the problem of size `index` (inputs on the GPU, reference, outputs).
+    fn prepare(&self, gpu: &Gpu, index: usize, inputs: Inputs) -> Result<Box<dyn Prepared>>;
+
+    /// Runs, checks and times every selected experiment at every size.
+    fn run(
+        &self,
+        gpu: &Gpu,
+        selection: &Selection,
+        inputs: Inputs,
+        timing: Timing,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Vec<ProblemResult>> {
+        let mut results = Vec::new();
+        for index in 0..self.sizes().len() {
+            let mut problem = self.prepare(gpu, index, inputs)?;
+            let mut measurements = Vec::new();
+            for experiment in problem.experiments() {
+                if selection.includes(experiment) {
+                    let name = experiment.name();
+                    measurements
+                        .push(problem.measure(gpu, experiment, timing, &mut || progress(name))?);
+                }
+            }
+            results.push(ProblemResult {
+                workload: problem.workload(),
+                size: problem.size(),
+                work: problem.work(),
+                measurements,
+            });
+        }
+        Ok(results)
+    }
+}
+
+/// A problem of one size, prepared on the GPU, that any of its workload's experiments can be
+/// measured on, again and again.
+pub trait Prepared {
+    fn workload(&self) -> &'static str;
+    fn size(&self) -> String;
+    /// What one launch computes or moves.
+    fn work(&self) -> Work;
+    /// The workload's experiments, in report order.
+    fn experiments(&self) -> Vec<&'static dyn Experiment>;
+    /// Runs, checks and times `experiment` (one of [`Prepared::experiments`]).
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &'static dyn Experiment,
+        timing: Timing,
+        progress: &mut dyn FnMut(),
+    ) -> Result<Measurement>;
+}
+
+/// One workload at one size: what a launch does, and every selected experiment's result.
+#[derive(Clone, Debug)]
+pub struct ProblemResult {
+    pub workload: &'static str,
+    pub size: String,
+    pub work: Work,
+    pub measurements: Vec<Measurement>,
+}
+
+/// The experiments a run is limited to (`--only`), resolved once against the registry.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    only: Option<Vec<&'static dyn Experiment>>,
+}
+
+impl Selection {
+    /// Every experiment.
+    pub fn all() -> Selection {
+        Selection { only: None }
+    }
+
+    /// The experiments of `workload` named in `names` (all if empty), plus its baseline so
+    /// the comparisons have their reference; an unknown name is an error listing the known.
+    pub fn resolve(workload: &dyn AnyWorkload, names: &[String]) -> Result<Selection, String> {
+        if names.is_empty() {
+            return Ok(Selection::all());
+        }
+        let experiments = workload.experiments();
+        let mut picked: Vec<&'static dyn Experiment> = workload.baseline().into_iter().collect();
+        for name in names {
+            let found = experiments
+                .iter()
+                .find(|e| e.name() == name)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = experiments.iter().map(|e| e.name()).collect();
+                    format!(
+                        "unknown experiment `{name}` in workload `{}`; known: {}",
+                        workload.name(),
+                        known.join(", ")
+                    )
+                })?;
+            picked.push(*found);
+        }
+        Ok(Selection { only: Some(picked) })
+    }
+
+    /// Whether `experiment` is selected.
+    pub fn includes(&self, experiment: &dyn Experiment) -> bool {
+        match &self.only {
+            None => true,
+            Some(picked) => picked.iter().any(|p| same(*p, experiment)),
+        }
+    }
+}
+
+impl<W: Workload> AnyWorkload for W {
+    fn name(&self) -> &'static str {
+        Workload::name(self)
+    }
+
+    fn summary(&self) -> &'static str {
+        Workload::summary(self)
+    }
+
+    fn size_syntax(&self) -> &'static str {
+        Workload::size_syntax(self)
+    }
+
+    fn helper_kernels(&self) -> &'static [&'static str] {
+        Workload::helper_kernels(self)
+    }
+
+    fn experiments(&self) -> Vec<&'static dyn Experiment> {
+        Workload::experiments(self)
+            .iter()
+            .map(|e| e as &'static dyn Experiment)
+            .collect()
+    }
+
+    fn plan(&'static self, sizes: &[String]) -> Result<Box<dyn Plan>, String> {
+        let sizes = if sizes.is_empty() {
+            self.default_sizes()
+        } else {
+            sizes
+                .iter()
+                .map(|s| self.parse_size(s))
+                .collect::<Result<_, _>>()?
+        };
+        Ok(Box::new(TypedPlan {
+            workload: self,
+            sizes,
+        }))
+    }
+
+    fn test_plans(&'static self) -> Vec<(Values, Box<dyn Plan>)> {
+        self.test_cases()
+            .into_iter()
+            .map(|(values, size)| {
+                let plan: Box<dyn Plan> = Box::new(TypedPlan {
+                    workload: self,
+                    sizes: vec![size],
+                });
+                (values, plan)
+            })
+            .collect()
+    }
+}
+
+/// A [`Plan`] with its workload's types.
+struct TypedPlan<W: Workload> {
+    workload: &'static W,
+    sizes: Vec<W::Size>,
+}
+
+impl<W: Workload> Plan for TypedPlan<W> {
+    fn sizes(&self) -> Vec<String> {
+        self.sizes.iter().map(ToString::to_string).collect()
+    }
+
+    fn launches(&self, selection: &Selection, timing: Timing) -> u64 {
+        let selected = Workload::experiments(self.workload)
+            .iter()
+            .filter(|e| selection.includes(*e))
+            .count();
+        self.sizes.len() as u64 * selected as u64 * timing.launches()
+    }
+
+    fn prepare(&self, gpu: &Gpu, index: usize, inputs: Inputs) -> Result<Box<dyn Prepared>> {
+        let size = self.sizes[index];
+        let workload = self.workload;
+        let problem = workload
+            .prepare(gpu, size, inputs)
+            .with_context(|| format!("preparing {} at {size}", Workload::name(workload)))?;
+        Ok(Box::new(TypedPrepared {
+            workload,
+            size,
+            problem,
+        }))
+    }
+}
+
+/// A [`Prepared`] with its workload's types.
+struct TypedPrepared<W: Workload> {
+    workload: &'static W,
+    size: W::Size,
+    problem: W::Problem,
+}
+
+impl<W: Workload> Prepared for TypedPrepared<W> {
+    fn workload(&self) -> &'static str {
+        Workload::name(self.workload)
+    }
+
+    fn size(&self) -> String {
+        self.size.to_string()
+    }
+
+    fn work(&self) -> Work {
+        self.problem.work()
+    }
+
+    fn experiments(&self) -> Vec<&'static dyn Experiment> {
+        AnyWorkload::experiments(self.workload)
+    }
+
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &'static dyn Experiment,
+        timing: Timing,
+        progress: &mut dyn FnMut(),
+    ) -> Result<Measurement> {
+        // The typed entry this reference points to (identity, not name).
+        let typed = Workload::experiments(self.workload)
+            .iter()
+            .find(|e| same(*e, experiment))
+            .with_context(|| {
+                format!(
+                    "`{}` is not an experiment of {}",
+                    experiment.name(),
+                    self.workload()
+                )
+            })?;
+        measure(gpu, &mut self.problem, typed, timing, progress)
+            .with_context(|| format!("{} at {}", self.workload(), self.size))
+    }
+}

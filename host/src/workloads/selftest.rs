@@ -1,0 +1,362 @@
+//! The library's self-test (`gpu::workloads::selftest`): every abstraction streams random
+//! data through shared memory and must reproduce it bit for bit; `barrier_ops` must report
+//! what the `Barrier` operations are specified to.
+
+use crate::check::{self, CheckReport, Mismatch, POISON};
+use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use crate::gpu::{Gpu, KernelArg, LaunchConfig};
+use anyhow::Result;
+use cudarc::driver::CudaSlice;
+use gpu::workloads::selftest::{
+    BARRIER_OPS, BARRIER_OPS_OUTPUTS, BARRIER_OPS_THREADS, BarrierObservation, COPY_KERNELS,
+    CopyForm, CopyKernel, TILE_FLOATS, TILES_PER_BLOCK,
+};
+use rand::{Rng, SeedableRng};
+use std::fmt;
+use std::sync::LazyLock;
+
+/// The self-test workload.
+pub struct Selftest;
+
+/// One self-test experiment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelftestExperiment {
+    /// A copy kernel.
+    Copy(&'static CopyKernel),
+    /// `barrier_ops`.
+    BarrierOps,
+}
+
+static EXPERIMENTS: LazyLock<Vec<SelftestExperiment>> = LazyLock::new(|| {
+    COPY_KERNELS
+        .iter()
+        .map(SelftestExperiment::Copy)
+        .chain([SelftestExperiment::BarrierOps])
+        .collect()
+});
+
+impl Experiment for SelftestExperiment {
+    fn name(&self) -> &'static str {
+        match self {
+            SelftestExperiment::Copy(k) => k.name,
+            SelftestExperiment::BarrierOps => BARRIER_OPS,
+        }
+    }
+    fn role(&self) -> Role {
+        Role::Library
+    }
+    fn style(&self) -> &'static str {
+        match self {
+            SelftestExperiment::Copy(k) => match k.form {
+                CopyForm::ThreadPipeline { .. } => "thread_pipeline",
+                CopyForm::BlockPipeline { .. } => "block_pipeline",
+                CopyForm::WarpSpecialized { .. } => "warp_specialized",
+                CopyForm::Barrier { .. } => "barrier",
+                CopyForm::BarrierGroup => "barrier_group",
+                CopyForm::BarrierUncounted => "barrier_uncounted",
+                CopyForm::ZeroFill { .. } => "zero_fill",
+            },
+            SelftestExperiment::BarrierOps => "barrier_ops",
+        }
+    }
+    fn stages(&self) -> Option<u32> {
+        match self {
+            SelftestExperiment::Copy(k) => Some(k.form.stages()),
+            SelftestExperiment::BarrierOps => None,
+        }
+    }
+    fn threads(&self) -> Option<u32> {
+        Some(match self {
+            SelftestExperiment::Copy(k) => k.form.threads(),
+            SelftestExperiment::BarrierOps => BARRIER_OPS_THREADS,
+        })
+    }
+    fn shared_bytes(&self) -> Option<u32> {
+        Some(match self {
+            SelftestExperiment::Copy(k) => k.form.shared_layout().bytes,
+            SelftestExperiment::BarrierOps => 0,
+        })
+    }
+    fn summary(&self) -> &'static str {
+        match self {
+            SelftestExperiment::Copy(k) => match k.form {
+                CopyForm::ThreadPipeline { .. } => "memcpy_async per thread into a ThreadPipeline",
+                CopyForm::BlockPipeline { .. } => {
+                    "memcpy_async over the block into a BlockPipeline"
+                }
+                CopyForm::WarpSpecialized { .. } => "producer warp -> consumer warp, BlockPipeline",
+                CopyForm::Barrier { .. } => "memcpy_async per thread bound to Barriers (.noinc)",
+                CopyForm::BarrierGroup => "memcpy_async over the warp bound to Barriers (.noinc)",
+                CopyForm::BarrierUncounted => {
+                    "memcpy_async over the warp bound Uncounted (incrementing arrive)"
+                }
+                CopyForm::ZeroFill { .. } => "memcpy_async_zfill into a BlockPipeline, any n",
+            },
+            SelftestExperiment::BarrierOps => "Barrier operations against their specification",
+        }
+    }
+}
+
+/// The self-test's problem size: floats each copy kernel streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Floats(pub u32);
+
+impl fmt::Display for Floats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "n = {}", self.0)
+    }
+}
+
+/// The most floats `--size` accepts for the self-test (1 GiB of input).
+pub const MAX_FLOATS: u32 = 1 << 28;
+
+impl Workload for Selftest {
+    type Experiment = SelftestExperiment;
+    type Size = Floats;
+    type Problem = SelftestProblem;
+
+    fn name(&self) -> &'static str {
+        "selftest"
+    }
+    fn summary(&self) -> &'static str {
+        "every library abstraction streams random data (checked bit for bit); Barrier ops vs spec"
+    }
+    fn experiments(&self) -> &'static [SelftestExperiment] {
+        &EXPERIMENTS
+    }
+    fn size_syntax(&self) -> &'static str {
+        "floats each kernel copies: 1 to 268435456 (whole-tile kernels take it rounded down to \
+         a multiple of 256, at least 256)"
+    }
+    fn parse_size(&self, text: &str) -> Result<Floats, String> {
+        match text.trim().parse::<u32>() {
+            Ok(n) if (1..=MAX_FLOATS).contains(&n) => Ok(Floats(n)),
+            _ => Err(format!(
+                "`{text}` is not a count of floats from 1 to {MAX_FLOATS}"
+            )),
+        }
+    }
+    fn default_sizes(&self) -> Vec<Floats> {
+        vec![Floats(20_000)]
+    }
+    fn test_cases(&self) -> Vec<(Values, Floats)> {
+        let tile = TILE_FLOATS;
+        let per_block = tile * TILES_PER_BLOCK;
+        // 37 full blocks and a partial one; one tile; 600 blocks, more than the GPU runs at
+        // once; and ragged sizes, which whole-tile kernels round.
+        let whole = 37 * per_block + 5 * tile;
+        [whole, tile, 600 * per_block]
+            .map(|n| (Values::Random, Floats(n)))
+            .into_iter()
+            .chain(
+                [whole - 37, 1, tile - 1, tile + 1, 3 * per_block + 7]
+                    .map(|n| (Values::SmallIntegers, Floats(n))),
+            )
+            .collect()
+    }
+    fn prepare(&self, gpu: &Gpu, size: Floats, inputs: Inputs) -> Result<SelftestProblem> {
+        // Whole-tile kernels may round a small n up to one tile: keep that much input.
+        let len = size.0.max(TILE_FLOATS) as usize;
+        let src = input_values(len, inputs);
+        Ok(SelftestProblem {
+            n: size.0,
+            src_device: gpu.upload(&src, "the input")?,
+            src,
+            dst: None,
+        })
+    }
+}
+
+/// The floats a copy kernel is given: random across many binades (signs included), or small
+/// integers.
+fn input_values(len: usize, inputs: Inputs) -> Vec<f32> {
+    match inputs.values {
+        Values::Random => {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(inputs.seed);
+            (0..len).map(|_| rng.gen_range(-1e6f32..1e6)).collect()
+        }
+        Values::SmallIntegers => inputs.values.generate(len, inputs.seed),
+    }
+}
+
+/// The floats `kernel` copies when asked for `n`: all of them if it takes a ragged input,
+/// else `n` rounded down to whole tiles (at least one).
+pub fn floats_for(kernel: &CopyKernel, n: u32) -> u32 {
+    if kernel.form.accepts_ragged() {
+        n
+    } else {
+        (n / TILE_FLOATS).max(1) * TILE_FLOATS
+    }
+}
+
+/// What `kernel` must write for `src`: `src`, then zeros to the end of the last tile.
+pub fn expected(kernel: &CopyKernel, src: &[f32]) -> Vec<f32> {
+    let mut out = src.to_vec();
+    out.resize(kernel.output_len(src.len() as u32), 0.0);
+    out
+}
+
+/// The input on host and GPU, and the output of the experiment being run.
+pub struct SelftestProblem {
+    n: u32,
+    src: Vec<f32>,
+    src_device: CudaSlice<f32>,
+    dst: Option<CudaSlice<u32>>,
+}
+
+/// What `barrier_ops` leaves in a word it did not write.
+const UNWRITTEN: u32 = 0xdead_beef;
+
+impl SelftestProblem {
+    fn output_words(&self, experiment: &SelftestExperiment) -> usize {
+        match experiment {
+            SelftestExperiment::Copy(k) => k.output_len(floats_for(k, self.n)),
+            SelftestExperiment::BarrierOps => BARRIER_OPS_OUTPUTS,
+        }
+    }
+
+    fn dst(&self) -> Result<&CudaSlice<u32>> {
+        self.dst
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("the output was not prepared (poison first)"))
+    }
+}
+
+impl Problem<SelftestExperiment> for SelftestProblem {
+    fn poison(&mut self, gpu: &Gpu, experiment: &SelftestExperiment) -> Result<()> {
+        let words = self.output_words(experiment);
+        if self.dst.as_ref().is_none_or(|d| d.len() != words) {
+            self.dst = Some(gpu.zeros::<u32>(words, "the output")?);
+        }
+        let word = match experiment {
+            SelftestExperiment::Copy(_) => POISON.to_bits(),
+            SelftestExperiment::BarrierOps => UNWRITTEN,
+        };
+        let dst = self.dst.as_mut().expect("allocated above");
+        Ok(gpu.fill_words(dst, word, "the output")?)
+    }
+
+    fn launch(&mut self, gpu: &Gpu, experiment: &SelftestExperiment) -> Result<()> {
+        let dst = KernelArg::Ptr(gpu.address(self.dst()?));
+        match experiment {
+            SelftestExperiment::Copy(kernel) => {
+                let n = floats_for(kernel, self.n);
+                let form = kernel.form;
+                let config = LaunchConfig::linear(
+                    kernel.blocks(n),
+                    form.threads(),
+                    form.shared_layout().bytes,
+                );
+                let args = [
+                    KernelArg::Ptr(gpu.address(&self.src_device)),
+                    dst,
+                    KernelArg::U32(n),
+                ];
+                // SAFETY: copy kernels take (src: *const f32, dst: *mut f32, n: u32); src
+                // holds max(n, 256) >= n floats and dst output_len(n) (sized by `poison`),
+                // both 16-byte aligned; n is whole tiles unless the form takes ragged input;
+                // the geometry is the table's for n.
+                unsafe { gpu.launch(kernel.name, config, &args)? };
+            }
+            SelftestExperiment::BarrierOps => {
+                let config = LaunchConfig::linear(1, BARRIER_OPS_THREADS, 0);
+                // SAFETY: barrier_ops(out: *mut u32) writes BARRIER_OPS_OUTPUTS words, which
+                // dst holds; one block of BARRIER_OPS_THREADS.
+                unsafe { gpu.launch(BARRIER_OPS, config, &[dst])? };
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&mut self, gpu: &Gpu, experiment: &SelftestExperiment) -> Result<CheckReport> {
+        let words = gpu.download(self.dst()?, "the output")?;
+        Ok(match experiment {
+            SelftestExperiment::Copy(kernel) => {
+                let n = floats_for(kernel, self.n) as usize;
+                let out: Vec<f32> = words.into_iter().map(f32::from_bits).collect();
+                check::check_exact(&out, &expected(kernel, &self.src[..n]))
+            }
+            SelftestExperiment::BarrierOps => check_observations(&words),
+        })
+    }
+
+    fn work(&self) -> Work {
+        Work::Bytes(2 * 4 * self.n as u64)
+    }
+}
+
+/// Compares what `barrier_ops` wrote with each observation's specified value.
+pub fn check_observations(words: &[u32]) -> CheckReport {
+    let mut report = CheckReport::default();
+    for what in BarrierObservation::ALL {
+        let got = words.get(what.slot()).copied().unwrap_or(UNWRITTEN);
+        if got == what.expected() {
+            continue;
+        }
+        if got == UNWRITTEN {
+            report.unwritten += 1;
+        } else {
+            report.wrong += 1;
+        }
+        report.first_failure.get_or_insert(Mismatch {
+            index: what.slot(),
+            got: got as f64,
+            expected: what.expected() as f64,
+            what: Some(what.describe()),
+        });
+    }
+    report.passed = report.first_failure.is_none();
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_pads_the_last_tile_with_zeros() {
+        let kernel = gpu::workloads::selftest::find("copy_zfill_4").unwrap();
+        let src: Vec<f32> = (1..=300).map(|x| x as f32).collect();
+        let want = expected(kernel, &src);
+        assert_eq!(want.len(), 512);
+        assert_eq!(&want[..300], &src[..]);
+        assert!(want[300..].iter().all(|&x| x == 0.0));
+    }
+
+    #[test]
+    fn whole_tile_kernels_round_n() {
+        let whole = gpu::workloads::selftest::find("copy_block_pipeline_2").unwrap();
+        let ragged = gpu::workloads::selftest::find("copy_zfill_16").unwrap();
+        assert_eq!(floats_for(whole, 1), 256);
+        assert_eq!(floats_for(whole, 20_000), 19_968);
+        assert_eq!(floats_for(ragged, 20_000), 20_000);
+        let src: Vec<f32> = (0..512).map(|x| x as f32).collect();
+        assert_eq!(expected(whole, &src), src);
+    }
+
+    #[test]
+    fn observations_are_checked_one_by_one() {
+        let mut words: Vec<u32> = BarrierObservation::ALL
+            .iter()
+            .map(|o| o.expected())
+            .collect();
+        assert!(check_observations(&words).passed);
+        words[BarrierObservation::ParityOneAfterThreePhases.slot()] = 1;
+        words[BarrierObservation::ReinitializedArriveAndWait.slot()] = UNWRITTEN;
+        let report = check_observations(&words);
+        assert!(!report.passed);
+        assert_eq!((report.wrong, report.unwritten), (1, 1));
+        assert!(
+            report.summary().contains("parity 1 reads incomplete"),
+            "{}",
+            report.summary()
+        );
+    }
+
+    #[test]
+    fn every_kernel_and_barrier_ops_are_experiments() {
+        let names: Vec<&str> = Selftest.experiments().iter().map(|e| e.name()).collect();
+        assert_eq!(names.len(), COPY_KERNELS.len() + 1);
+        assert!(names.contains(&BARRIER_OPS));
+    }
+}

@@ -1,0 +1,337 @@
+//! The study (`gpu::workloads::study`): `C (32x32) = A (32xK) * B (Kx32)` on one block, every
+//! completion style against the synchronous baseline, at a given K.
+
+use crate::check::{self, CheckReport, POISON, Tolerance};
+use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use crate::gpu::{Gpu, KernelArg, LaunchConfig};
+use anyhow::Result;
+use cudarc::driver::CudaSlice;
+use gpu::workloads::study::{M, MAX_K, N, STUDY_KERNELS, StudyKernel, Style};
+use std::fmt;
+
+/// The study workload.
+pub struct Study;
+
+impl Experiment for StudyKernel {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn role(&self) -> Role {
+        match self.style {
+            Style::SyncBaseline => Role::Baseline,
+            style if style.is_raw_ptx() => Role::RawPtx,
+            _ => Role::Library,
+        }
+    }
+    fn style(&self) -> &'static str {
+        self.style.label()
+    }
+    fn stages(&self) -> Option<u32> {
+        Some(self.stages)
+    }
+    fn threads(&self) -> Option<u32> {
+        Some(self.threads())
+    }
+    fn shared_bytes(&self) -> Option<u32> {
+        Some(self.shared().bytes)
+    }
+    fn summary(&self) -> &'static str {
+        self.style.summary()
+    }
+    fn counterpart(&self) -> Option<&'static dyn Experiment> {
+        let raw = self.style.raw_counterpart()?;
+        STUDY_KERNELS
+            .iter()
+            .find(|k| k.style == raw && k.stages == self.stages)
+            .map(|k| k as &'static dyn Experiment)
+    }
+}
+
+/// The study's problem size: K, the columns of A and rows of B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct K(pub u32);
+
+impl fmt::Display for K {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "K = {}", self.0)
+    }
+}
+
+/// Checks a K: every kernel takes any K in `1..=MAX_K`.
+pub fn validate_k(k: u32) -> Result<K, String> {
+    if k < 1 {
+        return Err("K must be at least 1".into());
+    }
+    if k > MAX_K {
+        return Err(format!(
+            "K = {k} is too large: at most {MAX_K} (A and B are then 512 MiB each)"
+        ));
+    }
+    Ok(K(k))
+}
+
+impl Workload for Study {
+    type Experiment = StudyKernel;
+    type Size = K;
+    type Problem = StudyProblem;
+
+    fn name(&self) -> &'static str {
+        "study"
+    }
+    fn summary(&self) -> &'static str {
+        "C(32x32) = A(32xK) B(Kx32) on one block: every completion style vs a synchronous baseline"
+    }
+    fn experiments(&self) -> &'static [StudyKernel] {
+        STUDY_KERNELS
+    }
+    fn size_syntax(&self) -> &'static str {
+        "K, the columns of A and rows of B: a whole number from 1 to 4194304"
+    }
+    fn parse_size(&self, text: &str) -> Result<K, String> {
+        let k = text
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| format!("`{text}` is not a whole number from 1 to {MAX_K}"))?;
+        validate_k(k)
+    }
+    fn default_sizes(&self) -> Vec<K> {
+        vec![K(65536)]
+    }
+    fn test_cases(&self) -> Vec<(Values, K)> {
+        // 777: not a power of two, not a multiple of any stage count; 4096: a power of two.
+        // Exact: 1-5 steps (fewer than the stages), and past 2^16.
+        [(Values::Random, 777), (Values::Random, 4096)]
+            .into_iter()
+            .chain([1, 2, 3, 5, 65539].map(|k| (Values::SmallIntegers, k)))
+            .map(|(values, k)| (values, K(k)))
+            .collect()
+    }
+    fn prepare(&self, gpu: &Gpu, size: K, inputs: Inputs) -> Result<StudyProblem> {
+        let host = StudyInputs::new(size, inputs);
+        let reference = host.reference();
+        Ok(StudyProblem {
+            k: size.0,
+            values: inputs.values,
+            a: gpu.upload(&host.a, "A")?,
+            b: gpu.upload(&host.b, "B")?,
+            c: gpu.zeros((M * N) as usize, "C")?,
+            reference,
+        })
+    }
+}
+
+/// A and B of one problem, row-major, on the host.
+#[derive(Clone, Debug)]
+pub struct StudyInputs {
+    pub k: u32,
+    /// 32 x K.
+    pub a: Vec<f32>,
+    /// K x 32.
+    pub b: Vec<f32>,
+}
+
+impl StudyInputs {
+    /// A and B drawn from `inputs` (integers in [-8, 8] keep every sum exact up to K = 2^18).
+    pub fn new(size: K, inputs: Inputs) -> StudyInputs {
+        let k = size.0 as usize;
+        let ab = inputs
+            .values
+            .generate(M as usize * k + k * N as usize, inputs.seed);
+        let (a, b) = ab.split_at(M as usize * k);
+        StudyInputs {
+            k: size.0,
+            a: a.to_vec(),
+            b: b.to_vec(),
+        }
+    }
+
+    /// `C = A * B` in f64, row-major 32 x 32.
+    pub fn reference(&self) -> Vec<f64> {
+        let k = self.k as usize;
+        let mut c = vec![0.0f64; (M * N) as usize];
+        for i in 0..M as usize {
+            let row = &self.a[i * k..(i + 1) * k];
+            let out = &mut c[i * N as usize..(i + 1) * N as usize];
+            for (step, &a) in row.iter().enumerate() {
+                let b = &self.b[step * N as usize..(step + 1) * N as usize];
+                for (o, &b) in out.iter_mut().zip(b) {
+                    *o += a as f64 * b as f64;
+                }
+            }
+        }
+        c
+    }
+}
+
+/// The study's matrices on the GPU, and the reference.
+pub struct StudyProblem {
+    k: u32,
+    values: Values,
+    a: CudaSlice<f32>,
+    b: CudaSlice<f32>,
+    c: CudaSlice<f32>,
+    reference: Vec<f64>,
+}
+
+impl StudyProblem {
+    /// The launch of `kernel`: one block, the geometry its table entry gives.
+    pub fn launch_config(kernel: &StudyKernel) -> LaunchConfig {
+        LaunchConfig::linear(1, kernel.threads(), kernel.shared().bytes)
+    }
+
+    /// Queues `kernel` with an explicit geometry (the GPU tests use it to provoke a refused
+    /// launch).
+    pub fn launch_with(&self, gpu: &Gpu, kernel: &StudyKernel, config: LaunchConfig) -> Result<()> {
+        let args = [
+            KernelArg::Ptr(gpu.address(&self.a)),
+            KernelArg::Ptr(gpu.address(&self.b)),
+            KernelArg::Ptr(gpu.address(&self.c)),
+            KernelArg::U32(self.k),
+        ];
+        // SAFETY: study kernels take (a: *const f32, b: *const f32, c: *mut f32, k: u32) and
+        // read 32*k, k*32 and write 32*32 floats, which the buffers hold (16-byte aligned,
+        // as every driver allocation is); 1 <= k <= MAX_K (parse_size). A geometry other than
+        // `launch_config`'s is for refused launches only.
+        unsafe { gpu.launch(kernel.name, config, &args)? };
+        Ok(())
+    }
+}
+
+impl Problem<StudyKernel> for StudyProblem {
+    fn poison(&mut self, gpu: &Gpu, _: &StudyKernel) -> Result<()> {
+        Ok(gpu.fill_words(&mut self.c, POISON.to_bits(), "C")?)
+    }
+
+    fn launch(&mut self, gpu: &Gpu, kernel: &StudyKernel) -> Result<()> {
+        self.launch_with(gpu, kernel, Self::launch_config(kernel))
+    }
+
+    fn check(&mut self, gpu: &Gpu, _: &StudyKernel) -> Result<CheckReport> {
+        let c = gpu.download(&self.c, "C")?;
+        Ok(match self.values {
+            Values::Random => check::check(&c, &self.reference, Tolerance::F32_DOT),
+            Values::SmallIntegers => check::check_exact_against(&c, &self.reference),
+        })
+    }
+
+    fn work(&self) -> Work {
+        Work::Steps(self.k as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{AnyWorkload, Selection};
+
+    #[test]
+    fn registry_has_every_style_baseline_first() {
+        for style in [
+            Style::SyncBaseline,
+            Style::RawAsyncGroup,
+            Style::RawMbarrier,
+            Style::SplitBarrier,
+            Style::ThreadPipeline,
+            Style::BlockPipeline,
+            Style::WarpSpecialized,
+        ] {
+            assert!(STUDY_KERNELS.iter().any(|k| k.style == style), "{style:?}");
+        }
+        assert_eq!(Study.baseline().unwrap().name(), "sync_baseline");
+    }
+
+    #[test]
+    fn pipelined_styles_come_in_two_three_and_four_stages() {
+        for k in STUDY_KERNELS
+            .iter()
+            .filter(|k| k.style != Style::SyncBaseline)
+        {
+            for stages in 2..=4 {
+                assert!(
+                    STUDY_KERNELS
+                        .iter()
+                        .any(|o| o.style == k.style && o.stages == stages),
+                    "{:?} {stages}",
+                    k.style
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn counterparts_resolve() {
+        let find = |name| gpu::workloads::study::find(name).unwrap();
+        let tp = find("thread_pipeline_3");
+        assert_eq!(tp.counterpart().unwrap().name(), "raw_async_group_3");
+        assert_eq!(tp.role(), Role::Library);
+        assert_eq!(
+            find("block_pipeline_2").counterpart().unwrap().name(),
+            "raw_mbarrier_2"
+        );
+        assert_eq!(find("raw_mbarrier_2").role(), Role::RawPtx);
+        assert!(find("sync_baseline").counterpart().is_none());
+    }
+
+    #[test]
+    fn selecting_names_resolves_once_and_keeps_the_baseline() {
+        let picked = Selection::resolve(&Study, &["block_pipeline_2".into()]).unwrap();
+        let included: Vec<&str> = STUDY_KERNELS
+            .iter()
+            .filter(|k| picked.includes(*k))
+            .map(|k| k.name)
+            .collect();
+        assert_eq!(included, ["sync_baseline", "block_pipeline_2"]);
+        let err = Selection::resolve(&Study, &["pingpong".into()]).unwrap_err();
+        assert!(err.contains("unknown experiment `pingpong`"), "{err}");
+        assert!(err.contains("block_pipeline_2"), "{err}");
+        assert!(Selection::all().includes(&STUDY_KERNELS[3]));
+    }
+
+    #[test]
+    fn k_bounds() {
+        assert!(Study.parse_size("0").unwrap_err().contains("at least 1"));
+        assert!(
+            Study
+                .parse_size("-3")
+                .unwrap_err()
+                .contains("not a whole number")
+        );
+        assert_eq!(Study.parse_size("1").unwrap(), K(1));
+        assert_eq!(Study.parse_size("65536").unwrap(), K(65536));
+        assert_eq!(Study.parse_size(&MAX_K.to_string()).unwrap(), K(MAX_K));
+        assert!(
+            Study
+                .parse_size(&(MAX_K + 1).to_string())
+                .unwrap_err()
+                .contains("too large")
+        );
+    }
+
+    #[test]
+    fn reference_multiplies() {
+        // A = [i + 1 in row i, k-th column scaled by k+1], B = 1 / (j + 1): checks layout.
+        let k = 3u32;
+        let a: Vec<f32> = (0..M * k)
+            .map(|x| (x / k + 1) as f32 * (x % k + 1) as f32)
+            .collect();
+        let b: Vec<f32> = (0..k * N).map(|x| (x % N + 1) as f32).collect();
+        let c = StudyInputs { k, a, b }.reference();
+        // C[i][j] = sum_k (i+1)(k+1)(j+1) = (i+1)(j+1) * 6
+        for i in 0..M as usize {
+            for j in 0..N as usize {
+                assert_eq!(c[i * 32 + j], ((i + 1) * (j + 1) * 6) as f64);
+            }
+        }
+    }
+
+    #[test]
+    fn inputs_are_random_and_sized() {
+        let inputs = |seed, values| Inputs { seed, values };
+        let x = StudyInputs::new(K(100), inputs(1, Values::Random));
+        let y = StudyInputs::new(K(100), inputs(2, Values::Random));
+        assert_eq!((x.a.len(), x.b.len()), (3200, 3200));
+        assert_ne!(x.a, y.a);
+        let ints = StudyInputs::new(K(100), inputs(3, Values::SmallIntegers));
+        assert!(ints.b.iter().all(|v| v.fract() == 0.0 && v.abs() <= 8.0));
+    }
+}
