@@ -391,15 +391,27 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
         ("commit_group", "cp.async.commit_group", BOTH),
         ("wait_group", "cp.async.wait_group", BOTH),
         ("wait_all", "cp.async.wait_all", BOTH),
-        ("cp_async_mbarrier_arrive", "cp.async.mbarrier.arrive.shared.b64", BOTH),
-        ("cp_async_mbarrier_arrive_noinc", "cp.async.mbarrier.arrive.noinc", BOTH),
+        (
+            "cp_async_mbarrier_arrive",
+            "cp.async.mbarrier.arrive.shared.b64",
+            BOTH,
+        ),
+        (
+            "cp_async_mbarrier_arrive_noinc",
+            "cp.async.mbarrier.arrive.noinc",
+            BOTH,
+        ),
         ("mbarrier_init", "mbarrier.init", BOTH),
         ("mbarrier_inval", "mbarrier.inval", BOTH),
         ("mbarrier_arrive", "mbarrier.arrive.shared.b64", BOTH),
         ("mbarrier_arrive_drop", "mbarrier.arrive_drop", BOTH),
         ("mbarrier_pending_count", "mbarrier.pending_count", BOTH),
         ("mbarrier_test_wait", "mbarrier.test_wait.shared.b64", BOTH),
-        ("mbarrier_test_wait_parity", "mbarrier.test_wait.parity", BOTH),
+        (
+            "mbarrier_test_wait_parity",
+            "mbarrier.test_wait.parity",
+            BOTH,
+        ),
         ("mbarrier_try_wait", "mbarrier.try_wait.shared.b64", SM90),
         ("mbarrier_try_wait_parity", "mbarrier.try_wait.parity", SM90),
         ("mbarrier_wait", "mbarrier.test_wait.shared.b64", SM80),
@@ -464,7 +476,10 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
                     .iter()
                     .any(|i| i.opcode.starts_with(emitted) || i.operands.contains(emitted))
             });
-            assert!(used, "`{wrapper}` ({emitted}) is in no kernel of the {arch} PTX");
+            assert!(
+                used,
+                "`{wrapper}` ({emitted}) is in no kernel of the {arch} PTX"
+            );
         }
     }
 }

@@ -51,7 +51,7 @@ impl Experiment for SelftestExperiment {
                 CopyForm::ThreadPipeline { .. } => "thread_pipeline",
                 CopyForm::BlockPipeline { .. } => "block_pipeline",
                 CopyForm::WarpSpecialized { .. } => "warp_specialized",
-                CopyForm::Barrier { .. } => "barrier",
+                CopyForm::BarrierPerThread { .. } => "barrier",
                 CopyForm::BarrierGroup => "barrier_group",
                 CopyForm::BarrierUncounted => "barrier_uncounted",
                 CopyForm::ZeroFill { .. } => "zero_fill",
@@ -85,7 +85,9 @@ impl Experiment for SelftestExperiment {
                     "memcpy_async over the block into a BlockPipeline"
                 }
                 CopyForm::WarpSpecialized { .. } => "producer warp -> consumer warp, BlockPipeline",
-                CopyForm::Barrier { .. } => "memcpy_async per thread bound to Barriers (.noinc)",
+                CopyForm::BarrierPerThread { .. } => {
+                    "memcpy_async per thread bound to Barriers (.noinc)"
+                }
                 CopyForm::BarrierGroup => "memcpy_async over the warp bound to Barriers (.noinc)",
                 CopyForm::BarrierUncounted => {
                     "memcpy_async over the warp bound Uncounted (incrementing arrive)"

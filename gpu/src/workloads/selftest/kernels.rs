@@ -362,7 +362,7 @@ unsafe fn stream_barriers(
     }
 }
 
-/// [`CopyForm::Barrier`]: thread `t` copies bytes `32 t .. 32 t + 32` of each tile in
+/// [`CopyForm::BarrierPerThread`]: thread `t` copies bytes `32 t .. 32 t + 32` of each tile in
 /// `ALIGN`-byte chunks, one bound `memcpy_async` call.
 ///
 /// # Safety

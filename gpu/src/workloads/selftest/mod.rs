@@ -50,7 +50,7 @@ pub enum CopyForm {
     },
     /// Per-thread `memcpy_async` of `align`-byte chunks bound to two `Barrier`s in static
     /// shared memory (double buffering); arrive/wait with tokens. 32 threads.
-    Barrier {
+    BarrierPerThread {
         /// Chunk size and alignment: 4, 8 or 16 bytes.
         align: u32,
     },
@@ -75,7 +75,7 @@ impl CopyForm {
     pub const fn threads(self) -> u32 {
         match self {
             CopyForm::ThreadPipeline { .. }
-            | CopyForm::Barrier { .. }
+            | CopyForm::BarrierPerThread { .. }
             | CopyForm::BarrierGroup
             | CopyForm::BarrierUncounted => 32,
             CopyForm::BlockPipeline { .. }
@@ -91,16 +91,16 @@ impl CopyForm {
             | CopyForm::BlockPipeline { stages }
             | CopyForm::WarpSpecialized { stages }
             | CopyForm::ZeroFill { stages, .. } => stages,
-            CopyForm::Barrier { .. } | CopyForm::BarrierGroup | CopyForm::BarrierUncounted => {
-                BARRIER_FORM_BUFFERS
-            }
+            CopyForm::BarrierPerThread { .. }
+            | CopyForm::BarrierGroup
+            | CopyForm::BarrierUncounted => BARRIER_FORM_BUFFERS,
         }
     }
 
     /// Chunk size of the copies (bytes).
     pub const fn align(self) -> u32 {
         match self {
-            CopyForm::Barrier { align } | CopyForm::ZeroFill { align, .. } => align,
+            CopyForm::BarrierPerThread { align } | CopyForm::ZeroFill { align, .. } => align,
             _ => 16,
         }
     }
@@ -109,9 +109,9 @@ impl CopyForm {
     /// pipelines, their mbarriers. The barrier forms use static shared memory (none dynamic).
     pub const fn shared_layout(self) -> StagedLayout {
         match self {
-            CopyForm::Barrier { .. } | CopyForm::BarrierGroup | CopyForm::BarrierUncounted => {
-                StagedLayout::new(TILE_BYTES, 0, false)
-            }
+            CopyForm::BarrierPerThread { .. }
+            | CopyForm::BarrierGroup
+            | CopyForm::BarrierUncounted => StagedLayout::new(TILE_BYTES, 0, false),
             CopyForm::ThreadPipeline { stages } => StagedLayout::new(TILE_BYTES, stages, false),
             CopyForm::BlockPipeline { stages }
             | CopyForm::WarpSpecialized { stages }
@@ -202,9 +202,9 @@ copy_kernels! {
     copy_warp_specialized_2 => WarpSpecialized { stages: 2 } by warp_specialized,
     copy_warp_specialized_4 => WarpSpecialized { stages: 4 } by warp_specialized,
     copy_warp_specialized_8 => WarpSpecialized { stages: 8 } by warp_specialized,
-    copy_barrier_4 => Barrier { align: 4 } by barrier_per_thread,
-    copy_barrier_8 => Barrier { align: 8 } by barrier_per_thread,
-    copy_barrier_16 => Barrier { align: 16 } by barrier_per_thread,
+    copy_barrier_4 => BarrierPerThread { align: 4 } by barrier_per_thread,
+    copy_barrier_8 => BarrierPerThread { align: 8 } by barrier_per_thread,
+    copy_barrier_16 => BarrierPerThread { align: 16 } by barrier_per_thread,
     copy_barrier_group => BarrierGroup by barrier_group,
     copy_barrier_uncounted => BarrierUncounted by barrier_uncounted,
     copy_zfill_4 => ZeroFill { stages: 3, align: 4 } by zero_fill,
@@ -360,7 +360,7 @@ mod tests {
             assert!(
                 COPY_KERNELS
                     .iter()
-                    .any(|k| k.form == CopyForm::Barrier { align })
+                    .any(|k| k.form == CopyForm::BarrierPerThread { align })
             );
             assert!(
                 COPY_KERNELS
