@@ -43,6 +43,25 @@ pub mod shared;
 
 pub mod workloads;
 
+/// Declares the most threads a block of `kernel` is launched with, so that ptxas keeps the
+/// kernel's registers within what that many threads may share (65536 per block on sm_80 and
+/// sm_90): CUDA C++'s `__launch_bounds__(threads)`.
+///
+/// ```ignore
+/// gpu::max_threads!(my_kernel, 288);
+/// ```
+///
+/// Lowers to `.maxntid threads, 1, 1` on the kernel's `.entry`. rustc has no such attribute:
+/// the macro leaves a `// max-threads KERNEL N` line in the PTX (module-level asm with the
+/// kernel's symbol), and `ptx-builder` turns it into the directive after `llc`.
+#[macro_export]
+macro_rules! max_threads {
+    ($kernel:path, $threads:expr) => {
+        #[cfg(target_arch = "nvptx64")]
+        ::core::arch::global_asm!("// max-threads {} {}", sym $kernel, const $threads);
+    };
+}
+
 /// A panic on the GPU traps: the launch fails and the host reports the error.
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]

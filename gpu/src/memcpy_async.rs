@@ -12,7 +12,9 @@
 //! `stage` is the [`ProducerStage`] of a [`ThreadPipeline`](crate::pipeline::ThreadPipeline) or
 //! [`BlockPipeline`](crate::pipeline::BlockPipeline) — the stage acquired and not yet committed.
 //! [`memcpy_async_zfill`] adds what `cuda::memcpy_async` lacks: a ragged source whose tail is
-//! filled with zeros by the copy itself (`cp.async`'s `src-size` operand), with no branch.
+//! filled with zeros by the copy itself (`cp.async`'s `src-size` operand), with no branch; and
+//! [`memcpy_async_tile`] copies a 2-D tile of strided rows (a GEMM operand tile) the same way,
+//! zero-filling whatever hangs over the edge of its matrix.
 //!
 //! # Size and alignment pick the instruction
 //!
@@ -166,6 +168,39 @@ impl Group for Warp {
     #[inline(always)]
     fn size(&self) -> u32 {
         32
+    }
+}
+
+/// A set of threads whose ranks and size the caller assigns (the first `size` threads of a
+/// block, or one role of a warp-specialized kernel). Give it a size known at compile time
+/// and a group copy of a tile of known size unrolls, after inlining, to straight-line copies
+/// with constant offsets.
+#[derive(Clone, Copy)]
+pub struct Threads {
+    rank: u32,
+    size: u32,
+}
+
+impl Threads {
+    /// The thread of rank `rank` in a group of `size`; traps (the launch fails) if
+    /// `rank >= size`.
+    #[inline(always)]
+    pub fn new(rank: u32, size: u32) -> Self {
+        if rank >= size {
+            ptx::trap();
+        }
+        Threads { rank, size }
+    }
+}
+
+impl Group for Threads {
+    #[inline(always)]
+    fn thread_rank(&self) -> u32 {
+        self.rank
+    }
+    #[inline(always)]
+    fn size(&self) -> u32 {
+        self.size
     }
 }
 
@@ -382,5 +417,92 @@ pub unsafe fn memcpy_async_zfill<G: Group, T, U, C: Completion, const ALIGN: u32
         chunk += group.size();
     }
     // SAFETY: the completion is open (caller).
+    unsafe { completion.bind_copies() };
+}
+
+/// The shape of a 2-D tile: `rows` rows of `row_bytes` bytes (a multiple of the copy's
+/// `ALIGN`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileShape {
+    /// Rows.
+    pub rows: u32,
+    /// Bytes per row.
+    pub row_bytes: u32,
+}
+
+/// A 2-D tile of global memory, possibly hanging over the edge of its matrix: rows
+/// `row_stride` bytes apart from `base`, of which only the first `valid_rows` exist, each with
+/// only its first `valid_row_bytes`; the rest of the tile reads as zeros.
+#[derive(Clone, Copy, Debug)]
+pub struct GlobalTile<U> {
+    /// The tile's first element.
+    pub base: *const U,
+    /// Bytes from one row to the next in global memory.
+    pub row_stride: usize,
+    /// Rows that exist (the rest are zero-filled).
+    pub valid_rows: u32,
+    /// Bytes of each row that exist (the rest are zero-filled).
+    pub valid_row_bytes: u32,
+}
+
+/// The group's threads copy a `shape` tile from `src` (global, strided rows) to `dst` (shared,
+/// rows `dst_row_bytes` apart), bound to `completion`: chunk `i` (row-major over the tile,
+/// `ALIGN` bytes each) goes to the thread of rank `i % group size`, so consecutive threads
+/// copy consecutive chunks of a row (coalesced). Whatever lies outside the valid part of
+/// `src` is written as zeros by the copies themselves (`cp.async`'s `src-size`), so a tile at
+/// the edge of a matrix of any size needs no other code. A tile entirely inside takes the
+/// plain copies (`LDGSTS.E.BYPASS.128` for 16 bytes), one at an edge the zero-filling ones
+/// (`... .ZFILL`); the branch is uniform across the group.
+///
+/// # Safety
+/// 1. Every row `r < valid_rows` of `src` has `valid_row_bytes` readable bytes of global
+///    memory at `base + r * row_stride`; `base`, `row_stride` and `dst_row_bytes` are
+///    multiples of `ALIGN`, and so is `shape.row_bytes`.
+/// 2. `dst` starts `shape.rows * dst_row_bytes` bytes of this block's shared memory, `ALIGN`
+///    aligned, that nothing touches until the completion says the copies landed.
+/// 3. Every thread of `group` calls it with the same arguments; `completion` is open for each
+///    thread's binding (as for [`memcpy_async_group`]).
+#[inline(always)]
+pub unsafe fn memcpy_async_tile<G: Group, T, U, C: Completion, const ALIGN: u32>(
+    group: &G,
+    dst: Shared<T>,
+    dst_row_bytes: u32,
+    src: GlobalTile<U>,
+    shape: TileShape,
+    completion: &C,
+) {
+    let () = AlignedSize::<ALIGN>::VALID;
+    let chunks_per_row = shape.row_bytes / ALIGN;
+    let chunks = shape.rows * chunks_per_row;
+    let base = src.base.cast::<u8>();
+    let dst = dst.addr();
+    let inside = src.valid_rows >= shape.rows && src.valid_row_bytes >= shape.row_bytes;
+    // A trip count that does not depend on the rank: with the tile's shape and the group's
+    // size known, the loop unrolls to straight-line copies.
+    for round in 0..chunks.div_ceil(group.size()) {
+        let chunk = group.thread_rank() + round * group.size();
+        if chunk >= chunks {
+            break;
+        }
+        let (row, offset) = (chunk / chunks_per_row, chunk % chunks_per_row * ALIGN);
+        let to = dst + row * dst_row_bytes + offset;
+        let from = base.wrapping_add(row as usize * src.row_stride + offset as usize);
+        if inside {
+            // SAFETY: the whole tile is readable (caller, 1); `to` is inside `dst` (2).
+            unsafe { copy_chunk::<ALIGN>(to, from) };
+        } else {
+            let valid = if row < src.valid_rows {
+                src.valid_row_bytes.saturating_sub(offset).min(ALIGN)
+            } else {
+                0
+            };
+            // A chunk past the edge reads nothing; point it at the tile's (valid) base so no
+            // address outside the matrix is ever given to the copy.
+            let from = if valid == 0 { base } else { from };
+            // SAFETY: `from` has `valid` readable bytes (caller, 1); `to` is inside `dst`.
+            unsafe { copy_chunk_zfill::<ALIGN>(to, from, valid) };
+        }
+    }
+    // SAFETY: the completion is open (caller, 3).
     unsafe { completion.bind_copies() };
 }

@@ -32,6 +32,20 @@ impl Tolerance {
         norm: 1e-4,
         element: 1e-4,
     };
+
+    /// For f32 dot products of length `k` summed in any order (tiles, split-K): the
+    /// rounding error of such a sum grows like `sqrt(k)` units of f32 roundoff (2^-24) on
+    /// random data, so the norm bound is `16 sqrt(k) 2^-24` (6.1e-5 at K = 4096, 8.6e-5 at
+    /// K = 8192) and the per-element bound, against `max |ref|`, four times that.
+    /// A missing, repeated or stale k-tile moves the result by about `1 / sqrt(k)` of its
+    /// scale — hundreds of times more.
+    pub fn f32_dot(k: u32) -> Tolerance {
+        let norm = 16.0 * (k.max(1) as f64).sqrt() * f64::from(f32::EPSILON) / 2.0;
+        Tolerance {
+            norm,
+            element: 4.0 * norm,
+        }
+    }
 }
 
 /// The first element that failed, for the report.
@@ -253,6 +267,16 @@ mod tests {
             "{}",
             report.summary()
         );
+    }
+
+    #[test]
+    fn dot_tolerance_grows_with_k() {
+        let (small, large) = (Tolerance::f32_dot(16), Tolerance::f32_dot(8192));
+        assert!(small.norm < large.norm);
+        assert!((large.norm - 16.0 * 8192f64.sqrt() * 2f64.powi(-24)).abs() < 1e-12);
+        assert_eq!(large.element, 4.0 * large.norm);
+        // A tile of 8 terms out of 8192 missing is far outside it.
+        assert!(large.norm < 1e-3 / 8192f64.sqrt() * 8.0);
     }
 
     #[test]

@@ -43,6 +43,14 @@ pub trait Experiment: Sync + 'static {
     fn shared_bytes(&self) -> Option<u32>;
     /// One line on what it does.
     fn summary(&self) -> &'static str;
+    /// The kernel entry points it launches (none for a library call): by default its name,
+    /// if it is a kernel of ours.
+    fn entry_points(&self) -> Vec<&'static str> {
+        match self.threads() {
+            Some(_) => vec![self.name()],
+            None => Vec::new(),
+        }
+    }
     /// The raw-PTX experiment this library experiment must match in speed.
     fn counterpart(&self) -> Option<&'static dyn Experiment> {
         None

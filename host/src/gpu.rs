@@ -246,6 +246,24 @@ impl Gpu {
         &self.stream
     }
 
+    /// Refuses, before anything is allocated, work whose buffers need more than the GPU has
+    /// free: one line with both numbers rather than a driver error half-way through uploading.
+    pub fn ensure_free_memory(&self, bytes: u64, what: &str) -> anyhow::Result<()> {
+        let (free, _total) = self
+            .context
+            .mem_get_info()
+            .during(|| "reading the GPU's free memory".into())?;
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        anyhow::ensure!(
+            bytes <= free as u64,
+            "{what} needs {:.2} GiB of device memory; {} has {:.2} GiB free",
+            gib(bytes),
+            self.info.name,
+            gib(free as u64)
+        );
+        Ok(())
+    }
+
     /// Copies `data` to a new device buffer.
     pub fn upload<T: DeviceRepr>(&self, data: &[T], what: &str) -> Result<CudaSlice<T>, GpuError> {
         self.stream

@@ -163,8 +163,8 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
         workload
             .experiments()
             .into_iter()
-            .map(|e| e.name())
-            .filter(|name| inspection.kernel(name).is_some())
+            .flat_map(|e| e.entry_points())
+            .chain(workload.helper_kernels().iter().copied())
             .collect()
     };
     print!("{}", host::inspect::render(&inspection, &names));

@@ -12,8 +12,11 @@ use crate::workloads;
 use anyhow::{Context as _, Result};
 
 /// Every workload; `host run` without `--workload` runs the first.
-pub static WORKLOADS: &[&dyn AnyWorkload] =
-    &[&workloads::study::Study, &workloads::selftest::Selftest];
+pub static WORKLOADS: &[&dyn AnyWorkload] = &[
+    &workloads::study::Study,
+    &workloads::gemm::Gemm,
+    &workloads::selftest::Selftest,
+];
 
 /// The workload called `name`, or an error listing the known ones.
 pub fn find(name: &str) -> Result<&'static dyn AnyWorkload, String> {

@@ -155,6 +155,7 @@ fn build_arch(req: &PtxBuild, llvm: &LlvmTools, arch: Arch) -> Result<PtxArtifac
     run(llvm
         .cmd("opt")
         .arg("--passes=internalize,globaldce,default<O3>")
+        .arg("-unroll-threshold=4000")
         .arg(format!(
             "--internalize-public-api-list={}",
             kernels.join(",")
@@ -176,6 +177,8 @@ fn build_arch(req: &PtxBuild, llvm: &LlvmTools, arch: Arch) -> Result<PtxArtifac
     .context("llc")?;
 
     let text = std::fs::read_to_string(&ptx)?;
+    let text = apply_max_threads(&text).with_context(|| format!("patching {}", ptx.display()))?;
+    std::fs::write(&ptx, &text)?;
     check_ptx(&text, &kernels).with_context(|| format!("checking {}", ptx.display()))?;
     Ok(PtxArtifact {
         arch,
@@ -318,6 +321,67 @@ fn kernel_symbols(llvm: &LlvmTools, objects: &[PathBuf]) -> Result<Vec<String>> 
     Ok(kernels)
 }
 
+/// The marker `gpu::max_threads!` leaves in the PTX (a comment line from module-level asm):
+/// `// max-threads KERNEL N`.
+pub const MAX_THREADS_MARKER: &str = "// max-threads ";
+
+/// Gives every kernel named by a `// max-threads KERNEL N` line the directive
+/// `.maxntid N, 1, 1` (inserted after its parameter list): ptxas then keeps the kernel's
+/// registers within what `N` threads of a block may have. rustc has no launch-bounds
+/// attribute; this is how `gpu::max_threads!` reaches the PTX.
+pub fn apply_max_threads(ptx: &str) -> Result<String> {
+    let mut bounds = Vec::new();
+    for line in ptx.lines() {
+        let Some(rest) = line.trim_start().strip_prefix(MAX_THREADS_MARKER) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let (Some(name), Some(threads)) = (fields.next(), fields.next()) else {
+            bail!("malformed launch-bounds marker `{line}`");
+        };
+        let threads: u32 = threads
+            .parse()
+            .ok()
+            .filter(|t| (1..=1024).contains(t))
+            .with_context(|| format!("`{line}`: threads must be 1..=1024"))?;
+        bounds.push((name.to_string(), threads));
+    }
+    if bounds.is_empty() {
+        return Ok(ptx.to_string());
+    }
+    let mut out = String::with_capacity(ptx.len() + 32 * bounds.len());
+    let mut pending: Option<u32> = None;
+    let mut applied = 0;
+    let mut lines = ptx.lines().peekable();
+    while let Some(line) = lines.next() {
+        out.push_str(line);
+        out.push('\n');
+        if let Some(name) = crate::ptx_text::entry_names(line).first() {
+            pending = bounds.iter().find(|(k, _)| k == name).map(|(_, t)| *t);
+        }
+        // The parameter list ends with `)`; a body `{` follows a definition, `;` a
+        // declaration (which needs no directive).
+        if let Some(threads) = pending
+            && line.trim_start().starts_with(')')
+        {
+            if lines
+                .peek()
+                .is_some_and(|next| next.trim_start().starts_with('{'))
+            {
+                out.push_str(&format!(".maxntid {threads}, 1, 1\n"));
+                applied += 1;
+            }
+            pending = None;
+        }
+    }
+    ensure!(
+        applied == bounds.len(),
+        "{} launch-bounds markers, but {applied} of their kernels found",
+        bounds.len()
+    );
+    Ok(out)
+}
+
 /// A PTX module ptxas can take on its own: every kernel is an entry, nothing is left external.
 fn check_ptx(text: &str, kernels: &[String]) -> Result<()> {
     if let Some(line) = text.lines().find(|l| l.starts_with(".extern .func")) {
@@ -382,6 +446,26 @@ warning: `gpu` (lib) generated 2 warnings
         assert_eq!(
             warnings(stderr),
             ["unused variable: `x` (gpu/src/lib.rs:3:9)"]
+        );
+    }
+
+    #[test]
+    fn max_threads_markers_become_maxntid() {
+        let ptx = "// max-threads k 288\n.visible .entry k\n(\n\t.param .u32 k_param_0\n)\n;\n.visible .entry k(\n\t.param .u32 k_param_0\n)\n{\nret;\n}\n.visible .entry other(\n)\n{\nret;\n}\n";
+        let patched = apply_max_threads(ptx).unwrap();
+        assert!(patched.contains(")\n.maxntid 288, 1, 1\n{"), "{patched}");
+        assert_eq!(patched.matches(".maxntid").count(), 1);
+        let missing = apply_max_threads("// max-threads gone 64\n.visible .entry k(\n)\n{\n}\n");
+        assert!(
+            missing
+                .unwrap_err()
+                .to_string()
+                .contains("1 launch-bounds markers")
+        );
+        assert!(apply_max_threads("// max-threads k 0\n").is_err());
+        assert_eq!(
+            apply_max_threads(".entry k(\n)\n").unwrap(),
+            ".entry k(\n)\n"
         );
     }
 

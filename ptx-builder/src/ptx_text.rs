@@ -2,9 +2,17 @@
 
 use std::collections::BTreeMap;
 
-/// Names of the `.entry` functions (kernels) in a PTX module, in order of appearance.
+/// Names of the `.entry` functions (kernels) in a PTX module, in order of first appearance
+/// (a kernel declared before its definition — PTX that takes a kernel's address, say — is
+/// listed once).
 pub fn entry_names(ptx: &str) -> Vec<String> {
-    ptx.lines().filter_map(entry_name).collect()
+    let mut names: Vec<String> = Vec::new();
+    for name in ptx.lines().filter_map(entry_name) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
 }
 
 fn entry_name(line: &str) -> Option<String> {
@@ -48,6 +56,8 @@ pub fn kernel_instructions(ptx: &str) -> BTreeMap<String, Vec<PtxInstr>> {
                 if code.starts_with('{') {
                     started = true;
                     depth = 1;
+                } else if code.starts_with(';') {
+                    break; // a declaration, not a definition
                 }
                 continue;
             }
@@ -65,7 +75,9 @@ pub fn kernel_instructions(ptx: &str) -> BTreeMap<String, Vec<PtxInstr>> {
                 break;
             }
         }
-        kernels.insert(name, body);
+        if started {
+            kernels.insert(name, body);
+        }
     }
     kernels
 }
@@ -101,6 +113,10 @@ mod tests {
 .target sm_90
 .address_size 64
 .shared .align 16 .b8 SMEM[256];
+.visible .entry second
+(
+)
+;
 	// .globl	first
 .visible .entry first(
 	.param .u64 .ptr .align 1 first_param_0,
@@ -129,7 +145,7 @@ $L__BB0_1:
 
     #[test]
     fn finds_entries() {
-        assert_eq!(entry_names(SAMPLE), ["first", "second"]);
+        assert_eq!(entry_names(SAMPLE), ["second", "first"]);
     }
 
     #[test]

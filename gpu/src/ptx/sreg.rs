@@ -38,6 +38,10 @@ special_register!(
     block_idx_x => "%ctaid.x", below 0x8000_0000
 );
 special_register!(
+    /// This block's index in the grid, y dimension.
+    block_idx_y => "%ctaid.y", below 0x1_0000
+);
+special_register!(
     /// The grid's size in blocks, x dimension.
     grid_dim_x => "%nctaid.x", below 0x8000_0000
 );

@@ -2,5 +2,6 @@
 //! and check — one module per folder of `gpu/src/workloads/`, registered in
 //! [`crate::registry::WORKLOADS`].
 
+pub mod gemm;
 pub mod selftest;
 pub mod study;

@@ -1,0 +1,722 @@
+//! The GEMM's kernel bodies: one generic function per [`GemmStyle`], sharing the tile copy,
+//! the per-stage multiply and the epilogue, so the styles differ only in their mainloop.
+//!
+//! Generic parameters, in order: the thread tile `TM x TN`, the warps `WM x WN` (see
+//! [`GemmTile`](super::GemmTile)), the style's own (`STAGES`, and `PRODUCER_WARPS` for warp
+//! specialization), and `ALIGN`, the bytes per copy (16 or 4).
+//!
+//! Every body's `# Safety` is the GEMM launch contract: grid [`GemmKernel::grid`], blocks of
+//! [`GemmKernel::threads`] threads with [`GemmKernel::layout`] bytes of dynamic shared memory;
+//! `a` holds `m * k` floats, `b` `k * n`, `c` `m * n`, each 16-byte aligned;
+//! `1 <= m, n, k <= MAX_DIM`; with `ALIGN = 16`, `k` and `n` are multiples of 4.
+//!
+//! [`GemmKernel::grid`]: super::GemmKernel::grid
+//! [`GemmKernel::threads`]: super::GemmKernel::threads
+//! [`GemmKernel::layout`]: super::GemmKernel::layout
+
+use super::shapes::{BK, GemmStyle, LANES_M, LANES_N, REFERENCE_TILE};
+use crate::layout::{PipelineSharedState, StagedLayout};
+use crate::memcpy_async::{
+    Completion, GlobalTile, Group, Threads, TileShape, Unbound, memcpy_async_tile,
+};
+use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
+use crate::ptx;
+use crate::shared::{Shared, dynamic_shared};
+
+/// The operands and this block's tile of C.
+#[derive(Clone, Copy)]
+struct Problem {
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    /// First row of this block's tile.
+    m0: u32,
+    /// First column of this block's tile.
+    n0: u32,
+}
+
+impl Problem {
+    /// The problem as this block sees it (grid x over n, y over m).
+    #[inline(always)]
+    fn for_block(
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        (m, n, k): (u32, u32, u32),
+        (bm, bn): (u32, u32),
+    ) -> Problem {
+        Problem {
+            a,
+            b,
+            c,
+            m,
+            n,
+            k,
+            m0: ptx::block_idx_y() * bm,
+            n0: ptx::block_idx_x() * bn,
+        }
+    }
+
+    /// K-tiles to walk.
+    #[inline(always)]
+    fn k_tiles(&self) -> u32 {
+        self.k.div_ceil(BK)
+    }
+
+    /// K-tile `t` of this block's rows of A: `bm x BK`, clipped to the matrix.
+    #[inline(always)]
+    fn a_tile(&self, t: u32, bm: u32) -> GlobalTile<f32> {
+        let k0 = t * BK;
+        GlobalTile {
+            base: self
+                .a
+                .wrapping_add(self.m0 as usize * self.k as usize + k0 as usize),
+            row_stride: self.k as usize * 4,
+            valid_rows: (self.m - self.m0).min(bm),
+            valid_row_bytes: (self.k - k0).min(BK) * 4,
+        }
+    }
+
+    /// K-tile `t` of this block's columns of B: `BK x bn`, clipped to the matrix.
+    #[inline(always)]
+    fn b_tile(&self, t: u32, bn: u32) -> GlobalTile<f32> {
+        let k0 = t * BK;
+        GlobalTile {
+            base: self
+                .b
+                .wrapping_add(k0 as usize * self.n as usize + self.n0 as usize),
+            row_stride: self.n as usize * 4,
+            valid_rows: (self.k - k0).min(BK),
+            valid_row_bytes: (self.n - self.n0).min(bn) * 4,
+        }
+    }
+}
+
+/// The tile geometry a body's const generics describe.
+struct Geometry<const TM: usize, const TN: usize, const WM: u32, const WN: u32>;
+
+impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> Geometry<TM, TN, WM, WN> {
+    const BM: u32 = WM * LANES_M * TM as u32;
+    const BN: u32 = WN * LANES_N * TN as u32;
+    const COMPUTE_THREADS: u32 = WM * WN * 32;
+    const A_BYTES: u32 = Self::BM * BK * 4;
+    const A_SHAPE: TileShape = TileShape {
+        rows: Self::BM,
+        row_bytes: BK * 4,
+    };
+    const B_SHAPE: TileShape = TileShape {
+        rows: BK,
+        row_bytes: Self::BN * 4,
+    };
+    const VALID: () = assert!(
+        TN.is_multiple_of(4) && TM >= 1 && BK.is_multiple_of(4),
+        "a thread's columns are read and written as float4"
+    );
+
+    /// The shared-memory layout of `style` with this tile.
+    const fn layout(style: GemmStyle) -> StagedLayout {
+        StagedLayout::new(
+            Self::A_BYTES + BK * Self::BN * 4,
+            style.stages(),
+            style.has_stage_barriers(),
+        )
+    }
+}
+
+/// Stage `s`'s A tile (`bm` rows of `BK` floats) and B tile (`BK` rows of `bn` floats).
+#[inline(always)]
+fn stage_tiles(layout: StagedLayout, a_bytes: u32, s: u32) -> (Shared<f32>, Shared<f32>) {
+    let stage = dynamic_shared().add(layout.stage_offset(s));
+    (stage.cast(), stage.add(a_bytes).cast())
+}
+
+/// Copies k-tile `t` of A and B into a stage, the copies split over `group`, bound to
+/// `completion` (the A copies ride on the B copies' binding).
+///
+/// # Safety
+/// The launch contract; `t < k_tiles`; the stage is free until `completion` says the copies
+/// landed; every thread of `group` calls it.
+#[inline(always)]
+unsafe fn copy_k_tile<
+    G: Group,
+    C: Completion,
+    const TM: usize,
+    const TN: usize,
+    const WM: u32,
+    const WN: u32,
+    const ALIGN: u32,
+>(
+    group: &G,
+    p: &Problem,
+    t: u32,
+    (a_dst, b_dst): (Shared<f32>, Shared<f32>),
+    completion: &C,
+) {
+    type G4<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
+        Geometry<TM, TN, WM, WN>;
+    let a = p.a_tile(t, G4::<TM, TN, WM, WN>::BM);
+    let b = p.b_tile(t, G4::<TM, TN, WM, WN>::BN);
+    // SAFETY: both tiles are clipped to their matrices; rows of A are K floats apart and of B
+    // N floats, multiples of ALIGN (launch contract); the stage is free (caller).
+    unsafe {
+        memcpy_async_tile::<_, _, _, _, ALIGN>(
+            group,
+            a_dst,
+            BK * 4,
+            a,
+            G4::<TM, TN, WM, WN>::A_SHAPE,
+            &Unbound,
+        );
+        memcpy_async_tile::<_, _, _, _, ALIGN>(
+            group,
+            b_dst,
+            G4::<TM, TN, WM, WN>::BN * 4,
+            b,
+            G4::<TM, TN, WM, WN>::B_SHAPE,
+            completion,
+        );
+    }
+}
+
+/// Where a compute thread's fragment sits in the block tile: rows `row + 4 i` (`i < TM`),
+/// columns `col + 32 j .. +4` (`j < TN / 4`). Lanes `l` and `l + 1` take adjacent rows, so
+/// the four rows a warp reads at once sit 32 bytes apart (no bank conflict), and the eight
+/// column groups 16 bytes apart.
+#[derive(Clone, Copy)]
+struct Fragment {
+    row: u32,
+    col: u32,
+}
+
+impl Fragment {
+    /// The fragment of compute thread `thread` (its warp `thread / 32` in a `WM x WN`
+    /// arrangement, row-major).
+    #[inline(always)]
+    fn of<const TM: usize, const TN: usize, const WN: u32>(thread: u32) -> Fragment {
+        let (warp, lane) = (thread / 32, thread % 32);
+        let (wm, wn) = (warp / WN, warp % WN);
+        Fragment {
+            row: wm * LANES_M * TM as u32 + lane % LANES_M,
+            col: wn * LANES_N * TN as u32 + lane / LANES_M * 4,
+        }
+    }
+}
+
+/// `acc += A_stage * B_stage` for this thread's fragment, one group of four k at a time (see
+/// [`multiply_k_quad`]).
+///
+/// # Safety
+/// The stage's copies landed and are visible to this thread; nothing writes it meanwhile.
+#[inline(always)]
+unsafe fn multiply_stage<const TM: usize, const TN: usize>(
+    tiles: (Shared<f32>, Shared<f32>),
+    bn: u32,
+    f: Fragment,
+    acc: &mut [[f32; TN]; TM],
+) {
+    for kq in 0..BK / 4 {
+        // SAFETY: forwarded.
+        unsafe { multiply_k_quad(tiles, bn, f, acc, kq) };
+    }
+}
+
+/// `acc += A_stage[.., 4 kq..4 kq + 4] * B_stage[4 kq..4 kq + 4, ..]`: `TN` B values for each
+/// of the four k (`LDS.128`), then per row one `LDS.128` of four A values and `4 TN` FFMAs.
+///
+/// # Safety
+/// As [`multiply_stage`]; `kq < BK / 4`.
+#[inline(always)]
+unsafe fn multiply_k_quad<const TM: usize, const TN: usize>(
+    (a, b): (Shared<f32>, Shared<f32>),
+    bn: u32,
+    f: Fragment,
+    acc: &mut [[f32; TN]; TM],
+    kq: u32,
+) {
+    let mut bk = [[0.0f32; TN]; 4];
+    for (kk, row) in bk.iter_mut().enumerate() {
+        for g in 0..TN / 4 {
+            let at = (kq * 4 + kk as u32) * bn + f.col + 32 * g as u32;
+            // SAFETY: inside the B tile (col + 32 g + 4 <= bn); 16-byte aligned.
+            let v = unsafe { b.add(at).cast::<[f32; 4]>().read() };
+            row[4 * g..4 * g + 4].copy_from_slice(&v);
+        }
+    }
+    for (i, out) in acc.iter_mut().enumerate() {
+        let at = (f.row + 4 * i as u32) * BK + kq * 4;
+        // SAFETY: inside the A tile (row < bm); 16-byte aligned (BK = 8).
+        let av = unsafe { a.add(at).cast::<[f32; 4]>().read() };
+        for (kk, &a_value) in av.iter().enumerate() {
+            for (o, &b_value) in out.iter_mut().zip(&bk[kk]) {
+                *o = ptx::fma_f32(a_value, b_value, *o);
+            }
+        }
+    }
+}
+
+/// Four floats with 16-byte alignment, so a row of a fragment is written with `st.global.v4`.
+#[repr(C, align(16))]
+struct Quad([f32; 4]);
+
+/// Writes this thread's fragment of C, clipped to the matrix.
+///
+/// # Safety
+/// The launch contract; with `ALIGN = 16`, `n` is a multiple of 4.
+#[inline(always)]
+unsafe fn store_fragment<const TM: usize, const TN: usize, const ALIGN: u32>(
+    p: &Problem,
+    f: Fragment,
+    acc: &[[f32; TN]; TM],
+) {
+    for (i, out) in acc.iter().enumerate() {
+        let row = p.m0 + f.row + 4 * i as u32;
+        if row >= p.m {
+            continue;
+        }
+        for g in 0..TN / 4 {
+            let col = p.n0 + f.col + 32 * g as u32;
+            let at = p.c.wrapping_add(row as usize * p.n as usize + col as usize);
+            let v = [out[4 * g], out[4 * g + 1], out[4 * g + 2], out[4 * g + 3]];
+            if ALIGN == 16 && col < p.n {
+                // SAFETY: n % 4 == 0 and col % 4 == 0, so all four are in the row, and the
+                // address is 16-byte aligned.
+                unsafe { at.cast::<Quad>().write(Quad(v)) };
+            } else if ALIGN != 16 {
+                for (e, &value) in v.iter().enumerate() {
+                    if col + (e as u32) < p.n {
+                        // SAFETY: inside the matrix.
+                        unsafe { at.add(e).write(value) };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// [`GemmStyle::ThreadPipeline`]: prefetch `STAGES - 1` k-tiles; per k-tile wait for the
+/// oldest (`cp.async.wait_group STAGES - 2`), `barrier.sync` (everyone's copies visible, and
+/// everyone done with the stage multiplied last), refill that stage with the k-tile
+/// `STAGES - 1` ahead, multiply.
+///
+/// # Safety
+/// The GEMM launch contract (module docs).
+pub unsafe fn thread_pipeline<
+    const TM: usize,
+    const TN: usize,
+    const WM: u32,
+    const WN: u32,
+    const STAGES: usize,
+    const ALIGN: u32,
+>(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    type Geo<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
+        Geometry<TM, TN, WM, WN>;
+    let () = Geo::<TM, TN, WM, WN>::VALID;
+    const { assert!(STAGES >= 2) };
+    let layout = const {
+        Geo::<TM, TN, WM, WN>::layout(GemmStyle::ThreadPipeline {
+            stages: STAGES as u32,
+        })
+    };
+    let bm_bn = (Geo::<TM, TN, WM, WN>::BM, Geo::<TM, TN, WM, WN>::BN);
+    let p = Problem::for_block(a, b, c, (m, n, k), bm_bn);
+    let tiles = p.k_tiles();
+    let thread = ptx::thread_idx_x();
+    let group = Threads::new(thread, Geo::<TM, TN, WM, WN>::COMPUTE_THREADS);
+    let f = Fragment::of::<TM, TN, WN>(thread);
+    let a_bytes = Geo::<TM, TN, WM, WN>::A_BYTES;
+
+    let mut pipeline = ThreadPipeline::<STAGES>::new();
+    let (mut producer, mut consumer) = pipeline.split();
+    let mut produce = |t: u32| {
+        let stage = producer.producer_acquire();
+        if t < tiles {
+            let dst = stage_tiles(layout, a_bytes, stage.index());
+            // SAFETY: the stage is free: fresh, or released by everyone (barrier below).
+            unsafe { copy_k_tile::<_, _, TM, TN, WM, WN, ALIGN>(&group, &p, t, dst, &stage) };
+        }
+        stage.producer_commit();
+    };
+    for t in 0..STAGES as u32 - 1 {
+        produce(t);
+    }
+    let mut acc = [[0.0f32; TN]; TM];
+    for t in 0..tiles {
+        let ready = consumer.consumer_wait();
+        // Everyone's copies of k-tile t are visible, and everyone has multiplied k-tile t - 1,
+        // whose stage the refill below reuses.
+        ptx::barrier_sync();
+        produce(t + STAGES as u32 - 1);
+        let tiles_in = stage_tiles(layout, a_bytes, ready.index());
+        // SAFETY: waited and synced above.
+        unsafe { multiply_stage::<TM, TN>(tiles_in, bm_bn.1, f, &mut acc) };
+        ready.consumer_release();
+    }
+    // SAFETY: launch contract.
+    unsafe { store_fragment::<TM, TN, ALIGN>(&p, f, &acc) };
+}
+
+/// [`GemmStyle::BlockPipeline`]: as the thread pipeline, with stages completing mbarrier
+/// phases (`cp.async.mbarrier.arrive.noinc`) instead of async-groups and a block barrier;
+/// a thread refills after its multiply, waiting (on `empty`) only for the stage everyone
+/// released a k-tile earlier.
+///
+/// # Safety
+/// The GEMM launch contract (module docs).
+pub unsafe fn block_pipeline<
+    const TM: usize,
+    const TN: usize,
+    const WM: u32,
+    const WN: u32,
+    const STAGES: usize,
+    const ALIGN: u32,
+>(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    type Geo<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
+        Geometry<TM, TN, WM, WN>;
+    let () = Geo::<TM, TN, WM, WN>::VALID;
+    const { assert!(STAGES >= 2) };
+    let layout = const {
+        Geo::<TM, TN, WM, WN>::layout(GemmStyle::BlockPipeline {
+            stages: STAGES as u32,
+        })
+    };
+    let bm_bn = (Geo::<TM, TN, WM, WN>::BM, Geo::<TM, TN, WM, WN>::BN);
+    let p = Problem::for_block(a, b, c, (m, n, k), bm_bn);
+    let tiles = p.k_tiles();
+    let thread = ptx::thread_idx_x();
+    let threads = Geo::<TM, TN, WM, WN>::COMPUTE_THREADS;
+    let group = Threads::new(thread, Geo::<TM, TN, WM, WN>::COMPUTE_THREADS);
+    let f = Fragment::of::<TM, TN, WN>(thread);
+    let a_bytes = Geo::<TM, TN, WM, WN>::A_BYTES;
+    let barriers: Shared<PipelineSharedState<STAGES>> =
+        dynamic_shared().add(layout.barriers_offset).cast();
+    // SAFETY: every thread calls it; the layout reserves the barriers after the stages.
+    let mut pipeline = unsafe { BlockPipeline::<STAGES>::init_all_threads(barriers, threads) };
+    let (mut producer, mut consumer) = pipeline.split();
+    let mut produce = |t: u32| {
+        let stage = producer.producer_acquire();
+        if t < tiles {
+            let dst = stage_tiles(layout, a_bytes, stage.index());
+            // SAFETY: the stage is free (acquired).
+            unsafe { copy_k_tile::<_, _, TM, TN, WM, WN, ALIGN>(&group, &p, t, dst, &stage) };
+        }
+        stage.producer_commit();
+    };
+    for t in 0..STAGES as u32 - 1 {
+        produce(t);
+    }
+    let mut acc = [[0.0f32; TN]; TM];
+    for t in 0..tiles {
+        let ready = consumer.consumer_wait();
+        let tiles_in = stage_tiles(layout, a_bytes, ready.index());
+        // SAFETY: the stage's phase completed: every thread's copies landed.
+        unsafe { multiply_stage::<TM, TN>(tiles_in, bm_bn.1, f, &mut acc) };
+        ready.consumer_release();
+        produce(t + STAGES as u32 - 1);
+    }
+    // SAFETY: launch contract.
+    unsafe { store_fragment::<TM, TN, ALIGN>(&p, f, &acc) };
+}
+
+/// [`GemmStyle::WarpSpecialized`]: the `WM x WN` compute warps only wait, multiply and
+/// release; the `PRODUCER_WARPS` warps after them only acquire, copy and commit, so no
+/// compute warp ever issues a copy.
+///
+/// # Safety
+/// The GEMM launch contract (module docs).
+pub unsafe fn warp_specialized<
+    const TM: usize,
+    const TN: usize,
+    const WM: u32,
+    const WN: u32,
+    const STAGES: usize,
+    const PRODUCER_WARPS: u32,
+    const ALIGN: u32,
+>(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    type Geo<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
+        Geometry<TM, TN, WM, WN>;
+    let () = Geo::<TM, TN, WM, WN>::VALID;
+    let style = GemmStyle::WarpSpecialized {
+        stages: STAGES as u32,
+        producer_warps: PRODUCER_WARPS,
+    };
+    let layout = Geo::<TM, TN, WM, WN>::layout(style);
+    let bm_bn = (Geo::<TM, TN, WM, WN>::BM, Geo::<TM, TN, WM, WN>::BN);
+    let p = Problem::for_block(a, b, c, (m, n, k), bm_bn);
+    let tiles = p.k_tiles();
+    let compute_threads = Geo::<TM, TN, WM, WN>::COMPUTE_THREADS;
+    let a_bytes = Geo::<TM, TN, WM, WN>::A_BYTES;
+    let barriers: Shared<PipelineSharedState<STAGES>> =
+        dynamic_shared().add(layout.barriers_offset).cast();
+    // SAFETY: every thread calls it; the producer warps fill every stage, the compute
+    // warps release every stage; the layout reserves the barriers.
+    let mut pipeline = unsafe {
+        BlockPipeline::<STAGES>::init_partitioned(barriers, 32 * PRODUCER_WARPS, compute_threads)
+    };
+    let (mut producer, mut consumer) = pipeline.split();
+    let thread = ptx::thread_idx_x();
+    // Warp-uniform (shfl), so each role's loop stays on the uniform datapath.
+    let warp = ptx::shfl_sync_idx(thread / 32, 0);
+    if warp >= WM * WN {
+        let group = Threads::new(thread - compute_threads, 32 * PRODUCER_WARPS);
+        for t in 0..tiles {
+            let stage = producer.producer_acquire();
+            let dst = stage_tiles(layout, a_bytes, stage.index());
+            // SAFETY: the stage is free (acquired).
+            unsafe { copy_k_tile::<_, _, TM, TN, WM, WN, ALIGN>(&group, &p, t, dst, &stage) };
+            stage.producer_commit();
+        }
+        // No copy may outlive the thread that issued it.
+        ptx::wait_all();
+    } else {
+        let f = Fragment::of::<TM, TN, WN>(thread);
+        let mut acc = [[0.0f32; TN]; TM];
+        for _ in 0..tiles {
+            let ready = consumer.consumer_wait();
+            let tiles_in = stage_tiles(layout, a_bytes, ready.index());
+            // SAFETY: the stage's phase completed: the producers' copies landed.
+            unsafe { multiply_stage::<TM, TN>(tiles_in, bm_bn.1, f, &mut acc) };
+            ready.consumer_release();
+        }
+        // SAFETY: launch contract.
+        unsafe { store_fragment::<TM, TN, ALIGN>(&p, f, &acc) };
+    }
+}
+
+/// Up to four floats of one copy chunk of a tile, loaded into registers: the part inside the
+/// matrix, zeros for the rest (the synchronous twin of a zero-filling `cp.async`).
+///
+/// # Safety
+/// As [`memcpy_async_tile`]'s source contract for `src`.
+#[inline(always)]
+unsafe fn load_chunk<const ALIGN: u32>(src: &GlobalTile<f32>, row: u32, offset: u32) -> [f32; 4] {
+    let at = src
+        .base
+        .cast::<u8>()
+        .wrapping_add(row as usize * src.row_stride + offset as usize)
+        .cast::<f32>();
+    let inside = row < src.valid_rows;
+    if ALIGN == 16 && inside && offset + 16 <= src.valid_row_bytes {
+        // SAFETY: 16 readable, 16-byte aligned bytes.
+        return unsafe { at.cast::<Quad>().read().0 };
+    }
+    let mut v = [0.0f32; 4];
+    for (e, x) in v.iter_mut().enumerate().take(ALIGN as usize / 4) {
+        if inside && offset + 4 * (e as u32) < src.valid_row_bytes {
+            // SAFETY: inside the valid part of the row.
+            *x = unsafe { at.add(e).read() };
+        }
+    }
+    v
+}
+
+/// Chunks of one k-tile a thread of the sync kernel stages through registers (at most).
+const SYNC_MAX_CHUNKS: usize = 16;
+
+/// [`GemmStyle::Sync`]: while multiplying k-tile `t` from one shared buffer, load k-tile
+/// `t + 1` into registers (plain loads, zeros past the edges), then store it to the other
+/// buffer; one `barrier.sync` per k-tile.
+///
+/// # Safety
+/// The GEMM launch contract (module docs).
+pub unsafe fn sync<
+    const TM: usize,
+    const TN: usize,
+    const WM: u32,
+    const WN: u32,
+    const ALIGN: u32,
+>(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    type Geo<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
+        Geometry<TM, TN, WM, WN>;
+    let () = Geo::<TM, TN, WM, WN>::VALID;
+    let layout = const { Geo::<TM, TN, WM, WN>::layout(GemmStyle::Sync) };
+    let bm_bn = (Geo::<TM, TN, WM, WN>::BM, Geo::<TM, TN, WM, WN>::BN);
+    let p = Problem::for_block(a, b, c, (m, n, k), bm_bn);
+    let tiles = p.k_tiles();
+    let thread = ptx::thread_idx_x();
+    let threads = Geo::<TM, TN, WM, WN>::COMPUTE_THREADS;
+    let f = Fragment::of::<TM, TN, WN>(thread);
+    let a_bytes = Geo::<TM, TN, WM, WN>::A_BYTES;
+    let shapes = [
+        Geo::<TM, TN, WM, WN>::A_SHAPE,
+        Geo::<TM, TN, WM, WN>::B_SHAPE,
+    ];
+    let chunks = |shape: TileShape| shape.rows * shape.row_bytes / ALIGN;
+    const {
+        let threads = WM * WN * 32;
+        let a_chunks = Geo::<TM, TN, WM, WN>::BM * BK * 4 / ALIGN;
+        let b_chunks = BK * Geo::<TM, TN, WM, WN>::BN * 4 / ALIGN;
+        assert!(
+            a_chunks.is_multiple_of(threads) && b_chunks.is_multiple_of(threads),
+            "every thread of the sync kernel stages the same number of chunks"
+        );
+        assert!(
+            (a_chunks + b_chunks) / threads <= SYNC_MAX_CHUNKS as u32,
+            "the sync kernel stages at most SYNC_MAX_CHUNKS chunks per thread"
+        )
+    };
+
+    // This thread's chunks of k-tile t, A's then B's, into registers.
+    let load = |t: u32| {
+        let mut regs = [[0.0f32; 4]; SYNC_MAX_CHUNKS];
+        let mut slot = 0;
+        for (which, src) in [p.a_tile(t, bm_bn.0), p.b_tile(t, bm_bn.1)]
+            .iter()
+            .enumerate()
+        {
+            let shape = shapes[which];
+            let per_row = shape.row_bytes / ALIGN;
+            for round in 0..chunks(shape) / threads {
+                let chunk = thread + round * threads;
+                // SAFETY: the tile is clipped to its matrix.
+                regs[slot] =
+                    unsafe { load_chunk::<ALIGN>(src, chunk / per_row, chunk % per_row * ALIGN) };
+                slot += 1;
+            }
+        }
+        regs
+    };
+    // ... and from registers to stage buffer `s`.
+    let store = |s: u32, regs: &[[f32; 4]; SYNC_MAX_CHUNKS]| {
+        let (a_dst, b_dst) = stage_tiles(layout, a_bytes, s);
+        let mut slot = 0;
+        for (which, dst) in [a_dst, b_dst].into_iter().enumerate() {
+            let shape = shapes[which];
+            let per_row = shape.row_bytes / ALIGN;
+            for round in 0..chunks(shape) / threads {
+                let chunk = thread + round * threads;
+                let at = dst
+                    .cast::<u8>()
+                    .add(chunk / per_row * shape.row_bytes + chunk % per_row * ALIGN);
+                // SAFETY: inside the stage; no one reads this buffer until the barrier
+                // after the store (its last readers passed the previous barrier).
+                unsafe {
+                    if ALIGN == 16 {
+                        at.cast::<[f32; 4]>().write(regs[slot]);
+                    } else {
+                        at.cast::<f32>().write(regs[slot][0]);
+                    }
+                }
+                slot += 1;
+            }
+        }
+    };
+
+    store(0, &load(0));
+    ptx::barrier_sync();
+    let mut acc = [[0.0f32; TN]; TM];
+    for t in 0..tiles {
+        let next = (t + 1 < tiles).then(|| load(t + 1));
+        let tiles_in = stage_tiles(layout, a_bytes, t % 2);
+        // SAFETY: stored and synced.
+        unsafe { multiply_stage::<TM, TN>(tiles_in, bm_bn.1, f, &mut acc) };
+        if let Some(regs) = next {
+            // The other buffer's last readers passed the barrier that ended k-tile t - 1.
+            store((t + 1) % 2, &regs);
+        }
+        ptx::barrier_sync();
+    }
+    // SAFETY: launch contract.
+    unsafe { store_fragment::<TM, TN, ALIGN>(&p, f, &acc) };
+}
+
+crate::static_shared!(
+    /// The reference kernel's A tile.
+    fn reference_a() -> [f32; (REFERENCE_TILE * REFERENCE_TILE) as usize]
+);
+crate::static_shared!(
+    /// The reference kernel's B tile.
+    fn reference_b() -> [f32; (REFERENCE_TILE * REFERENCE_TILE) as usize]
+);
+
+/// `C = A B` with f64 accumulation: thread `(tx, ty)` of a block of `REFERENCE_TILE^2`
+/// threads computes `C[m0 + ty][n0 + tx]`, the block walking K in `REFERENCE_TILE` steps
+/// through two shared tiles. Deliberately simple: it is what the fast kernels are checked
+/// against.
+///
+/// # Safety
+/// Grid `(ceil(n / 16), ceil(m / 16))` of 256-thread blocks; `a` holds `m * k` floats, `b`
+/// `k * n`, `c` `m * n` doubles.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn gemm_reference(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f64,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    let t = ptx::thread_idx_x();
+    let (tx, ty) = (t % REFERENCE_TILE, t / REFERENCE_TILE);
+    let row = ptx::block_idx_y() * REFERENCE_TILE + ty;
+    let col = ptx::block_idx_x() * REFERENCE_TILE + tx;
+    let (sa, sb) = (reference_a(), reference_b());
+    let mut sum = 0.0f64;
+    let mut k0 = 0;
+    while k0 < k {
+        // SAFETY: reads inside the matrices only; each thread writes its own slot.
+        unsafe {
+            let ak = k0 + tx;
+            let a_value = if row < m && ak < k {
+                a.add(row as usize * k as usize + ak as usize).read()
+            } else {
+                0.0
+            };
+            let bk = k0 + ty;
+            let b_value = if bk < k && col < n {
+                b.add(bk as usize * n as usize + col as usize).read()
+            } else {
+                0.0
+            };
+            sa.at(t).write(a_value);
+            sb.at(t).write(b_value);
+        }
+        ptx::barrier_sync();
+        for kk in 0..REFERENCE_TILE {
+            // SAFETY: written before the barrier above.
+            let (x, y) = unsafe {
+                (
+                    sa.at(ty * REFERENCE_TILE + kk).read(),
+                    sb.at(kk * REFERENCE_TILE + tx).read(),
+                )
+            };
+            sum += x as f64 * y as f64;
+        }
+        ptx::barrier_sync();
+        k0 += REFERENCE_TILE;
+    }
+    if row < m && col < n {
+        // SAFETY: inside C.
+        unsafe { c.add(row as usize * n as usize + col as usize).write(sum) };
+    }
+}

@@ -1,0 +1,153 @@
+//! GEMM: `C = A B` in `f32`, row-major, any `M, N, K >= 1`, on the library's copies and
+//! pipelines — the kernel the async-copy machinery exists for.
+//!
+//! A block computes a `bm x bn` tile of C ([`GemmTile`]) walking K in steps of [`BK`]: each
+//! step's A tile (`bm x BK`) and B tile (`BK x bn`) go to a shared-memory stage with
+//! `memcpy_async_tile` (16-byte `cp.async.cg` copies, or 4-byte ones when K or N is not a
+//! multiple of 4; tiles hanging over the matrix edge are zero-filled by the copies), and every
+//! thread multiplies its `thread_m x thread_n` fragment with `LDS.128` reads and FFMAs. The
+//! styles ([`GemmStyle`]) differ only in how the stages are filled and awaited.
+//!
+//! Kernel parameters: `(a, b, c, m, n, k)`; `a` is `m x k`, `b` is `k x n`, `c` is `m x n`.
+//! Grid: [`GemmKernel::grid`], blocks of [`GemmKernel::threads`], dynamic shared memory
+//! [`GemmKernel::layout`].
+
+mod shapes;
+pub use shapes::*;
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels;
+
+/// Looks a GEMM kernel family up by name.
+pub fn find(name: &str) -> Option<&'static GemmKernel> {
+    GEMM_KERNELS.iter().find(|k| k.name == name)
+}
+
+macro_rules! gemm_kernels {
+    ($($name:ident => $style:ident { $($param:ident : $value:literal),* }
+        tile ($wm:literal x $wn:literal warps of $tm:literal x $tn:literal) by $body:ident,)*) => {
+        /// Every GEMM kernel family (a `static`: one address per entry).
+        pub static GEMM_KERNELS: &[GemmKernel] = &[
+            $(GemmKernel {
+                name: stringify!($name),
+                style: GemmStyle::$style { $($param: $value),* },
+                tile: GemmTile { warps_m: $wm, warps_n: $wn, thread_m: $tm, thread_n: $tn },
+                entry_aligned: concat!(stringify!($name), "_a16"),
+                entry_any: concat!(stringify!($name), "_a4"),
+            },)*
+        ];
+
+        /// Two entry points per family, `NAME_a16` (16-byte copies) and `NAME_a4` (4-byte
+        /// copies): each calls its style's body with the tile, the style's parameters in
+        /// table order, and the copy size as const generics.
+        #[cfg(target_arch = "nvptx64")]
+        mod entry_points {
+            $(
+                #[allow(non_snake_case)]
+                mod $name {
+                    const THREADS: u32 = super::super::GemmKernel {
+                        name: "",
+                        style: super::super::GemmStyle::$style { $($param: $value),* },
+                        tile: super::super::GemmTile {
+                            warps_m: $wm, warps_n: $wn, thread_m: $tm, thread_n: $tn,
+                        },
+                        entry_aligned: "",
+                        entry_any: "",
+                    }
+                    .threads();
+                    crate::max_threads!(aligned, THREADS);
+                    crate::max_threads!(any, THREADS);
+
+                    /// GEMM kernel, 16-byte copies (see [`super::super::GEMM_KERNELS`]).
+                    ///
+                    /// # Safety
+                    /// The GEMM launch contract (module docs), with `k % 4 == 0` and
+                    /// `n % 4 == 0`, every buffer 16-byte aligned.
+                    #[unsafe(export_name = concat!(stringify!($name), "_a16"))]
+                    pub unsafe extern "ptx-kernel" fn aligned(
+                        a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32,
+                    ) {
+                        // SAFETY: forwarded launch contract.
+                        unsafe {
+                            super::super::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)* 16>(
+                                a, b, c, m, n, k,
+                            )
+                        }
+                    }
+
+                    /// GEMM kernel, 4-byte copies: any size.
+                    ///
+                    /// # Safety
+                    /// The GEMM launch contract (module docs).
+                    #[unsafe(export_name = concat!(stringify!($name), "_a4"))]
+                    pub unsafe extern "ptx-kernel" fn any(
+                        a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32,
+                    ) {
+                        // SAFETY: forwarded launch contract.
+                        unsafe {
+                            super::super::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)* 4>(
+                                a, b, c, m, n, k,
+                            )
+                        }
+                    }
+                }
+            )*
+        }
+    };
+}
+
+// Warp specialization runs at 128x128: on sm_90 the register file is split among the four
+// SM sub-partitions, so a block of 8 compute warps and 1 producer warp puts 3 warps on some
+// sub-partition and ptxas caps every thread at 168 registers; the 128x256 tile's 128
+// accumulators per thread need 255 (ptxas: 168 registers and 292 bytes of spills with the
+// producer warp added). `setmaxnreg`, which would move the producer's registers to the
+// compute warps, needs sm_90a.
+gemm_kernels! {
+    gemm_sync => Sync {} tile (2 x 4 warps of 16 x 8) by sync,
+    gemm_thread_pipeline_2 => ThreadPipeline { stages: 2 } tile (2 x 4 warps of 16 x 8) by thread_pipeline,
+    gemm_thread_pipeline_3 => ThreadPipeline { stages: 3 } tile (2 x 4 warps of 16 x 8) by thread_pipeline,
+    gemm_thread_pipeline_4 => ThreadPipeline { stages: 4 } tile (2 x 4 warps of 16 x 8) by thread_pipeline,
+    gemm_thread_pipeline_5 => ThreadPipeline { stages: 5 } tile (2 x 4 warps of 16 x 8) by thread_pipeline,
+    gemm_block_pipeline_2 => BlockPipeline { stages: 2 } tile (2 x 4 warps of 16 x 8) by block_pipeline,
+    gemm_block_pipeline_3 => BlockPipeline { stages: 3 } tile (2 x 4 warps of 16 x 8) by block_pipeline,
+    gemm_block_pipeline_4 => BlockPipeline { stages: 4 } tile (2 x 4 warps of 16 x 8) by block_pipeline,
+    gemm_block_pipeline_5 => BlockPipeline { stages: 5 } tile (2 x 4 warps of 16 x 8) by block_pipeline,
+    gemm_sync_128x128 => Sync {} tile (4 x 2 warps of 8 x 8) by sync,
+    gemm_thread_pipeline_4_128x128 => ThreadPipeline { stages: 4 } tile (4 x 2 warps of 8 x 8) by thread_pipeline,
+    gemm_block_pipeline_4_128x128 => BlockPipeline { stages: 4 } tile (4 x 2 warps of 8 x 8) by block_pipeline,
+    gemm_warp_specialized_3_1p_128x128 => WarpSpecialized { stages: 3, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
+    gemm_warp_specialized_4_1p_128x128 => WarpSpecialized { stages: 4, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
+    gemm_warp_specialized_5_1p_128x128 => WarpSpecialized { stages: 5, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
+    gemm_warp_specialized_4_2p_128x128 => WarpSpecialized { stages: 4, producer_warps: 2 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_and_layouts() {
+        let k = find("gemm_thread_pipeline_4").unwrap();
+        assert_eq!((k.tile.bm(), k.tile.bn(), k.threads()), (128, 256, 256));
+        assert_eq!(k.tile.stage_bytes(), 128 * 8 * 4 + 8 * 256 * 4);
+        assert_eq!(k.layout().bytes, 4 * 12288);
+        let ws = find("gemm_warp_specialized_4_2p_128x128").unwrap();
+        assert_eq!(ws.threads(), 320);
+        assert_eq!(ws.layout().bytes, 4 * 8192 + 4 * 16);
+        let small = find("gemm_thread_pipeline_4_128x128").unwrap();
+        assert_eq!((small.tile.bm(), small.tile.bn()), (128, 128));
+        assert_eq!(k.grid(4095, 4097), (17, 32));
+        assert_eq!(k.entry_for(4096, 4096), "gemm_thread_pipeline_4_a16");
+        assert_eq!(k.entry_for(4097, 4096), "gemm_thread_pipeline_4_a4");
+        assert_eq!(k.entry_for(4096, 1023), "gemm_thread_pipeline_4_a4");
+    }
+
+    #[test]
+    fn every_kernel_fits_a_block() {
+        for k in GEMM_KERNELS {
+            assert!(k.threads() <= 1024, "{}", k.name);
+            assert!(k.layout().bytes <= 227 * 1024, "{}", k.name);
+            assert_eq!(k.tile.thread_n % 4, 0, "{}", k.name);
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The GEMM's shapes, for host and device: block, warp and thread tiles, the completion
+//! styles, each kernel's launch geometry and shared-memory layout.
+
+use crate::layout::StagedLayout;
+
+/// The k-extent of a block's tile: one pipeline stage holds `BK` columns of A and `BK` rows of
+/// B. Eight floats make an A row 32 bytes, so the four rows the four `m` lanes of a warp read
+/// at once fall in different banks.
+pub const BK: u32 = 8;
+
+/// Lanes of a warp along `m` and along `n`: lane `l` computes rows `l % 4 + 4 i` and column
+/// groups `4 (l / 4) + 32 j` of its warp's tile.
+pub const LANES_M: u32 = 4;
+/// See [`LANES_M`].
+pub const LANES_N: u32 = 8;
+
+/// A block's tile of C and how it is cut: `warps_m x warps_n` warps, each owning a
+/// `4 thread_m x 8 thread_n` warp tile, each thread `thread_m x thread_n` outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GemmTile {
+    /// Warps along `m`.
+    pub warps_m: u32,
+    /// Warps along `n`.
+    pub warps_n: u32,
+    /// Outputs per thread along `m`.
+    pub thread_m: u32,
+    /// Outputs per thread along `n` (a multiple of 4: they are read and written as `float4`).
+    pub thread_n: u32,
+}
+
+impl GemmTile {
+    /// Rows of C per block.
+    pub const fn bm(self) -> u32 {
+        self.warps_m * LANES_M * self.thread_m
+    }
+
+    /// Columns of C per block.
+    pub const fn bn(self) -> u32 {
+        self.warps_n * LANES_N * self.thread_n
+    }
+
+    /// Threads that compute (one per `thread_m x thread_n` outputs).
+    pub const fn compute_threads(self) -> u32 {
+        self.warps_m * self.warps_n * 32
+    }
+
+    /// Bytes of one stage's A tile (`bm x BK`, rows of `BK` floats).
+    pub const fn a_tile_bytes(self) -> u32 {
+        self.bm() * BK * 4
+    }
+
+    /// Bytes of one stage's B tile (`BK x bn`, rows of `bn` floats).
+    pub const fn b_tile_bytes(self) -> u32 {
+        BK * self.bn() * 4
+    }
+
+    /// Bytes of one stage: the A tile, then the B tile.
+    pub const fn stage_bytes(self) -> u32 {
+        self.a_tile_bytes() + self.b_tile_bytes()
+    }
+}
+
+/// How a GEMM kernel gets its operand tiles into shared memory and learns they arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmStyle {
+    /// No async copy: the next tile is loaded into registers while the current one is
+    /// multiplied, then stored to the other of two shared buffers; one `barrier.sync` per
+    /// k-tile (the classic double-buffered kernel).
+    Sync,
+    /// `memcpy_async` into a [`ThreadPipeline`](crate::pipeline::ThreadPipeline) of `stages`
+    /// buffers, `stages - 1` k-tiles in flight; every thread copies and computes; one
+    /// `barrier.sync` per k-tile (CUTLASS's multistage mainloop).
+    ThreadPipeline {
+        /// Buffers in the ring.
+        stages: u32,
+    },
+    /// The same with a [`BlockPipeline`](crate::pipeline::BlockPipeline): stages complete
+    /// mbarrier phases, and no block-wide barrier.
+    BlockPipeline {
+        /// Buffers in the ring.
+        stages: u32,
+    },
+    /// `producer_warps` warps only copy, the compute warps only compute, through a
+    /// [`BlockPipeline`](crate::pipeline::BlockPipeline).
+    WarpSpecialized {
+        /// Buffers in the ring.
+        stages: u32,
+        /// Warps that copy (after the compute warps).
+        producer_warps: u32,
+    },
+}
+
+impl GemmStyle {
+    /// Buffers in shared memory (2 for the register-staged sync kernel).
+    pub const fn stages(self) -> u32 {
+        match self {
+            GemmStyle::Sync => 2,
+            GemmStyle::ThreadPipeline { stages }
+            | GemmStyle::BlockPipeline { stages }
+            | GemmStyle::WarpSpecialized { stages, .. } => stages,
+        }
+    }
+
+    /// Whether the style keeps a `full` and an `empty` mbarrier per stage.
+    pub const fn has_stage_barriers(self) -> bool {
+        matches!(
+            self,
+            GemmStyle::BlockPipeline { .. } | GemmStyle::WarpSpecialized { .. }
+        )
+    }
+
+    /// Warps that only copy.
+    pub const fn producer_warps(self) -> u32 {
+        match self {
+            GemmStyle::WarpSpecialized { producer_warps, .. } => producer_warps,
+            _ => 0,
+        }
+    }
+
+    /// The style's name in reports.
+    pub const fn label(self) -> &'static str {
+        match self {
+            GemmStyle::Sync => "sync",
+            GemmStyle::ThreadPipeline { .. } => "thread_pipeline",
+            GemmStyle::BlockPipeline { .. } => "block_pipeline",
+            GemmStyle::WarpSpecialized { .. } => "warp_specialized",
+        }
+    }
+
+    /// One line on what the style does.
+    pub const fn summary(self) -> &'static str {
+        match self {
+            GemmStyle::Sync => "global -> registers -> shared, double-buffered, no cp.async",
+            GemmStyle::ThreadPipeline { .. } => {
+                "multistage ThreadPipeline, all threads copy + compute, 1 barrier.sync per k-tile"
+            }
+            GemmStyle::BlockPipeline { .. } => {
+                "multistage BlockPipeline, all threads copy + compute, mbarriers only"
+            }
+            GemmStyle::WarpSpecialized { .. } => {
+                "producer warps copy, compute warps multiply, through a BlockPipeline"
+            }
+        }
+    }
+}
+
+/// One GEMM kernel family: a style and a tile, built twice — with 16-byte copies for
+/// operands whose rows are 16-byte aligned (K and N multiples of 4), and with 4-byte copies
+/// for any size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmKernel {
+    /// The family's name.
+    pub name: &'static str,
+    /// How it copies and waits.
+    pub style: GemmStyle,
+    /// How it cuts C.
+    pub tile: GemmTile,
+    /// Entry point with 16-byte `cp.async.cg` copies (`K % 4 == 0 && N % 4 == 0`).
+    pub entry_aligned: &'static str,
+    /// Entry point with 4-byte copies: any `M, N, K`.
+    pub entry_any: &'static str,
+}
+
+impl GemmKernel {
+    /// Threads per block: the compute warps, then the producer warps.
+    pub const fn threads(&self) -> u32 {
+        self.tile.compute_threads() + 32 * self.style.producer_warps()
+    }
+
+    /// Its dynamic shared memory: the stage buffers, then the stage mbarriers if it has them.
+    pub const fn layout(&self) -> StagedLayout {
+        StagedLayout::new(
+            self.tile.stage_bytes(),
+            self.style.stages(),
+            self.style.has_stage_barriers(),
+        )
+    }
+
+    /// Blocks for an `m x n` C: `(n tiles, m tiles)`.
+    pub const fn grid(&self, m: u32, n: u32) -> (u32, u32) {
+        (n.div_ceil(self.tile.bn()), m.div_ceil(self.tile.bm()))
+    }
+
+    /// The entry point for `n` columns of B and `k` columns of A: 16-byte copies when every
+    /// row of both starts 16-byte aligned.
+    pub const fn entry_for(&self, n: u32, k: u32) -> &'static str {
+        if n.is_multiple_of(4) && k.is_multiple_of(4) {
+            self.entry_aligned
+        } else {
+            self.entry_any
+        }
+    }
+}
+
+/// The reference kernel: `gemm_reference(a, b, c, m, n, k)` writes `C = A B` in `f64` (one
+/// thread per output, f64 accumulation of the f32 products) to an `m x n` array of `f64`.
+pub const REFERENCE_KERNEL: &str = "gemm_reference";
+/// Side of the reference kernel's square output tile per block.
+pub const REFERENCE_TILE: u32 = 16;
+/// Threads per block of the reference kernel (one per output of its tile).
+pub const REFERENCE_THREADS: u32 = REFERENCE_TILE * REFERENCE_TILE;
+
+/// The largest `M`, `N` or `K` the kernels take: indices into a matrix are 64-bit, but the
+/// sizes are `u32` kernel parameters and tile origins `u32` sums.
+pub const MAX_DIM: u32 = 1 << 30;

@@ -1,0 +1,486 @@
+//! The GEMM (`gpu::workloads::gemm`): `C = A B`, row-major `f32`, every kernel family against
+//! cuBLAS SGEMM (FP32 math, TF32 off) on the same buffers, all checked against a reference
+//! kernel of our own that accumulates in `f64`.
+//!
+//! Checks: on random inputs in [-1, 1), `||C - ref|| / ||ref||` and every element (scaled by
+//! `max |ref|`) must be within [`Tolerance::f32_dot`] of K — a bound that grows like
+//! `sqrt(K)` times `f32`'s unit roundoff, as the rounding error of a length-K dot product
+//! does; on small-integer inputs every sum is exact, so C must equal the reference bit for
+//! bit. Outputs are poisoned before every checked launch.
+
+use crate::check::{self, CheckReport, POISON, Tolerance};
+use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use crate::gpu::{Gpu, KernelArg, LaunchConfig};
+use anyhow::{Result, bail, ensure};
+use cudarc::cublas::sys as cublas;
+use cudarc::driver::CudaSlice;
+use gpu::workloads::gemm::{
+    GEMM_KERNELS, GemmKernel, MAX_DIM, REFERENCE_KERNEL, REFERENCE_THREADS, REFERENCE_TILE,
+};
+use std::fmt;
+use std::sync::LazyLock;
+
+/// The GEMM workload.
+pub struct Gemm;
+
+/// One GEMM experiment: a kernel family of ours, or cuBLAS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GemmExperiment {
+    /// cuBLAS SGEMM, FP32 (`CUBLAS_PEDANTIC_MATH`: no TF32), the baseline.
+    Cublas,
+    /// A kernel family of ours.
+    Kernel(&'static GemmKernel),
+}
+
+static EXPERIMENTS: LazyLock<Vec<GemmExperiment>> = LazyLock::new(|| {
+    std::iter::once(GemmExperiment::Cublas)
+        .chain(GEMM_KERNELS.iter().map(GemmExperiment::Kernel))
+        .collect()
+});
+
+/// The row name of cuBLAS.
+pub const CUBLAS: &str = "cublas_sgemm";
+
+impl Experiment for GemmExperiment {
+    fn name(&self) -> &'static str {
+        match self {
+            GemmExperiment::Cublas => CUBLAS,
+            GemmExperiment::Kernel(k) => k.name,
+        }
+    }
+    fn role(&self) -> Role {
+        match self {
+            GemmExperiment::Cublas => Role::Baseline,
+            GemmExperiment::Kernel(_) => Role::Library,
+        }
+    }
+    fn style(&self) -> &'static str {
+        match self {
+            GemmExperiment::Cublas => "cublas",
+            GemmExperiment::Kernel(k) => k.style.label(),
+        }
+    }
+    fn stages(&self) -> Option<u32> {
+        match self {
+            GemmExperiment::Cublas => None,
+            GemmExperiment::Kernel(k) => Some(k.style.stages()),
+        }
+    }
+    fn threads(&self) -> Option<u32> {
+        match self {
+            GemmExperiment::Cublas => None,
+            GemmExperiment::Kernel(k) => Some(k.threads()),
+        }
+    }
+    fn shared_bytes(&self) -> Option<u32> {
+        match self {
+            GemmExperiment::Cublas => None,
+            GemmExperiment::Kernel(k) => Some(k.layout().bytes),
+        }
+    }
+    fn summary(&self) -> &'static str {
+        match self {
+            GemmExperiment::Cublas => {
+                "cuBLAS SGEMM, FP32 math (TF32 off), row-major via C^T = B^T A^T"
+            }
+            GemmExperiment::Kernel(k) => k.style.summary(),
+        }
+    }
+    fn entry_points(&self) -> Vec<&'static str> {
+        match self {
+            GemmExperiment::Cublas => Vec::new(),
+            GemmExperiment::Kernel(k) => vec![k.entry_aligned, k.entry_any],
+        }
+    }
+}
+
+/// A GEMM's size: C is `m x n`, the dot products have length `k`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mnk {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+}
+
+impl fmt::Display for Mnk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}x{}", self.m, self.n, self.k)
+    }
+}
+
+impl Mnk {
+    /// Bytes of device memory a problem of this size takes: A, B and C in `f32`, the
+    /// reference in `f64`.
+    pub fn device_bytes(self) -> u64 {
+        let (m, n, k) = (self.m as u64, self.n as u64, self.k as u64);
+        4 * (m * k + k * n + m * n) + 8 * m * n
+    }
+
+    /// Floating-point operations of one product.
+    pub fn flops(self) -> u64 {
+        2 * self.m as u64 * self.n as u64 * self.k as u64
+    }
+}
+
+/// The largest M: the reference kernel's grid has `ceil(M / 16)` rows of blocks, at most 65535.
+pub const MAX_M: u32 = 65535 * REFERENCE_TILE;
+
+/// The largest K whose small-integer products (each at most 64 in magnitude) still sum
+/// exactly in `f32` (below 2^24).
+pub const MAX_EXACT_K: u32 = 1 << 18;
+
+/// Reads `N` (a square problem), `MxNxK` or `M,N,K`.
+pub fn parse_mnk(text: &str) -> Result<Mnk, String> {
+    let parts: Vec<&str> = text.split(['x', 'X', ',']).map(str::trim).collect();
+    let numbers: Vec<u64> = parts
+        .iter()
+        .map(|p| p.parse::<u64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("`{text}` is not N or MxNxK (whole numbers)"))?;
+    let (m, n, k) = match numbers[..] {
+        [s] => (s, s, s),
+        [m, n, k] => (m, n, k),
+        _ => return Err(format!("`{text}` is not N or MxNxK")),
+    };
+    for (what, value) in [("M", m), ("N", n), ("K", k)] {
+        if value == 0 {
+            return Err(format!("{what} must be at least 1 (in `{text}`)"));
+        }
+        if value > MAX_DIM as u64 {
+            return Err(format!("{what} = {value} is too large: at most {MAX_DIM}"));
+        }
+    }
+    if m > MAX_M as u64 {
+        return Err(format!("M = {m} is too large: at most {MAX_M}"));
+    }
+    Ok(Mnk {
+        m: m as u32,
+        n: n as u32,
+        k: k as u32,
+    })
+}
+
+impl Workload for Gemm {
+    type Experiment = GemmExperiment;
+    type Size = Mnk;
+    type Problem = GemmProblem;
+
+    fn name(&self) -> &'static str {
+        "gemm"
+    }
+    fn summary(&self) -> &'static str {
+        "C = A B, f32 row-major, any size: every completion style vs cuBLAS SGEMM (FP32)"
+    }
+    fn experiments(&self) -> &'static [GemmExperiment] {
+        &EXPERIMENTS
+    }
+    fn helper_kernels(&self) -> &'static [&'static str] {
+        &[REFERENCE_KERNEL]
+    }
+    fn size_syntax(&self) -> &'static str {
+        "N (square) or MxNxK, each from 1 to 2^30 (M at most 1048560)"
+    }
+    fn parse_size(&self, text: &str) -> Result<Mnk, String> {
+        parse_mnk(text)
+    }
+    fn default_sizes(&self) -> Vec<Mnk> {
+        [
+            "1024",
+            "2048",
+            "4096",
+            "8192",
+            "4095x4097x1023",
+            "1000x1000x1000",
+            "8192x64x8192",
+        ]
+        .iter()
+        .map(|s| parse_mnk(s).expect("valid default sizes"))
+        .collect()
+    }
+    fn test_cases(&self) -> Vec<(Values, Mnk)> {
+        // One element; ragged in every dimension (4-byte copies); tile multiples (16-byte
+        // copies); ragged M with aligned N and K; skinny; and small integers, exact, at
+        // ragged and aligned sizes.
+        let random = ["1", "129x257x33", "256x512x64", "200x260x1000", "300x8x36"];
+        let exact = ["1", "3x5x7", "131x259x17", "130x260x20", "257x130x1200"];
+        random
+            .iter()
+            .map(|s| (Values::Random, s))
+            .chain(exact.iter().map(|s| (Values::SmallIntegers, s)))
+            .map(|(values, s)| (values, parse_mnk(s).expect("valid test sizes")))
+            .collect()
+    }
+    fn prepare(&self, gpu: &Gpu, size: Mnk, inputs: Inputs) -> Result<GemmProblem> {
+        GemmProblem::new(gpu, size, inputs)
+    }
+}
+
+/// A cuBLAS handle on the GPU's stream, FP32 math only.
+struct Cublas {
+    handle: cublas::cublasHandle_t,
+}
+
+impl Cublas {
+    /// A handle, or why cuBLAS cannot be used here.
+    fn open(gpu: &Gpu) -> Result<Cublas, String> {
+        // SAFETY: only tries to load the library.
+        if !unsafe { cublas::is_culib_present() } {
+            return Err(format!(
+                "libcublas not found (looked for {})",
+                cudarc::get_lib_name_candidates("cublas")[..3].join(", ")
+            ));
+        }
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: creates a handle in the current context (the GPU's, bound to this thread).
+        let status = unsafe { cublas::cublasCreate_v2(&mut handle) };
+        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            return Err(format!("cublasCreate failed: {status:?}"));
+        }
+        let this = Cublas { handle };
+        let stream = gpu.stream().cu_stream() as cublas::cudaStream_t;
+        // SAFETY: a live handle and the GPU's live stream.
+        let status = unsafe { cublas::cublasSetStream_v2(handle, stream) };
+        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            return Err(format!("cublasSetStream failed: {status:?}"));
+        }
+        // SAFETY: a live handle. Pedantic: FP32 FFMA math, never TF32 tensor cores.
+        let status = unsafe {
+            cublas::cublasSetMathMode(handle, cublas::cublasMath_t::CUBLAS_PEDANTIC_MATH)
+        };
+        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            return Err(format!("cublasSetMathMode failed: {status:?}"));
+        }
+        Ok(this)
+    }
+}
+
+impl Drop for Cublas {
+    fn drop(&mut self) {
+        // SAFETY: the handle is live and dropped once.
+        unsafe { cublas::cublasDestroy_v2(self.handle) };
+    }
+}
+
+/// A, B, C and the reference on the GPU (the reference also on the host), and cuBLAS.
+pub struct GemmProblem {
+    size: Mnk,
+    values: Values,
+    a: CudaSlice<f32>,
+    b: CudaSlice<f32>,
+    c: CudaSlice<f32>,
+    reference: Vec<f64>,
+    cublas: Result<Cublas, String>,
+}
+
+impl GemmProblem {
+    fn new(gpu: &Gpu, size: Mnk, inputs: Inputs) -> Result<GemmProblem> {
+        let Mnk { m, n, k } = size;
+        if inputs.values == Values::SmallIntegers {
+            ensure!(
+                k <= MAX_EXACT_K,
+                "small-integer inputs are exact only up to K = {MAX_EXACT_K} (K = {k})"
+            );
+        }
+        gpu.ensure_free_memory(size.device_bytes(), &format!("a {size} GEMM"))?;
+        let (mk, kn, mn) = (
+            m as usize * k as usize,
+            k as usize * n as usize,
+            m as usize * n as usize,
+        );
+        let values = inputs.values.generate(mk + kn, inputs.seed);
+        let a = gpu.upload(&values[..mk], "A")?;
+        let b = gpu.upload(&values[mk..], "B")?;
+        drop(values);
+        let c = gpu.zeros::<f32>(mn, "C")?;
+        let reference = {
+            let c64 = gpu.zeros::<f64>(mn, "the reference C")?;
+            let config = LaunchConfig {
+                grid: (n.div_ceil(REFERENCE_TILE), m.div_ceil(REFERENCE_TILE)),
+                threads: REFERENCE_THREADS,
+                shared_bytes: 0,
+            };
+            let args = [
+                KernelArg::Ptr(gpu.address(&a)),
+                KernelArg::Ptr(gpu.address(&b)),
+                KernelArg::Ptr(gpu.address(&c64)),
+                KernelArg::U32(m),
+                KernelArg::U32(n),
+                KernelArg::U32(k),
+            ];
+            // SAFETY: gemm_reference(a, b, c: *mut f64, m, n, k) reads m*k and k*n floats
+            // and writes m*n doubles, which the buffers hold; the grid covers C in 16x16
+            // tiles of 256-thread blocks (M <= MAX_M keeps the grid's y within 65535).
+            unsafe { gpu.launch(REFERENCE_KERNEL, config, &args)? };
+            gpu.synchronize(|| format!("computing the reference of a {size} GEMM"))?;
+            gpu.download(&c64, "the reference C")?
+        };
+        Ok(GemmProblem {
+            size,
+            values: inputs.values,
+            a,
+            b,
+            c,
+            reference,
+            cublas: Cublas::open(gpu),
+        })
+    }
+}
+
+impl Problem<GemmExperiment> for GemmProblem {
+    fn unavailable(&self, experiment: &GemmExperiment) -> Option<String> {
+        match (experiment, &self.cublas) {
+            (GemmExperiment::Cublas, Err(why)) => Some(why.clone()),
+            _ => None,
+        }
+    }
+
+    fn poison(&mut self, gpu: &Gpu, _: &GemmExperiment) -> Result<()> {
+        Ok(gpu.fill_words(&mut self.c, POISON.to_bits(), "C")?)
+    }
+
+    fn launch(&mut self, gpu: &Gpu, experiment: &GemmExperiment) -> Result<()> {
+        let Mnk { m, n, k } = self.size;
+        match experiment {
+            GemmExperiment::Kernel(kernel) => {
+                let config = LaunchConfig {
+                    grid: kernel.grid(m, n),
+                    threads: kernel.threads(),
+                    shared_bytes: kernel.layout().bytes,
+                };
+                let args = [
+                    KernelArg::Ptr(gpu.address(&self.a)),
+                    KernelArg::Ptr(gpu.address(&self.b)),
+                    KernelArg::Ptr(gpu.address(&self.c)),
+                    KernelArg::U32(m),
+                    KernelArg::U32(n),
+                    KernelArg::U32(k),
+                ];
+                // SAFETY: GEMM kernels take (a, b, c, m, n, k) with A m x k, B k x n and C
+                // m x n f32, which the buffers hold, 256-byte aligned (driver allocations);
+                // the entry point is the 16-byte one only when k and n are multiples of 4;
+                // the geometry is the table's; 1 <= m, n, k <= MAX_DIM (parse_mnk).
+                unsafe { gpu.launch(kernel.entry_for(n, k), config, &args)? };
+            }
+            GemmExperiment::Cublas => {
+                let handle = match &self.cublas {
+                    Ok(cublas) => cublas.handle,
+                    Err(why) => bail!("cuBLAS is unavailable: {why}"),
+                };
+                let (alpha, beta) = (1.0f32, 0.0f32);
+                let (a, b) = (gpu.address(&self.a), gpu.address(&self.b));
+                let c = gpu.address(&self.c);
+                let (m, n, k) = (m as i32, n as i32, k as i32);
+                // Row-major C = A B is column-major C^T = B^T A^T: B (n x k, ld n) times
+                // A (k x m, ld k) into C^T (n x m, ld n).
+                // SAFETY: a live handle on the GPU's stream; the buffers hold the sizes the
+                // leading dimensions describe.
+                let status = unsafe {
+                    cublas::cublasSgemm_v2(
+                        handle,
+                        cublas::cublasOperation_t::CUBLAS_OP_N,
+                        cublas::cublasOperation_t::CUBLAS_OP_N,
+                        n,
+                        m,
+                        k,
+                        &alpha,
+                        b as *const f32,
+                        n,
+                        a as *const f32,
+                        k,
+                        &beta,
+                        c as *mut f32,
+                        n,
+                    )
+                };
+                ensure!(
+                    status == cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS,
+                    "cublasSgemm ({}) failed: {status:?}",
+                    self.size
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&mut self, gpu: &Gpu, _: &GemmExperiment) -> Result<CheckReport> {
+        let c = gpu.download(&self.c, "C")?;
+        Ok(match self.values {
+            Values::Random => check::check(&c, &self.reference, Tolerance::f32_dot(self.size.k)),
+            Values::SmallIntegers => check::check_exact_against(&c, &self.reference),
+        })
+    }
+
+    fn work(&self) -> Work {
+        Work::Flops(self.size.flops())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::AnyWorkload;
+
+    #[test]
+    fn sizes_parse_or_say_why_not() {
+        assert_eq!(
+            parse_mnk("4096").unwrap(),
+            Mnk {
+                m: 4096,
+                n: 4096,
+                k: 4096
+            }
+        );
+        assert_eq!(
+            parse_mnk("4095x4097x1023").unwrap(),
+            Mnk {
+                m: 4095,
+                n: 4097,
+                k: 1023
+            }
+        );
+        assert_eq!(
+            parse_mnk("8192,64,8192").unwrap(),
+            Mnk {
+                m: 8192,
+                n: 64,
+                k: 8192
+            }
+        );
+        assert!(parse_mnk("0").unwrap_err().contains("M must be at least 1"));
+        assert!(
+            parse_mnk("4x0x4")
+                .unwrap_err()
+                .contains("N must be at least 1")
+        );
+        assert!(parse_mnk("-5").unwrap_err().contains("whole numbers"));
+        assert!(parse_mnk("4x4").unwrap_err().contains("MxNxK"));
+        assert!(parse_mnk("5000000000").unwrap_err().contains("too large"));
+        assert!(
+            parse_mnk("2000000x1x1")
+                .unwrap_err()
+                .contains("M = 2000000")
+        );
+        assert_eq!(
+            Mnk { m: 2, n: 3, k: 4 }.device_bytes(),
+            4 * (8 + 12 + 6) + 8 * 6
+        );
+        assert_eq!(Mnk { m: 2, n: 3, k: 4 }.flops(), 48);
+    }
+
+    #[test]
+    fn cublas_is_the_baseline_and_every_family_has_two_entry_points() {
+        assert_eq!(Gemm.baseline().unwrap().name(), CUBLAS);
+        assert!(GemmExperiment::Cublas.entry_points().is_empty());
+        for e in AnyWorkload::experiments(&Gemm).into_iter().skip(1) {
+            let entries = e.entry_points();
+            assert_eq!(entries.len(), 2, "{}", e.name());
+            assert!(entries[0].ends_with("_a16") && entries[1].ends_with("_a4"));
+        }
+        assert_eq!(Gemm.default_sizes().len(), 7);
+        assert!(
+            Gemm.test_cases()
+                .iter()
+                .all(|(v, s)| *v == Values::Random || s.k <= MAX_EXACT_K)
+        );
+    }
+}
