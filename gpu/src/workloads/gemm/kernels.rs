@@ -245,13 +245,18 @@ unsafe fn multiply_k_quad<const TM: usize, const TN: usize>(
             row[4 * g..4 * g + 4].copy_from_slice(&v);
         }
     }
-    for (i, out) in acc.iter_mut().enumerate() {
+    // The four A values of every row, then four rank-1 updates: each k's 128 FFMAs read
+    // only registers, so the scheduler has long independent runs.
+    let mut ak = [[0.0f32; 4]; TM];
+    for (i, row) in ak.iter_mut().enumerate() {
         let at = (f.row + 4 * i as u32) * BK + kq * 4;
         // SAFETY: inside the A tile (row < bm); 16-byte aligned (BK = 8).
-        let av = unsafe { a.add(at).cast::<[f32; 4]>().read() };
-        for (kk, &a_value) in av.iter().enumerate() {
+        *row = unsafe { a.add(at).cast::<[f32; 4]>().read() };
+    }
+    for kk in 0..4 {
+        for (out, a_row) in acc.iter_mut().zip(&ak) {
             for (o, &b_value) in out.iter_mut().zip(&bk[kk]) {
-                *o = ptx::fma_f32(a_value, b_value, *o);
+                *o = ptx::fma_f32(a_row[kk], b_value, *o);
             }
         }
     }

@@ -96,29 +96,40 @@ macro_rules! gemm_kernels {
     };
 }
 
-// Warp specialization runs at 128x128: on sm_90 the register file is split among the four
-// SM sub-partitions, so a block of 8 compute warps and 1 producer warp puts 3 warps on some
-// sub-partition and ptxas caps every thread at 168 registers; the 128x256 tile's 128
-// accumulators per thread need 255 (ptxas: 168 registers and 292 bytes of spills with the
-// producer warp added). `setmaxnreg`, which would move the producer's registers to the
-// compute warps, needs sm_90a.
+// Three tiles:
+// - 128x128 cut into 4 warps of 64x64 (16x8 outputs per thread, 255 registers): two blocks
+//   fit an SM, so one block's barrier leaves the other running. The fastest on an H200, so
+//   every style and depth is built at this tile (no suffix).
+// - 128x256 cut into 8 warps of 64x64 (`_128x256`): CUTLASS's best SIMT tile, one block per SM.
+// - 128x128 cut into 8 warps of 32x64 (`_8w`, 8x8 outputs per thread): the tile warp
+//   specialization needs. On sm_90 the register file is split among the four SM
+//   sub-partitions, so a block of 8 compute warps and 1 producer warp puts 3 warps on some
+//   sub-partition and ptxas caps every thread at 168 registers; 64x64 warp tiles need 255
+//   (the 128x256 tile with one producer warp: 168 registers and 292 bytes of spills).
+//   `setmaxnreg`, which would hand the producers' registers to the compute warps, needs sm_90a.
+// - 64x64 (`_64x64`, 4 warps of 32x32): small and skinny problems, where bigger tiles leave SMs
+//   idle.
 gemm_kernels! {
-    gemm_sync => Sync {} tile (2 x 4 warps of 16 x 8) by sync,
-    gemm_thread_pipeline_2 => ThreadPipeline { stages: 2 } tile (2 x 4 warps of 16 x 8) by thread_pipeline,
-    gemm_thread_pipeline_3 => ThreadPipeline { stages: 3 } tile (2 x 4 warps of 16 x 8) by thread_pipeline,
-    gemm_thread_pipeline_4 => ThreadPipeline { stages: 4 } tile (2 x 4 warps of 16 x 8) by thread_pipeline,
-    gemm_thread_pipeline_5 => ThreadPipeline { stages: 5 } tile (2 x 4 warps of 16 x 8) by thread_pipeline,
-    gemm_block_pipeline_2 => BlockPipeline { stages: 2 } tile (2 x 4 warps of 16 x 8) by block_pipeline,
-    gemm_block_pipeline_3 => BlockPipeline { stages: 3 } tile (2 x 4 warps of 16 x 8) by block_pipeline,
-    gemm_block_pipeline_4 => BlockPipeline { stages: 4 } tile (2 x 4 warps of 16 x 8) by block_pipeline,
-    gemm_block_pipeline_5 => BlockPipeline { stages: 5 } tile (2 x 4 warps of 16 x 8) by block_pipeline,
-    gemm_sync_128x128 => Sync {} tile (4 x 2 warps of 8 x 8) by sync,
-    gemm_thread_pipeline_4_128x128 => ThreadPipeline { stages: 4 } tile (4 x 2 warps of 8 x 8) by thread_pipeline,
-    gemm_block_pipeline_4_128x128 => BlockPipeline { stages: 4 } tile (4 x 2 warps of 8 x 8) by block_pipeline,
-    gemm_warp_specialized_3_1p_128x128 => WarpSpecialized { stages: 3, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
-    gemm_warp_specialized_4_1p_128x128 => WarpSpecialized { stages: 4, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
-    gemm_warp_specialized_5_1p_128x128 => WarpSpecialized { stages: 5, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
-    gemm_warp_specialized_4_2p_128x128 => WarpSpecialized { stages: 4, producer_warps: 2 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
+    gemm_sync => Sync {} tile (2 x 2 warps of 16 x 8) by sync,
+    gemm_thread_pipeline_2 => ThreadPipeline { stages: 2 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
+    gemm_thread_pipeline_3 => ThreadPipeline { stages: 3 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
+    gemm_thread_pipeline_4 => ThreadPipeline { stages: 4 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
+    gemm_thread_pipeline_5 => ThreadPipeline { stages: 5 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
+    gemm_block_pipeline_2 => BlockPipeline { stages: 2 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
+    gemm_block_pipeline_3 => BlockPipeline { stages: 3 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
+    gemm_block_pipeline_4 => BlockPipeline { stages: 4 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
+    gemm_block_pipeline_5 => BlockPipeline { stages: 5 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
+    gemm_sync_128x256 => Sync {} tile (2 x 4 warps of 16 x 8) by sync,
+    gemm_thread_pipeline_4_128x256 => ThreadPipeline { stages: 4 } tile (2 x 4 warps of 16 x 8) by thread_pipeline,
+    gemm_block_pipeline_4_128x256 => BlockPipeline { stages: 4 } tile (2 x 4 warps of 16 x 8) by block_pipeline,
+    gemm_sync_8w => Sync {} tile (4 x 2 warps of 8 x 8) by sync,
+    gemm_thread_pipeline_4_8w => ThreadPipeline { stages: 4 } tile (4 x 2 warps of 8 x 8) by thread_pipeline,
+    gemm_block_pipeline_4_8w => BlockPipeline { stages: 4 } tile (4 x 2 warps of 8 x 8) by block_pipeline,
+    gemm_warp_specialized_3_1p => WarpSpecialized { stages: 3, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
+    gemm_warp_specialized_4_1p => WarpSpecialized { stages: 4, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
+    gemm_warp_specialized_5_1p => WarpSpecialized { stages: 5, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
+    gemm_warp_specialized_4_2p => WarpSpecialized { stages: 4, producer_warps: 2 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
+    gemm_thread_pipeline_4_64x64 => ThreadPipeline { stages: 4 } tile (2 x 2 warps of 8 x 4) by thread_pipeline,
 }
 
 #[cfg(test)]
@@ -128,15 +139,23 @@ mod tests {
     #[test]
     fn tiles_and_layouts() {
         let k = find("gemm_thread_pipeline_4").unwrap();
-        assert_eq!((k.tile.bm(), k.tile.bn(), k.threads()), (128, 256, 256));
-        assert_eq!(k.tile.stage_bytes(), 128 * 8 * 4 + 8 * 256 * 4);
-        assert_eq!(k.layout().bytes, 4 * 12288);
-        let ws = find("gemm_warp_specialized_4_2p_128x128").unwrap();
+        assert_eq!((k.tile.bm(), k.tile.bn(), k.threads()), (128, 128, 128));
+        assert_eq!(k.tile.stage_bytes(), 128 * 8 * 4 + 8 * 128 * 4);
+        assert_eq!(k.layout().bytes, 4 * 8192);
+        let wide = find("gemm_thread_pipeline_4_128x256").unwrap();
+        assert_eq!(
+            (wide.tile.bm(), wide.tile.bn(), wide.threads()),
+            (128, 256, 256)
+        );
+        let ws = find("gemm_warp_specialized_4_2p").unwrap();
         assert_eq!(ws.threads(), 320);
         assert_eq!(ws.layout().bytes, 4 * 8192 + 4 * 16);
-        let small = find("gemm_thread_pipeline_4_128x128").unwrap();
-        assert_eq!((small.tile.bm(), small.tile.bn()), (128, 128));
-        assert_eq!(k.grid(4095, 4097), (17, 32));
+        let small = find("gemm_thread_pipeline_4_64x64").unwrap();
+        assert_eq!(
+            (small.tile.bm(), small.tile.bn(), small.threads()),
+            (64, 64, 128)
+        );
+        assert_eq!(wide.grid(4095, 4097), (17, 32));
         assert_eq!(k.entry_for(4096, 4096), "gemm_thread_pipeline_4_a16");
         assert_eq!(k.entry_for(4097, 4096), "gemm_thread_pipeline_4_a4");
         assert_eq!(k.entry_for(4096, 1023), "gemm_thread_pipeline_4_a4");

@@ -176,6 +176,23 @@ unsafe fn copy_step<C: Completion>(
     }
 }
 
+/// Runs `step(s)` for every `s` in `0..k`, two per loop iteration (then the odd one out), as
+/// nvcc does for the C++ twins of the synchronous and async-group kernels: the two steps'
+/// independent instructions interleave, and the loop's bookkeeping is paid once per pair.
+/// (A loop of single steps measured 4-8% slower than the twins on an H200.)
+#[inline(always)]
+fn for_each_step(k: u32, mut step: impl FnMut(u32)) {
+    let mut s = 0;
+    while s + 1 < k {
+        step(s);
+        step(s + 1);
+        s += 2;
+    }
+    if s < k {
+        step(s);
+    }
+}
+
 /// The ring index after `index`.
 #[inline(always)]
 fn next_stage<const STAGES: usize>(index: u32) -> u32 {
@@ -201,7 +218,7 @@ pub unsafe fn sync_baseline<const STAGES: usize>(
     let lane = ptx::lane_id();
     let stage = stage_buffer(0);
     let mut acc = [0.0; N as usize];
-    for step in 0..k {
+    for_each_step(k, |step| {
         // SAFETY: in-range reads (launch contract); the trailing barrier of the previous
         // step ordered every read of the stage before these writes.
         unsafe {
@@ -215,7 +232,7 @@ pub unsafe fn sync_baseline<const STAGES: usize>(
         let ops = unsafe { load_operands(stage, lane) };
         accumulate(&mut acc, &ops);
         ptx::barrier_sync();
-    }
+    });
     // SAFETY: launch contract.
     unsafe { store_row(c, lane, &acc) };
 }
@@ -243,7 +260,7 @@ pub unsafe fn raw_async_group<const STAGES: usize>(
     }
     let mut acc = [0.0; N as usize];
     let mut current = 0;
-    for step in 0..k {
+    for_each_step(k, |step| {
         // Committed: STAGES + step groups; the one of `step` is complete once at most
         // STAGES - 1 newer ones are pending.
         ptx::wait_group(stages - 1);
@@ -260,7 +277,7 @@ pub unsafe fn raw_async_group<const STAGES: usize>(
         ptx::commit_group();
         accumulate(&mut acc, &ops);
         current = next_stage::<STAGES>(current);
-    }
+    });
     // SAFETY: launch contract.
     unsafe { store_row(c, lane, &acc) };
 }
@@ -439,7 +456,7 @@ pub unsafe fn thread_pipeline<const STAGES: usize>(
         produce(s);
     }
     let mut acc = [0.0; N as usize];
-    for step in 0..k {
+    for_each_step(k, |step| {
         let ready = consumer.consumer_wait();
         // Everyone's copies of `step` are visible.
         ptx::barrier_sync();
@@ -450,7 +467,7 @@ pub unsafe fn thread_pipeline<const STAGES: usize>(
         ptx::barrier_sync();
         produce(step + stages);
         accumulate(&mut acc, &ops);
-    }
+    });
     // SAFETY: launch contract.
     unsafe { store_row(c, warp.lane(), &acc) };
 }
