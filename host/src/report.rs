@@ -31,6 +31,9 @@ pub struct ProblemReport {
     pub baseline: Option<&'static str>,
     /// Unit of the `rate` column (`steps/us`, `TFLOP/s`, `GB/s`).
     pub rate_unit: Option<&'static str>,
+    /// Whether the table shows `vs_baseline` as a percentage: when the baseline is a vendor
+    /// library (cuBLAS) rather than a kernel of ours, "% of cuBLAS" is what a reader wants.
+    pub baseline_as_percent: bool,
     pub rows: Vec<Row>,
 }
 
@@ -117,6 +120,7 @@ impl ProblemReport {
         ProblemReport {
             workload: problem.workload,
             size: problem.size.clone(),
+            baseline_as_percent: baseline.is_some_and(|m| m.experiment.threads().is_none()),
             baseline: baseline.map(|m| m.experiment.name()),
             rate_unit: problem.work.rate(1.0).map(|(_, unit)| unit),
             rows,
@@ -147,6 +151,10 @@ impl ProblemReport {
         let fixed =
             |x: Option<f64>, digits: usize| x.map_or("-".to_string(), |x| format!("{x:.digits$}"));
         let times = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}x"));
+        let versus = |x: Option<f64>| match x {
+            Some(x) if self.baseline_as_percent => format!("{:.1}%", 100.0 * x),
+            x => times(x),
+        };
         for row in &self.rows {
             let _ = writeln!(
                 out,
@@ -156,7 +164,7 @@ impl ProblemReport {
                 fixed(row.median_ms, 3),
                 fixed(row.min_ms, 3),
                 fixed(row.rate, 1),
-                times(row.vs_baseline),
+                versus(row.vs_baseline),
                 times(row.vs_counterpart),
                 row.check_text()
             );
