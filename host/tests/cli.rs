@@ -57,6 +57,19 @@ fn bad_arguments_exit_2_with_a_reason() {
         ),
         (&["run", "--plot", "x.png"][..], ".svg"),
         (&["selftest", "--n", "0"][..], "count of floats"),
+        (
+            &["run", "--workload", "gemm", "--size", "0"][..],
+            "M must be at least 1",
+        ),
+        (&["run", "--workload", "gemm", "--size", "4x4"][..], "MxNxK"),
+        (
+            &["run", "--workload", "gemm", "--size=-7"][..],
+            "whole numbers",
+        ),
+        (
+            &["run", "--workload", "gemm", "--size", "1x1x5000000000"][..],
+            "too large",
+        ),
     ] {
         let out = host(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -505,3 +505,112 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
         }
     }
 }
+
+/// The GEMM families: both entry points of each, with the family.
+fn gemm_entries()
+-> impl Iterator<Item = (&'static gpu::workloads::gemm::GemmKernel, &'static str, u32)> {
+    gpu::workloads::gemm::GEMM_KERNELS
+        .iter()
+        .flat_map(|k| [(k, k.entry_aligned, 16), (k, k.entry_any, 4)])
+}
+
+/// Aligned GEMM tiles are copied with 16-byte `cp.async.cg` (plain inside the matrix, the
+/// zero-filling form at its edges), the any-size entry points with 4-byte copies; the
+/// synchronous style copies nothing asynchronously.
+#[test]
+fn gemm_tiles_are_copied_with_the_documented_instructions() {
+    use gpu::workloads::gemm::GemmStyle;
+    for arch in Arch::ALL {
+        for (family, entry, align) in gemm_entries() {
+            let view = kernel(arch, entry);
+            let ldgsts: Vec<String> = sass_ops(view)
+                .into_iter()
+                .filter(|o| o.starts_with("LDGSTS"))
+                .collect();
+            if family.style == GemmStyle::Sync {
+                assert!(ldgsts.is_empty(), "{entry} ({arch}): {ldgsts:?}");
+                continue;
+            }
+            let (plain, zfill) = match align {
+                16 => ("LDGSTS.E.BYPASS.128", "LDGSTS.E.BYPASS.128.ZFILL"),
+                _ => ("LDGSTS.E", "LDGSTS.E.ZFILL"),
+            };
+            assert!(
+                ldgsts.iter().any(|o| o == plain),
+                "{entry} ({arch}): {ldgsts:?}"
+            );
+            assert!(
+                ldgsts.iter().any(|o| o == zfill),
+                "{entry} ({arch}): {ldgsts:?}"
+            );
+            assert!(
+                ldgsts.iter().all(|o| o == plain || o == zfill),
+                "{entry} ({arch}): {ldgsts:?}"
+            );
+        }
+    }
+}
+
+/// Each GEMM style waits the way its library type documents: the thread pipeline with one
+/// `cp.async.wait_group STAGES - 2` and one block barrier per k-tile, the block-scope
+/// pipelines with `.noinc` arrivals and parity waits and no async-group, the synchronous
+/// kernel with block barriers only.
+#[test]
+fn gemm_styles_wait_as_documented() {
+    use gpu::workloads::gemm::GemmStyle;
+    for arch in Arch::ALL {
+        for (family, entry, _) in gemm_entries() {
+            let view = kernel(arch, entry);
+            let waits: Vec<&str> = view
+                .ptx
+                .iter()
+                .filter(|i| i.opcode == "cp.async.wait_group")
+                .map(|i| i.operands.as_str())
+                .collect();
+            match family.style {
+                GemmStyle::ThreadPipeline { stages } => {
+                    assert_eq!(waits, [(stages - 2).to_string()], "{entry} ({arch})");
+                    assert!(view.has_ptx("cp.async.commit_group"), "{entry}");
+                    assert!(!view.has_ptx("mbarrier"), "{entry} ({arch})");
+                    assert!(has_sass(view, "BAR.SYNC"), "{entry} ({arch})");
+                }
+                GemmStyle::BlockPipeline { .. } | GemmStyle::WarpSpecialized { .. } => {
+                    assert!(waits.is_empty(), "{entry} ({arch}): {waits:?}");
+                    assert!(!view.has_ptx("cp.async.commit_group"), "{entry} ({arch})");
+                    assert!(has_sass(view, "ARRIVES.LDGSTSBAR"), "{entry} ({arch})");
+                    let wait = match arch {
+                        Arch::Sm90 => "mbarrier.try_wait.parity",
+                        Arch::Sm80 => "mbarrier.test_wait.parity",
+                    };
+                    assert!(view.has_ptx(wait), "{entry} ({arch}) lacks {wait}");
+                }
+                GemmStyle::Sync => {
+                    assert!(!view.has_ptx("cp.async"), "{entry} ({arch})");
+                    assert!(!view.has_ptx("mbarrier"), "{entry} ({arch})");
+                    assert!(has_sass(view, "BAR.SYNC"), "{entry} ({arch})");
+                }
+            }
+        }
+    }
+}
+
+/// The mainloop is one k-tile's multiply, fully unrolled: the kernel's FFMAs are a whole
+/// number of k-tiles (`thread_m * thread_n * BK` each), all in registers (no local memory is
+/// checked above).
+#[test]
+fn gemm_mainloops_are_whole_k_tiles_of_ffma() {
+    use gpu::workloads::gemm::BK;
+    for arch in Arch::ALL {
+        for (family, entry, _) in gemm_entries() {
+            let per_tile = (family.tile.thread_m * family.tile.thread_n * BK) as usize;
+            let ffma = sass_ops(kernel(arch, entry))
+                .iter()
+                .filter(|o| o.as_str() == "FFMA")
+                .count();
+            assert!(
+                ffma > 0 && ffma % per_tile == 0,
+                "{entry} ({arch}): {ffma} FFMA, not a multiple of {per_tile} per k-tile"
+            );
+        }
+    }
+}
