@@ -301,6 +301,90 @@ unsafe fn store_fragment<const TM: usize, const TN: usize, const ALIGN: u32>(
     }
 }
 
+/// One block's view of a GEMM with the tile `TM x TN` per thread, `WM x WN` warps: its part of
+/// the problem and the shared-memory layout of its style, and the operations every mainloop
+/// is made of.
+struct BlockTile<const TM: usize, const TN: usize, const WM: u32, const WN: u32> {
+    p: Problem,
+    layout: StagedLayout,
+}
+
+impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<TM, TN, WM, WN> {
+    /// This block's tile of the problem, laid out for `style`.
+    #[inline(always)]
+    fn new(
+        style: GemmStyle,
+        (a, b, c): (*const f32, *const f32, *mut f32),
+        mnk: (u32, u32, u32),
+    ) -> Self {
+        let () = Geometry::<TM, TN, WM, WN>::VALID;
+        let bm_bn = (
+            Geometry::<TM, TN, WM, WN>::BM,
+            Geometry::<TM, TN, WM, WN>::BN,
+        );
+        BlockTile {
+            p: Problem::for_block(a, b, c, mnk, bm_bn),
+            layout: Geometry::<TM, TN, WM, WN>::layout(style),
+        }
+    }
+
+    /// The threads that compute, as a copy group (a compute thread's rank is its `%tid.x`).
+    #[inline(always)]
+    fn compute_group(thread: u32) -> Threads {
+        Threads::new(thread, Geometry::<TM, TN, WM, WN>::COMPUTE_THREADS)
+    }
+
+    /// Stage `s`'s A and B tiles.
+    #[inline(always)]
+    fn stage(&self, s: u32) -> (Shared<f32>, Shared<f32>) {
+        stage_tiles(self.layout, Geometry::<TM, TN, WM, WN>::A_BYTES, s)
+    }
+
+    /// The pipeline's mbarriers, after the stages.
+    #[inline(always)]
+    fn barriers<const STAGES: usize>(&self) -> Shared<PipelineSharedState<STAGES>> {
+        dynamic_shared().add(self.layout.barriers_offset).cast()
+    }
+
+    /// Copies k-tile `t` into stage `s`, split over `group`, bound to `completion`.
+    ///
+    /// # Safety
+    /// As [`copy_k_tile`]: `t` is a k-tile, stage `s` is free, every thread of `group` calls.
+    #[inline(always)]
+    unsafe fn copy<G: Group, C: Completion, const ALIGN: u32>(
+        &self,
+        group: &G,
+        t: u32,
+        s: u32,
+        completion: &C,
+    ) {
+        // SAFETY: forwarded.
+        unsafe {
+            copy_k_tile::<_, _, TM, TN, WM, WN, ALIGN>(group, &self.p, t, self.stage(s), completion)
+        }
+    }
+
+    /// `acc += ` stage `s`'s product for fragment `f`.
+    ///
+    /// # Safety
+    /// As [`multiply_stage`]: the stage's copies landed and are visible to this thread.
+    #[inline(always)]
+    unsafe fn multiply(&self, s: u32, f: Fragment, acc: &mut [[f32; TN]; TM]) {
+        // SAFETY: forwarded.
+        unsafe { multiply_stage::<TM, TN>(self.stage(s), Geometry::<TM, TN, WM, WN>::BN, f, acc) }
+    }
+
+    /// Writes fragment `f` of C.
+    ///
+    /// # Safety
+    /// The launch contract (with `ALIGN = 16`, `n % 4 == 0`).
+    #[inline(always)]
+    unsafe fn store<const ALIGN: u32>(&self, f: Fragment, acc: &[[f32; TN]; TM]) {
+        // SAFETY: forwarded.
+        unsafe { store_fragment::<TM, TN, ALIGN>(&self.p, f, acc) }
+    }
+}
+
 /// [`GemmStyle::ThreadPipeline`]: prefetch `STAGES - 1` k-tiles; per k-tile wait for the
 /// oldest (`cp.async.wait_group STAGES - 2`), `barrier.sync` (everyone's copies visible, and
 /// everyone done with the stage multiplied last), refill that stage with the k-tile
@@ -323,31 +407,23 @@ pub unsafe fn thread_pipeline<
     n: u32,
     k: u32,
 ) {
-    type Geo<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
-        Geometry<TM, TN, WM, WN>;
-    let () = Geo::<TM, TN, WM, WN>::VALID;
     const { assert!(STAGES >= 2) };
-    let layout = const {
-        Geo::<TM, TN, WM, WN>::layout(GemmStyle::ThreadPipeline {
-            stages: STAGES as u32,
-        })
+    let style = GemmStyle::ThreadPipeline {
+        stages: STAGES as u32,
     };
-    let bm_bn = (Geo::<TM, TN, WM, WN>::BM, Geo::<TM, TN, WM, WN>::BN);
-    let p = Problem::for_block(a, b, c, (m, n, k), bm_bn);
-    let tiles = p.k_tiles();
+    let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k));
+    let tiles = block.p.k_tiles();
     let thread = ptx::thread_idx_x();
-    let group = Threads::new(thread, Geo::<TM, TN, WM, WN>::COMPUTE_THREADS);
+    let group = BlockTile::<TM, TN, WM, WN>::compute_group(thread);
     let f = Fragment::of::<TM, TN, WN>(thread);
-    let a_bytes = Geo::<TM, TN, WM, WN>::A_BYTES;
 
     let mut pipeline = ThreadPipeline::<STAGES>::new();
     let (mut producer, mut consumer) = pipeline.split();
     let mut produce = |t: u32| {
         let stage = producer.producer_acquire();
         if t < tiles {
-            let dst = stage_tiles(layout, a_bytes, stage.index());
             // SAFETY: the stage is free: fresh, or released by everyone (barrier below).
-            unsafe { copy_k_tile::<_, _, TM, TN, WM, WN, ALIGN>(&group, &p, t, dst, &stage) };
+            unsafe { block.copy::<_, _, ALIGN>(&group, t, stage.index(), &stage) };
         }
         stage.producer_commit();
     };
@@ -361,13 +437,12 @@ pub unsafe fn thread_pipeline<
         // whose stage the refill below reuses.
         ptx::barrier_sync();
         produce(t + STAGES as u32 - 1);
-        let tiles_in = stage_tiles(layout, a_bytes, ready.index());
         // SAFETY: waited and synced above.
-        unsafe { multiply_stage::<TM, TN>(tiles_in, bm_bn.1, f, &mut acc) };
+        unsafe { block.multiply(ready.index(), f, &mut acc) };
         ready.consumer_release();
     }
     // SAFETY: launch contract.
-    unsafe { store_fragment::<TM, TN, ALIGN>(&p, f, &acc) };
+    unsafe { block.store::<ALIGN>(f, &acc) };
 }
 
 /// [`GemmStyle::BlockPipeline`]: as the thread pipeline, with stages completing mbarrier
@@ -392,34 +467,24 @@ pub unsafe fn block_pipeline<
     n: u32,
     k: u32,
 ) {
-    type Geo<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
-        Geometry<TM, TN, WM, WN>;
-    let () = Geo::<TM, TN, WM, WN>::VALID;
     const { assert!(STAGES >= 2) };
-    let layout = const {
-        Geo::<TM, TN, WM, WN>::layout(GemmStyle::BlockPipeline {
-            stages: STAGES as u32,
-        })
+    let style = GemmStyle::BlockPipeline {
+        stages: STAGES as u32,
     };
-    let bm_bn = (Geo::<TM, TN, WM, WN>::BM, Geo::<TM, TN, WM, WN>::BN);
-    let p = Problem::for_block(a, b, c, (m, n, k), bm_bn);
-    let tiles = p.k_tiles();
+    let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k));
+    let tiles = block.p.k_tiles();
     let thread = ptx::thread_idx_x();
-    let threads = Geo::<TM, TN, WM, WN>::COMPUTE_THREADS;
-    let group = Threads::new(thread, Geo::<TM, TN, WM, WN>::COMPUTE_THREADS);
+    let group = BlockTile::<TM, TN, WM, WN>::compute_group(thread);
     let f = Fragment::of::<TM, TN, WN>(thread);
-    let a_bytes = Geo::<TM, TN, WM, WN>::A_BYTES;
-    let barriers: Shared<PipelineSharedState<STAGES>> =
-        dynamic_shared().add(layout.barriers_offset).cast();
     // SAFETY: every thread calls it; the layout reserves the barriers after the stages.
-    let mut pipeline = unsafe { BlockPipeline::<STAGES>::init_all_threads(barriers, threads) };
+    let mut pipeline =
+        unsafe { BlockPipeline::<STAGES>::init_all_threads(block.barriers(), group.size()) };
     let (mut producer, mut consumer) = pipeline.split();
     let mut produce = |t: u32| {
         let stage = producer.producer_acquire();
         if t < tiles {
-            let dst = stage_tiles(layout, a_bytes, stage.index());
             // SAFETY: the stage is free (acquired).
-            unsafe { copy_k_tile::<_, _, TM, TN, WM, WN, ALIGN>(&group, &p, t, dst, &stage) };
+            unsafe { block.copy::<_, _, ALIGN>(&group, t, stage.index(), &stage) };
         }
         stage.producer_commit();
     };
@@ -429,14 +494,13 @@ pub unsafe fn block_pipeline<
     let mut acc = [[0.0f32; TN]; TM];
     for t in 0..tiles {
         let ready = consumer.consumer_wait();
-        let tiles_in = stage_tiles(layout, a_bytes, ready.index());
         // SAFETY: the stage's phase completed: every thread's copies landed.
-        unsafe { multiply_stage::<TM, TN>(tiles_in, bm_bn.1, f, &mut acc) };
+        unsafe { block.multiply(ready.index(), f, &mut acc) };
         ready.consumer_release();
         produce(t + STAGES as u32 - 1);
     }
     // SAFETY: launch contract.
-    unsafe { store_fragment::<TM, TN, ALIGN>(&p, f, &acc) };
+    unsafe { block.store::<ALIGN>(f, &acc) };
 }
 
 /// [`GemmStyle::WarpSpecialized`]: the `WM x WN` compute warps only wait, multiply and
@@ -461,25 +525,21 @@ pub unsafe fn warp_specialized<
     n: u32,
     k: u32,
 ) {
-    type Geo<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
-        Geometry<TM, TN, WM, WN>;
-    let () = Geo::<TM, TN, WM, WN>::VALID;
     let style = GemmStyle::WarpSpecialized {
         stages: STAGES as u32,
         producer_warps: PRODUCER_WARPS,
     };
-    let layout = Geo::<TM, TN, WM, WN>::layout(style);
-    let bm_bn = (Geo::<TM, TN, WM, WN>::BM, Geo::<TM, TN, WM, WN>::BN);
-    let p = Problem::for_block(a, b, c, (m, n, k), bm_bn);
-    let tiles = p.k_tiles();
-    let compute_threads = Geo::<TM, TN, WM, WN>::COMPUTE_THREADS;
-    let a_bytes = Geo::<TM, TN, WM, WN>::A_BYTES;
-    let barriers: Shared<PipelineSharedState<STAGES>> =
-        dynamic_shared().add(layout.barriers_offset).cast();
+    let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k));
+    let tiles = block.p.k_tiles();
+    let compute_threads = Geometry::<TM, TN, WM, WN>::COMPUTE_THREADS;
     // SAFETY: every thread calls it; the producer warps fill every stage, the compute
     // warps release every stage; the layout reserves the barriers.
     let mut pipeline = unsafe {
-        BlockPipeline::<STAGES>::init_partitioned(barriers, 32 * PRODUCER_WARPS, compute_threads)
+        BlockPipeline::<STAGES>::init_partitioned(
+            block.barriers(),
+            32 * PRODUCER_WARPS,
+            compute_threads,
+        )
     };
     let (mut producer, mut consumer) = pipeline.split();
     let thread = ptx::thread_idx_x();
@@ -489,9 +549,8 @@ pub unsafe fn warp_specialized<
         let group = Threads::new(thread - compute_threads, 32 * PRODUCER_WARPS);
         for t in 0..tiles {
             let stage = producer.producer_acquire();
-            let dst = stage_tiles(layout, a_bytes, stage.index());
             // SAFETY: the stage is free (acquired).
-            unsafe { copy_k_tile::<_, _, TM, TN, WM, WN, ALIGN>(&group, &p, t, dst, &stage) };
+            unsafe { block.copy::<_, _, ALIGN>(&group, t, stage.index(), &stage) };
             stage.producer_commit();
         }
         // No copy may outlive the thread that issued it.
@@ -501,13 +560,12 @@ pub unsafe fn warp_specialized<
         let mut acc = [[0.0f32; TN]; TM];
         for _ in 0..tiles {
             let ready = consumer.consumer_wait();
-            let tiles_in = stage_tiles(layout, a_bytes, ready.index());
             // SAFETY: the stage's phase completed: the producers' copies landed.
-            unsafe { multiply_stage::<TM, TN>(tiles_in, bm_bn.1, f, &mut acc) };
+            unsafe { block.multiply(ready.index(), f, &mut acc) };
             ready.consumer_release();
         }
         // SAFETY: launch contract.
-        unsafe { store_fragment::<TM, TN, ALIGN>(&p, f, &acc) };
+        unsafe { block.store::<ALIGN>(f, &acc) };
     }
 }
 
@@ -563,15 +621,13 @@ pub unsafe fn sync<
 ) {
     type Geo<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
         Geometry<TM, TN, WM, WN>;
-    let () = Geo::<TM, TN, WM, WN>::VALID;
-    let layout = const { Geo::<TM, TN, WM, WN>::layout(GemmStyle::Sync) };
+    let block = BlockTile::<TM, TN, WM, WN>::new(GemmStyle::Sync, (a, b, c), (m, n, k));
+    let p = block.p;
     let bm_bn = (Geo::<TM, TN, WM, WN>::BM, Geo::<TM, TN, WM, WN>::BN);
-    let p = Problem::for_block(a, b, c, (m, n, k), bm_bn);
     let tiles = p.k_tiles();
     let thread = ptx::thread_idx_x();
     let threads = Geo::<TM, TN, WM, WN>::COMPUTE_THREADS;
     let f = Fragment::of::<TM, TN, WN>(thread);
-    let a_bytes = Geo::<TM, TN, WM, WN>::A_BYTES;
     let shapes = [
         Geo::<TM, TN, WM, WN>::A_SHAPE,
         Geo::<TM, TN, WM, WN>::B_SHAPE,
@@ -613,7 +669,7 @@ pub unsafe fn sync<
     };
     // ... and from registers to stage buffer `s`.
     let store = |s: u32, regs: &[[f32; 4]; SYNC_MAX_CHUNKS]| {
-        let (a_dst, b_dst) = stage_tiles(layout, a_bytes, s);
+        let (a_dst, b_dst) = block.stage(s);
         let mut slot = 0;
         for (which, dst) in [a_dst, b_dst].into_iter().enumerate() {
             let shape = shapes[which];
@@ -642,9 +698,8 @@ pub unsafe fn sync<
     let mut acc = [[0.0f32; TN]; TM];
     for t in 0..tiles {
         let next = (t + 1 < tiles).then(|| load(t + 1));
-        let tiles_in = stage_tiles(layout, a_bytes, t % 2);
         // SAFETY: stored and synced.
-        unsafe { multiply_stage::<TM, TN>(tiles_in, bm_bn.1, f, &mut acc) };
+        unsafe { block.multiply(t % 2, f, &mut acc) };
         if let Some(regs) = next {
             // The other buffer's last readers passed the barrier that ended k-tile t - 1.
             store((t + 1) % 2, &regs);
@@ -652,7 +707,7 @@ pub unsafe fn sync<
         ptx::barrier_sync();
     }
     // SAFETY: launch contract.
-    unsafe { store_fragment::<TM, TN, ALIGN>(&p, f, &acc) };
+    unsafe { block.store::<ALIGN>(f, &acc) };
 }
 
 crate::static_shared!(
