@@ -51,6 +51,7 @@ fn bench_workload(c: &mut Criterion, gpu: &Gpu, workload: &'static dyn AnyWorklo
                     let timing = Timing {
                         warmup: 1,
                         reps: iters.max(1) as u32,
+                        limit: None,
                     };
                     let m = problem
                         .measure(gpu, experiment, timing, &mut || {})

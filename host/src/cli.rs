@@ -9,6 +9,7 @@ use crate::registry::{self, AnyWorkload, Plan, Selection};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ptx_builder::Arch;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Asynchronous memory copy on NVIDIA GPUs, in Rust: runs the workloads built on the library
 /// (the 32x32xK study by default), checks every result against a reference, and times it.
@@ -48,6 +49,14 @@ pub struct SelftestArgs {
     /// Load this PTX instead of the GPU's own (sm_80 PTX runs on sm_90 GPUs too).
     #[arg(long, value_name = "ARCH", value_parser = parse_arch)]
     pub ptx: Option<Arch>,
+    /// Instead, launch a kernel that waits forever on purpose (an mbarrier phase one arrival
+    /// short) and show how the watchdog reports it (exit status 1).
+    #[arg(long)]
+    pub hang: bool,
+    /// How long one launch may run before it is reported as hung (default: 10 s plus the
+    /// launch's work; with --hang, 2 s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub timeout: Option<Duration>,
 }
 
 /// The inputs `--values` selects.
@@ -103,6 +112,10 @@ pub struct RunArgs {
     /// Load this PTX instead of the GPU's own (sm_80 PTX runs on sm_90 GPUs too).
     #[arg(long, value_name = "ARCH", value_parser = parse_arch)]
     pub ptx: Option<Arch>,
+    /// How long one launch may run before it is reported as hung (e.g. 30s, 2m; default:
+    /// 10 s plus the launch's work at a pessimistic rate).
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub timeout: Option<Duration>,
 }
 
 impl Default for RunArgs {
@@ -118,6 +131,7 @@ impl Default for RunArgs {
             plot: None,
             seed: None,
             ptx: None,
+            timeout: None,
         }
     }
 }
@@ -149,6 +163,7 @@ impl RunArgs {
             timing: Timing {
                 warmup: self.warmup,
                 reps: self.reps,
+                limit: self.timeout,
             },
         })
     }
@@ -166,7 +181,10 @@ impl SelftestArgs {
         }
         .resolve()
         .map(|request| RunRequest {
-            timing: Timing::CHECK_ONLY,
+            timing: Timing {
+                limit: self.timeout,
+                ..Timing::CHECK_ONLY
+            },
             ..request
         })
     }
@@ -202,6 +220,14 @@ fn parse_warmup(text: &str) -> Result<u32, String> {
         Ok(0) => Err("at least one warm-up launch is needed: the first launch is the one checked on poisoned output".into()),
         Ok(n) => Ok(n),
         Err(_) => Err(format!("`{text}` is not a positive whole number")),
+    }
+}
+
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(d) if d >= Duration::from_millis(10) => Ok(d),
+        Ok(_) => Err("the timeout must be at least 10ms".into()),
+        Err(e) => Err(format!("`{text}` is not a duration like 30s or 2m: {e}")),
     }
 }
 
@@ -290,7 +316,14 @@ mod tests {
         let request = args.resolve().unwrap();
         assert_eq!(request.workload.name(), "study");
         assert_eq!(request.plan.sizes(), ["K = 4099"]);
-        assert_eq!(request.timing, Timing { warmup: 1, reps: 5 });
+        assert_eq!(
+            request.timing,
+            Timing {
+                warmup: 1,
+                reps: 5,
+                limit: None
+            }
+        );
     }
 
     #[test]
@@ -310,6 +343,8 @@ mod tests {
         assert!(error(&["run", "--plot", "out.png"]).contains(".svg"));
         assert!(error(&["run", "--json", "/no/such/dir/r.json"]).contains("does not exist"));
         assert!(error(&["inspect", "--arch", "sm_75"]).contains("sm_80 or sm_90"));
+        assert!(error(&["run", "--timeout", "soon"]).contains("not a duration"));
+        assert!(error(&["run", "--timeout", "1ms"]).contains("at least 10ms"));
         let kind = parse(&["frobnicate"]).unwrap_err().kind();
         assert_eq!(kind, ErrorKind::InvalidSubcommand);
     }

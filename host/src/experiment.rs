@@ -14,6 +14,7 @@ use anyhow::{Result, ensure};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::fmt;
+use std::time::Duration;
 
 /// What an experiment is, for comparisons and for the plot's colours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -122,6 +123,18 @@ pub enum Work {
 }
 
 impl Work {
+    /// How long one launch doing this work may take before the watchdog reports it: 10 s, plus
+    /// the work at a rate far below any GPU this runs on (1 TFLOP/s, 10 GB/s, 20 us a step).
+    pub fn time_limit(self) -> Duration {
+        let extra = match self {
+            Work::Steps(n) => n as f64 * 20e-6,
+            Work::Flops(n) => n as f64 / 1e12,
+            Work::Bytes(n) => n as f64 / 10e9,
+            Work::None => 0.0,
+        };
+        Duration::from_secs(10) + Duration::from_secs_f64(extra)
+    }
+
     /// The rate at which one launch taking `ms` does this work, and its unit.
     pub fn rate(self, ms: f64) -> Option<(f64, &'static str)> {
         let us = ms * 1e3;
@@ -167,6 +180,9 @@ pub trait Workload: Sync + 'static {
     fn helper_kernels(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Device memory a problem of `size` allocates (inputs, outputs, references): checked
+    /// against the GPU's free memory before anything is allocated.
+    fn device_bytes(&self, size: Self::Size) -> u64;
     /// What `--size` takes, in words.
     fn size_syntax(&self) -> &'static str;
     /// Reads one `--size` value, or says why it is not one.
@@ -186,11 +202,26 @@ pub struct Timing {
     pub warmup: u32,
     /// Timed launches; the median is reported. 0: check only.
     pub reps: u32,
+    /// How long one launch may run before the watchdog reports the GPU hung; `None`: a limit
+    /// from the work the launch does ([`Work::time_limit`]).
+    #[serde(serialize_with = "seconds")]
+    pub limit: Option<Duration>,
+}
+
+fn seconds<S: serde::Serializer>(limit: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match limit {
+        Some(d) => s.serialize_some(&d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
 }
 
 impl Timing {
-    /// One checked launch, nothing timed.
-    pub const CHECK_ONLY: Timing = Timing { warmup: 1, reps: 0 };
+    /// One checked launch, nothing timed, the watchdog's limit from the work.
+    pub const CHECK_ONLY: Timing = Timing {
+        warmup: 1,
+        reps: 0,
+        limit: None,
+    };
 
     /// Launches of one experiment.
     pub fn launches(self) -> u64 {
@@ -293,6 +324,12 @@ pub fn measure<E: Experiment, P: Problem<E>>(
         timing.warmup >= 1,
         "the first launch is the one checked: warm-up must be >= 1"
     );
+    gpu.set_time_limit(timing.limit.unwrap_or_else(|| problem.work().time_limit()));
+    // Ctrl-C stops at a launch boundary: before each launch, never inside one.
+    let launch = |problem: &mut P| -> Result<()> {
+        crate::interrupt::check()?;
+        problem.launch(gpu, experiment)
+    };
     if let Some(reason) = problem.unavailable(experiment) {
         for _ in 0..timing.launches() {
             progress();
@@ -304,12 +341,12 @@ pub fn measure<E: Experiment, P: Problem<E>>(
     }
     let name = experiment.name();
     problem.poison(gpu, experiment)?;
-    problem.launch(gpu, experiment)?;
+    launch(problem)?;
     gpu.synchronize(|| format!("running `{name}`"))?;
     let check = problem.check(gpu, experiment)?;
     progress();
     for _ in 1..timing.warmup {
-        problem.launch(gpu, experiment)?;
+        launch(problem)?;
         gpu.synchronize(|| format!("warming up `{name}`"))?;
         progress();
     }
@@ -317,7 +354,7 @@ pub fn measure<E: Experiment, P: Problem<E>>(
     if timing.reps > 0 {
         let timer = gpu.timer()?;
         for _ in 0..timing.reps {
-            times_ms.push(gpu.time(&timer, || problem.launch(gpu, experiment))?);
+            times_ms.push(gpu.time(&timer, || launch(problem))?);
             progress();
         }
     }
@@ -355,6 +392,14 @@ mod tests {
         let ints = Values::SmallIntegers.generate(1000, 3);
         assert!(ints.iter().all(|v| v.fract() == 0.0 && v.abs() <= 8.0));
         assert!(ints.iter().any(|&v| v != ints[0]));
+    }
+
+    #[test]
+    fn watchdog_limits_grow_with_the_work() {
+        assert_eq!(Work::None.time_limit(), Duration::from_secs(10));
+        assert_eq!(Work::Flops(2 * 8192u64.pow(3)).time_limit().as_secs(), 11);
+        assert_eq!(Work::Steps(1 << 22).time_limit().as_secs(), 93);
+        assert_eq!(Work::Bytes(100 << 30).time_limit().as_secs(), 20);
     }
 
     #[test]

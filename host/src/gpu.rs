@@ -12,7 +12,10 @@ use cudarc::driver::{
 };
 use ptx_builder::Arch;
 use std::collections::HashMap;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Why the GPU could not be used, or what a driver call was doing when it failed.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +53,20 @@ pub enum GpuError {
     /// A driver call failed.
     #[error("{what}: {}", describe(.source))]
     Cuda { what: String, source: DriverError },
+    /// Work queued on the GPU did not finish within the watchdog's limit (see
+    /// [`Gpu::set_time_limit`]). The kernel may still be running: the context cannot be used
+    /// again, and the program should end.
+    #[error(
+        "{what}: the GPU did not finish within {} (watchdog; --timeout sets it); the last \
+         launch was {last}; a kernel that waits forever (an mbarrier phase that never \
+         completes, a missing arrival) looks like this; the GPU context is unusable now",
+        humantime::format_duration(*.limit)
+    )]
+    Hung {
+        what: String,
+        limit: Duration,
+        last: String,
+    },
 }
 
 /// `CUDA_ERROR_NAME (the driver's description)`.
@@ -162,13 +179,41 @@ struct Loaded {
 /// The default dynamic shared-memory limit of a kernel; more needs an opt-in per kernel.
 const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
+/// How long queued work may take before the watchdog reports it hung, unless a workload sets
+/// its own limit ([`Gpu::set_time_limit`]).
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(60);
+
 /// An open GPU: a context, the module with every kernel, and one stream all work goes to.
+///
+/// Every wait for the GPU (`synchronize`, `time`) polls against a time limit, so a kernel
+/// that never finishes is reported ([`GpuError::Hung`]) instead of freezing the program.
 pub struct Gpu {
     info: GpuInfo,
     functions: Mutex<HashMap<String, Loaded>>,
-    module: Arc<CudaModule>,
-    stream: Arc<CudaStream>,
-    context: Arc<CudaContext>,
+    /// The limit of every wait.
+    time_limit: Mutex<Duration>,
+    /// The last launch, described for the watchdog's report.
+    last_launch: Mutex<String>,
+    /// Set when a wait ran out of time: the driver objects are then leaked, not destroyed,
+    /// since destroying a context whose kernel still runs can block.
+    hung: AtomicBool,
+    module: ManuallyDrop<Arc<CudaModule>>,
+    stream: ManuallyDrop<Arc<CudaStream>>,
+    context: ManuallyDrop<Arc<CudaContext>>,
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        if self.hung.load(Ordering::Relaxed) {
+            return;
+        }
+        // SAFETY: each field is dropped once, here, in dependency order.
+        unsafe {
+            ManuallyDrop::drop(&mut self.module);
+            ManuallyDrop::drop(&mut self.stream);
+            ManuallyDrop::drop(&mut self.context);
+        }
+    }
 }
 
 impl Gpu {
@@ -231,9 +276,12 @@ impl Gpu {
                 driver_version: format!("{}.{}", version / 1000, version % 1000 / 10),
             },
             functions: Mutex::new(HashMap::new()),
-            module,
-            stream,
-            context,
+            time_limit: Mutex::new(DEFAULT_TIME_LIMIT),
+            last_launch: Mutex::new("none".into()),
+            hung: AtomicBool::new(false),
+            module: ManuallyDrop::new(module),
+            stream: ManuallyDrop::new(stream),
+            context: ManuallyDrop::new(context),
         })
     }
 
@@ -253,15 +301,7 @@ impl Gpu {
             .context
             .mem_get_info()
             .during(|| "reading the GPU's free memory".into())?;
-        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-        anyhow::ensure!(
-            bytes <= free as u64,
-            "{what} needs {:.2} GiB of device memory; {} has {:.2} GiB free",
-            gib(bytes),
-            self.info.name,
-            gib(free as u64)
-        );
-        Ok(())
+        check_fits(bytes, free as u64, what, &self.info.name)
     }
 
     /// Copies `data` to a new device buffer.
@@ -317,7 +357,7 @@ impl Gpu {
     /// The kernel `name` of the loaded module, allowed `shared_bytes` of dynamic shared
     /// memory (past 48 KiB a kernel must opt in; done once per kernel).
     fn function(&self, name: &str, shared_bytes: u32) -> Result<CudaFunction, GpuError> {
-        let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut functions = lock(&self.functions);
         if !functions.contains_key(name) {
             let function = self
                 .module
@@ -368,6 +408,14 @@ impl Gpu {
         args: &[KernelArg],
     ) -> Result<(), GpuError> {
         let function = self.function(name, config.shared_bytes)?;
+        *lock(&self.last_launch) = format!(
+            "`{name}` ({} x {} blocks of {} threads, {} B dynamic shared memory, parameters {})",
+            config.grid.0,
+            config.grid.1,
+            config.threads,
+            config.shared_bytes,
+            describe_args(args)
+        );
         let mut launch = self.stream.launch_builder(&function);
         for arg in args {
             match arg {
@@ -386,9 +434,66 @@ impl Gpu {
             .during(|| format!("launching `{name}` ({config:?})"))
     }
 
-    /// Waits for the stream; a failed kernel surfaces here.
+    /// Sets how long every later wait for the GPU may take before the watchdog reports it.
+    pub fn set_time_limit(&self, limit: Duration) {
+        *lock(&self.time_limit) = limit;
+    }
+
+    /// The limit of every wait for the GPU.
+    pub fn time_limit(&self) -> Duration {
+        *lock(&self.time_limit)
+    }
+
+    /// Polls `done` until it says the work finished, or reports the GPU hung once the time
+    /// limit has passed. A driver error surfaces as itself.
+    fn wait(
+        &self,
+        what: impl FnOnce() -> String,
+        mut done: impl FnMut() -> Result<bool, DriverError>,
+    ) -> Result<(), GpuError> {
+        let limit = self.time_limit();
+        let start = Instant::now();
+        let mut polls = 0u32;
+        loop {
+            match done() {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(source) => {
+                    return Err(GpuError::Cuda {
+                        what: what(),
+                        source,
+                    });
+                }
+            }
+            if start.elapsed() > limit {
+                self.hung.store(true, Ordering::Relaxed);
+                return Err(GpuError::Hung {
+                    what: what(),
+                    limit,
+                    last: lock(&self.last_launch).clone(),
+                });
+            }
+            // Spin briefly (short kernels), then sleep a little between polls.
+            polls += 1;
+            if polls < 1000 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    }
+
+    /// Waits for the stream (under the watchdog); a failed kernel surfaces here.
     pub fn synchronize(&self, what: impl FnOnce() -> String) -> Result<(), GpuError> {
-        self.stream.synchronize().during(what)
+        let stream = self.stream.cu_stream();
+        self.wait(what, || {
+            // SAFETY: queries a live stream.
+            match unsafe { sys::cuStreamQuery(stream) } {
+                sys::CUresult::CUDA_SUCCESS => Ok(true),
+                sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+                error => Err(DriverError(error)),
+            }
+        })
     }
 
     /// Two events for timing work queued between them on the stream.
@@ -405,7 +510,7 @@ impl Gpu {
     }
 
     /// Records `timer`'s start on the stream, runs `queue` (which queues work), records its
-    /// stop, waits for it, and returns the GPU time in milliseconds.
+    /// stop, waits for it (under the watchdog), and returns the GPU time in milliseconds.
     pub fn time<E>(&self, timer: &Timer, queue: impl FnOnce() -> Result<(), E>) -> Result<f64, E>
     where
         E: From<GpuError>,
@@ -419,16 +524,46 @@ impl Gpu {
             .stop
             .record(&self.stream)
             .during(|| "recording an event".into())?;
-        timer
-            .stop
-            .synchronize()
-            .during(|| "waiting for the timed launch".into())?;
+        self.wait(
+            || "waiting for a timed launch".into(),
+            || timer.stop.try_is_complete(),
+        )?;
         let ms = timer
             .start
             .elapsed_ms(&timer.stop)
             .during(|| "reading an event timer".into())?;
         Ok(ms as f64)
     }
+}
+
+/// `Ok` if `bytes` fit in `free` bytes of `device`'s memory, else the error that says how much
+/// `what` needs and how much is free.
+pub fn check_fits(bytes: u64, free: u64, what: &str, device: &str) -> anyhow::Result<()> {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    anyhow::ensure!(
+        bytes <= free,
+        "{what} needs {:.2} GiB of device memory; {device} has {:.2} GiB free",
+        gib(bytes),
+        gib(free)
+    );
+    Ok(())
+}
+
+/// A mutex's value, whether or not a thread panicked holding it.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Kernel parameters as the watchdog's report shows them.
+fn describe_args(args: &[KernelArg]) -> String {
+    let each: Vec<String> = args
+        .iter()
+        .map(|a| match a {
+            KernelArg::Ptr(p) => format!("{p:#x}"),
+            KernelArg::U32(v) => v.to_string(),
+        })
+        .collect();
+    format!("({})", each.join(", "))
 }
 
 /// A pair of CUDA events (see [`Gpu::time`]).
@@ -467,6 +602,44 @@ mod tests {
         assert!(text.contains("Tesla T4"), "{text}");
         assert!(text.contains("7.5"), "{text}");
         assert!(text.contains("sm_80"), "{text}");
+        assert!(!text.contains('\n'));
+    }
+
+    #[test]
+    fn work_that_does_not_fit_is_refused_with_both_numbers() {
+        check_fits(1 << 30, 2 << 30, "x", "H200").unwrap();
+        let text = check_fits(
+            200 << 30,
+            139 << 30,
+            "gemm at 131072x131072x1",
+            "NVIDIA H200",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            text,
+            "gemm at 131072x131072x1 needs 200.00 GiB of device memory; NVIDIA H200 has \
+             139.00 GiB free"
+        );
+    }
+
+    #[test]
+    fn a_hang_report_names_the_launch_and_the_limit() {
+        let text = GpuError::Hung {
+            what: "running `k`".into(),
+            limit: Duration::from_secs(2),
+            last: format!(
+                "`k` (1 x 1 blocks of 32 threads, 0 B dynamic shared memory, parameters {})",
+                describe_args(&[KernelArg::Ptr(0x7f00), KernelArg::U32(5)])
+            ),
+        }
+        .to_string();
+        assert!(
+            text.starts_with("running `k`: the GPU did not finish within 2s"),
+            "{text}"
+        );
+        assert!(text.contains("parameters (0x7f00, 5)"), "{text}");
+        assert!(text.contains("unusable"), "{text}");
         assert!(!text.contains('\n'));
     }
 

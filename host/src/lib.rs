@@ -9,6 +9,7 @@
 //! - [`check`]: comparing outputs (poison, NaN, tolerance, exact).
 //! - [`report`]: table, JSON, SVG.
 //! - [`inspect`]: PTX / SASS per kernel.
+//! - [`interrupt`]: Ctrl-C at launch boundaries.
 //! - [`device_code`]: the embedded PTX.
 //! - [`cli`]: the command line of the `host` binary.
 
@@ -18,6 +19,7 @@ pub mod device_code;
 pub mod experiment;
 pub mod gpu;
 pub mod inspect;
+pub mod interrupt;
 pub mod registry;
 pub mod report;
 pub mod workloads;

@@ -10,7 +10,7 @@ use clap::Parser;
 use host::cli::{Cli, Command, InspectArgs, RunArgs, RunRequest, SelftestArgs};
 use host::experiment::{Inputs, Values, fresh_seed};
 use host::gpu::{Gpu, GpuError};
-use host::registry::{self, ProblemResult};
+use host::registry::{self, RunOutcome};
 use host::report::RunReport;
 use indicatif::{ProgressBar, ProgressStyle};
 use ptx_builder::Arch;
@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         let message = info.to_string().replace('\n', " ");
         eprintln!("error: internal error: {message}");
     }));
+    host::interrupt::install();
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     let result = match Cli::parse().into_command() {
         Command::Run(args) => run(args, command_line),
@@ -46,11 +47,7 @@ fn usage_error(message: String) -> ExitCode {
 }
 
 /// Runs `request` on the GPU with a progress bar.
-fn execute(
-    request: &RunRequest,
-    ptx: Option<Arch>,
-    inputs: Inputs,
-) -> Result<(Gpu, Vec<ProblemResult>)> {
+fn execute(request: &RunRequest, ptx: Option<Arch>, inputs: Inputs) -> Result<(Gpu, RunOutcome)> {
     let gpu = Gpu::open_with(ptx)?;
     eprintln!(
         "{} ({} PTX): {} at {}, seed {}",
@@ -88,13 +85,13 @@ fn run(args: RunArgs, command_line: String) -> Result<ExitCode> {
         seed: args.seed.unwrap_or_else(fresh_seed),
         values: args.values.into(),
     };
-    let (gpu, results) = execute(&request, args.ptx, inputs)?;
+    let (gpu, outcome) = execute(&request, args.ptx, inputs)?;
     let report = RunReport::new(
         gpu.info().clone(),
         command_line,
         inputs,
         request.timing,
-        &results,
+        &outcome,
     );
     print!("{}", report.table());
     if let Some(path) = &args.json {
@@ -106,11 +103,21 @@ fn run(args: RunArgs, command_line: String) -> Result<ExitCode> {
         eprintln!("wrote {}", path.display());
     }
     let failed = report.failed();
-    if failed.is_empty() {
-        Ok(ExitCode::SUCCESS)
-    } else {
+    if !failed.is_empty() {
         eprintln!("error: verification failed: {}", failed.join(", "));
-        Ok(ExitCode::FAILURE)
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(finished(&outcome))
+}
+
+/// Success, or the Ctrl-C status after saying how far the run got.
+fn finished(outcome: &RunOutcome) -> ExitCode {
+    if outcome.interrupted {
+        let done: usize = outcome.results.iter().map(|p| p.measurements.len()).sum();
+        eprintln!("interrupted: {done} experiment(s) finished; the results above are theirs");
+        ExitCode::from(host::interrupt::EXIT_STATUS)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 
@@ -207,6 +214,12 @@ fn info() -> Result<ExitCode> {
 }
 
 fn selftest(args: SelftestArgs) -> Result<ExitCode> {
+    if args.hang {
+        let gpu = Gpu::open_with(args.ptx)?;
+        let limit = args.timeout.unwrap_or(std::time::Duration::from_secs(2));
+        host::workloads::selftest::run_hang(&gpu, limit)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let request = match args.resolve() {
         Ok(request) => request,
         Err(message) => return Ok(usage_error(message)),
@@ -215,7 +228,7 @@ fn selftest(args: SelftestArgs) -> Result<ExitCode> {
         seed: fresh_seed(),
         values: Values::Random,
     };
-    let (gpu, results) = execute(&request, args.ptx, inputs)?;
+    let (gpu, outcome) = execute(&request, args.ptx, inputs)?;
     println!(
         "{} ({} PTX): library self-test, seed {}",
         gpu.info().name,
@@ -223,7 +236,7 @@ fn selftest(args: SelftestArgs) -> Result<ExitCode> {
         inputs.seed
     );
     let mut failed = Vec::new();
-    for problem in &results {
+    for problem in &outcome.results {
         for m in &problem.measurements {
             println!(
                 "{:<26} {:<12} {}",
@@ -237,7 +250,7 @@ fn selftest(args: SelftestArgs) -> Result<ExitCode> {
         }
     }
     if failed.is_empty() {
-        Ok(ExitCode::SUCCESS)
+        Ok(finished(&outcome))
     } else {
         eprintln!("error: self-test failed: {}", failed.join(", "));
         Ok(ExitCode::FAILURE)

@@ -73,7 +73,8 @@ pub trait Plan {
     /// Prepares the problem of size `index` (inputs on the GPU, reference, outputs).
     fn prepare(&self, gpu: &Gpu, index: usize, inputs: Inputs) -> Result<Box<dyn Prepared>>;
 
-    /// Runs, checks and times every selected experiment at every size.
+    /// Runs, checks and times every selected experiment at every size. After Ctrl-C it
+    /// stops at the next launch boundary and returns what finished, marked interrupted.
     fn run(
         &self,
         gpu: &Gpu,
@@ -81,27 +82,48 @@ pub trait Plan {
         inputs: Inputs,
         timing: Timing,
         progress: &mut dyn FnMut(&str),
-    ) -> Result<Vec<ProblemResult>> {
-        let mut results = Vec::new();
+    ) -> Result<RunOutcome> {
+        let mut outcome = RunOutcome::default();
         for index in 0..self.sizes().len() {
             let mut problem = self.prepare(gpu, index, inputs)?;
             let mut measurements = Vec::new();
             for experiment in problem.experiments() {
-                if selection.includes(experiment) {
-                    let name = experiment.name();
-                    measurements
-                        .push(problem.measure(gpu, experiment, timing, &mut || progress(name))?);
+                if !selection.includes(experiment) {
+                    continue;
+                }
+                let name = experiment.name();
+                match problem.measure(gpu, experiment, timing, &mut || progress(name)) {
+                    Ok(m) => measurements.push(m),
+                    Err(e) if crate::interrupt::is_interruption(&e) => {
+                        outcome.interrupted = true;
+                        break;
+                    }
+                    Err(e) => return Err(e),
                 }
             }
-            results.push(ProblemResult {
-                workload: problem.workload(),
-                size: problem.size(),
-                work: problem.work(),
-                measurements,
-            });
+            if !measurements.is_empty() {
+                outcome.results.push(ProblemResult {
+                    workload: problem.workload(),
+                    size: problem.size(),
+                    work: problem.work(),
+                    measurements,
+                });
+            }
+            if outcome.interrupted {
+                break;
+            }
         }
-        Ok(results)
+        Ok(outcome)
     }
+}
+
+/// What a run finished.
+#[derive(Clone, Debug, Default)]
+pub struct RunOutcome {
+    /// Every problem with at least one experiment measured.
+    pub results: Vec<ProblemResult>,
+    /// Whether Ctrl-C stopped the run before the end.
+    pub interrupted: bool,
 }
 
 /// A problem of one size, prepared on the GPU, that any of its workload's experiments can be
@@ -253,6 +275,10 @@ impl<W: Workload> Plan for TypedPlan<W> {
     fn prepare(&self, gpu: &Gpu, index: usize, inputs: Inputs) -> Result<Box<dyn Prepared>> {
         let size = self.sizes[index];
         let workload = self.workload;
+        gpu.ensure_free_memory(
+            workload.device_bytes(size),
+            &format!("{} at {size}", Workload::name(workload)),
+        )?;
         let problem = workload
             .prepare(gpu, size, inputs)
             .with_context(|| format!("preparing {} at {size}", Workload::name(workload)))?;

@@ -3,7 +3,7 @@
 
 use crate::experiment::{Experiment, Inputs, Measurement, Outcome, Role, Timing, same};
 use crate::gpu::GpuInfo;
-use crate::registry::ProblemResult;
+use crate::registry::{ProblemResult, RunOutcome};
 use anyhow::{Context, Result, ensure};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -19,6 +19,10 @@ pub struct RunReport {
     pub command: String,
     pub inputs: Inputs,
     pub timing: Timing,
+    /// Whether every check of every row passed.
+    pub passed: bool,
+    /// Whether Ctrl-C stopped the run before the end (the rows are what finished).
+    pub interrupted: bool,
     pub problems: Vec<ProblemReport>,
 }
 
@@ -194,21 +198,24 @@ fn ratio(reference: Option<f64>, x: Option<f64>) -> Option<f64> {
 }
 
 impl RunReport {
-    /// Builds the report of `problems`.
+    /// Builds the report of what a run finished.
     pub fn new(
         device: GpuInfo,
         command: String,
         inputs: Inputs,
         timing: Timing,
-        problems: &[ProblemResult],
+        outcome: &RunOutcome,
     ) -> RunReport {
+        let problems: Vec<ProblemReport> = outcome.results.iter().map(ProblemReport::new).collect();
         RunReport {
             device,
             date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             command,
             inputs,
             timing,
-            problems: problems.iter().map(ProblemReport::new).collect(),
+            passed: problems.iter().all(|p| p.rows.iter().all(|r| r.passed)),
+            interrupted: outcome.interrupted,
+            problems,
         }
     }
 
@@ -253,10 +260,12 @@ impl RunReport {
         out
     }
 
-    /// Writes the report as JSON.
+    /// Writes the report as JSON (atomically: see [`write_atomically`]).
     pub fn write_json(&self, path: &Path) -> Result<()> {
-        let text = serde_json::to_string_pretty(self)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+        let text = serde_json::to_string_pretty(self)? + "\n";
+        write_atomically(path, |tmp| {
+            std::fs::write(tmp, &text).with_context(|| format!("writing {}", tmp.display()))
+        })
     }
 
     /// An SVG with, per problem, two bar charts: the rate (or median time) per experiment,
@@ -268,8 +277,31 @@ impl RunReport {
             "--plot writes SVG: give a file name ending in .svg (got {})",
             path.display()
         );
-        plot(self, path).map_err(|e| anyhow::anyhow!("drawing {}: {e}", path.display()))
+        write_atomically(path, |tmp| {
+            plot(self, tmp).map_err(|e| anyhow::anyhow!("drawing {}: {e}", path.display()))
+        })
     }
+}
+
+/// Writes `path` through a temporary file in the same folder that is then renamed over it,
+/// so an interrupted or failed write never leaves a truncated file at `path` (a rename within
+/// a folder is atomic); the temporary file is removed when `write` fails.
+pub fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} names no file", path.display()))?;
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = write(&tmp).and_then(|()| {
+        std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// The colour of a role's bars: grey baseline, orange raw PTX, blue library.
@@ -415,6 +447,10 @@ mod tests {
                 measurement("block_pipeline_2", 4.0),
             ],
         };
+        let outcome = RunOutcome {
+            results: vec![problem],
+            interrupted: false,
+        };
         RunReport::new(
             GpuInfo {
                 name: "Test GPU".into(),
@@ -431,8 +467,12 @@ mod tests {
                 seed: 7,
                 values: Values::Random,
             },
-            Timing { warmup: 1, reps: 1 },
-            &[problem],
+            Timing {
+                warmup: 1,
+                reps: 1,
+                limit: None,
+            },
+            &outcome,
         )
     }
 
@@ -479,6 +519,30 @@ mod tests {
         assert_eq!(rows[1]["name"], "raw_async_group_2");
         assert_eq!(rows[1]["role"], "raw_ptx");
         assert_eq!(rows[1]["vs_baseline"], 2.0);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn writes_are_atomic() {
+        let dir = scratch_dir("report-atomic");
+        let path = dir.join("r.json");
+        std::fs::write(&path, "old").unwrap();
+        // A writer that fails half-way leaves the old file and no temporary file.
+        let err = write_atomically(&path, |tmp| {
+            std::fs::write(tmp, "half")?;
+            anyhow::bail!("interrupted")
+        });
+        assert!(err.is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        // A complete write replaces it, and leaves nothing else behind.
+        report().write_json(&path).unwrap();
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("\"passed\": true")
+        );
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

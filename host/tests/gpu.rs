@@ -37,7 +37,7 @@ fn every_experiment_of_every_workload_verifies() {
                     seed: fresh_seed(),
                     values,
                 };
-                let results = plan
+                let outcome = plan
                     .run(
                         &gpu,
                         &Selection::all(),
@@ -46,7 +46,8 @@ fn every_experiment_of_every_workload_verifies() {
                         &mut |_| {},
                     )
                     .unwrap_or_else(|e| panic!("{} ({arch}): {e:#}", workload.name()));
-                for problem in results {
+                assert!(!outcome.interrupted);
+                for problem in outcome.results {
                     for m in &problem.measurements {
                         assert!(
                             m.passed(),
@@ -95,4 +96,124 @@ fn a_failed_launch_is_an_error_naming_the_kernel() {
     problem.launch(&gpu, kernel).unwrap();
     gpu.synchronize(|| "after a refused launch".into()).unwrap();
     assert!(problem.check(&gpu, kernel).unwrap().passed);
+}
+
+/// The `host` binary: beside this test binary's folder (`target/release/host` for
+/// `target/release/deps/gpu-*`), beside the test binary itself (a copy of both in one folder
+/// on a GPU machine), or where cargo built it.
+fn host_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let dir = exe.parent().expect("a folder");
+    [dir.join("host"), dir.join("../host")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_host").into())
+}
+
+/// The watchdog: a kernel that waits forever is reported in one line naming it, within its
+/// limit, with exit status 1 — and the GPU works again for the next process.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_hung_kernel_is_reported_within_its_limit() {
+    let start = std::time::Instant::now();
+    let out = std::process::Command::new(host_binary())
+        .args(["selftest", "--hang", "--timeout", "2s"])
+        .output()
+        .expect("host runs");
+    let elapsed = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("did not finish within 2s"), "{stderr}");
+    assert!(
+        stderr.contains("`hang_missing_arrival` (1 x 1 blocks of 32 threads"),
+        "{stderr}"
+    );
+    assert!(
+        elapsed < std::time::Duration::from_secs(20),
+        "took {elapsed:?}"
+    );
+    eprintln!("hang reported after {elapsed:?}");
+    // The next process gets a working GPU.
+    let out = std::process::Command::new(host_binary())
+        .args([
+            "run",
+            "--k",
+            "64",
+            "--reps",
+            "1",
+            "--warmup",
+            "1",
+            "--only",
+            "raw_async_group_2",
+        ])
+        .output()
+        .expect("host runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Work that does not fit the GPU's memory is refused before anything is allocated.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_problem_too_large_for_the_gpu_is_refused_in_one_line() {
+    let out = std::process::Command::new(host_binary())
+        .args(["run", "--workload", "gemm", "--size", "131072x131072x16"])
+        .output()
+        .expect("host runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let last = stderr.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: ") && last.contains("needs 192.02 GiB of device memory"),
+        "{stderr}"
+    );
+    assert!(last.contains("GiB free"), "{stderr}");
+}
+
+/// Ctrl-C: the run stops at a launch boundary, prints what finished, exits with 130.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ctrl_c_stops_at_a_launch_boundary_and_reports_what_finished() {
+    let dir = std::env::temp_dir().join(format!("ctrl-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let child = std::process::Command::new(host_binary())
+        .args([
+            "run",
+            "--workload",
+            "gemm",
+            "--size",
+            "4096",
+            "--reps",
+            "400",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("host runs");
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(130), "{stdout}\n{stderr}");
+    assert!(stderr.contains("interrupted:"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stdout.contains("cublas_sgemm"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["interrupted"], true);
+    std::fs::remove_dir_all(dir).unwrap();
 }

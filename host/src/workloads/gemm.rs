@@ -177,6 +177,9 @@ impl Workload for Gemm {
     fn helper_kernels(&self) -> &'static [&'static str] {
         &[REFERENCE_KERNEL]
     }
+    fn device_bytes(&self, size: Mnk) -> u64 {
+        size.device_bytes()
+    }
     fn size_syntax(&self) -> &'static str {
         "N (square) or MxNxK, each from 1 to 2^30 (M at most 1048560)"
     }
@@ -281,7 +284,6 @@ impl GemmProblem {
                 "small-integer inputs are exact only up to K = {MAX_EXACT_K} (K = {k})"
             );
         }
-        gpu.ensure_free_memory(size.device_bytes(), &format!("a {size} GEMM"))?;
         let (mk, kn, mn) = (
             m as usize * k as usize,
             k as usize * n as usize,

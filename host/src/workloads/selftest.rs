@@ -9,11 +9,12 @@ use anyhow::Result;
 use cudarc::driver::CudaSlice;
 use gpu::workloads::selftest::{
     BARRIER_OPS, BARRIER_OPS_OUTPUTS, BARRIER_OPS_THREADS, BarrierObservation, COPY_KERNELS,
-    CopyForm, CopyKernel, TILE_FLOATS, TILES_PER_BLOCK,
+    CopyForm, CopyKernel, HANG_KERNEL, HANG_THREADS, TILE_FLOATS, TILES_PER_BLOCK,
 };
 use rand::{Rng, SeedableRng};
 use std::fmt;
 use std::sync::LazyLock;
+use std::time::Duration;
 
 /// The self-test workload.
 pub struct Selftest;
@@ -125,6 +126,14 @@ impl Workload for Selftest {
     }
     fn experiments(&self) -> &'static [SelftestExperiment] {
         &EXPERIMENTS
+    }
+    fn helper_kernels(&self) -> &'static [&'static str] {
+        &[HANG_KERNEL]
+    }
+    fn device_bytes(&self, size: Floats) -> u64 {
+        // The input (at least one tile) and the largest output (whole tiles).
+        let n = size.0.max(TILE_FLOATS) as u64;
+        4 * n + 4 * n.div_ceil(TILE_FLOATS as u64) * TILE_FLOATS as u64
     }
     fn size_syntax(&self) -> &'static str {
         "floats each kernel copies: 1 to 268435456 (whole-tile kernels take it rounded down to \
@@ -285,6 +294,18 @@ impl Problem<SelftestExperiment> for SelftestProblem {
     fn work(&self) -> Work {
         Work::Bytes(2 * 4 * self.n as u64)
     }
+}
+
+/// Launches the kernel that waits forever ([`HANG_KERNEL`]) and waits for it under the
+/// watchdog with `limit`: the result is the watchdog's error (or, if the GPU somehow finished
+/// it, an error saying so).
+pub fn run_hang(gpu: &Gpu, limit: Duration) -> Result<()> {
+    gpu.set_time_limit(limit);
+    // SAFETY: hang_missing_arrival() takes no parameters and uses only its static shared
+    // memory; one block of HANG_THREADS threads.
+    unsafe { gpu.launch(HANG_KERNEL, LaunchConfig::linear(1, HANG_THREADS, 0), &[])? };
+    gpu.synchronize(|| format!("running `{HANG_KERNEL}`, which waits forever on purpose"))?;
+    anyhow::bail!("`{HANG_KERNEL}` finished, but it waits for an arrival that never comes")
 }
 
 /// Compares what `barrier_ops` wrote with each observation's specified value.

@@ -84,6 +84,9 @@ impl Workload for Study {
     fn experiments(&self) -> &'static [StudyKernel] {
         STUDY_KERNELS
     }
+    fn device_bytes(&self, size: K) -> u64 {
+        4 * (M as u64 * size.0 as u64 + size.0 as u64 * N as u64 + (M * N) as u64)
+    }
     fn size_syntax(&self) -> &'static str {
         "K, the columns of A and rows of B: a whole number from 1 to 4194304"
     }

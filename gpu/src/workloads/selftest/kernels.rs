@@ -9,7 +9,7 @@
 
 use super::{
     BARRIER_FORM_BUFFERS, BARRIER_OPS_OUTPUTS, BARRIER_OPS_POLLS, BARRIER_OPS_THREADS,
-    BarrierObservation, CopyForm, TILE_BYTES, TILE_FLOATS,
+    BarrierObservation, CopyForm, HANG_THREADS, TILE_BYTES, TILE_FLOATS,
 };
 use crate::barrier::{ArrivalToken, Barrier};
 use crate::layout::{Mbarrier, PipelineSharedState};
@@ -522,4 +522,23 @@ pub unsafe extern "ptx-kernel" fn barrier_ops(out: *mut u32) {
             alone.test_wait_parity(0) as u32,
         );
     }
+}
+
+crate::static_shared!(
+    /// The barrier of `hang_missing_arrival`.
+    fn hang_slot() -> [Mbarrier; 1]
+);
+
+/// Waits forever on purpose: every thread arrives once on a barrier that expects one arrival
+/// more, then waits for the phase (see [`super::HANG_KERNEL`]).
+///
+/// # Safety
+/// One block of [`HANG_THREADS`] threads. It never returns: the host's watchdog must end the
+/// program.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn hang_missing_arrival() {
+    // SAFETY: every thread calls it; the slot is reserved.
+    let barrier = unsafe { Barrier::init_by_first_thread(hang_slot().base(), HANG_THREADS + 1) };
+    let token = barrier.arrive();
+    barrier.wait(token);
 }

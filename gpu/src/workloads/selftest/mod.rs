@@ -321,6 +321,14 @@ impl BarrierObservation {
     }
 }
 
+/// A kernel that waits forever on purpose — `hang_missing_arrival()`, one block of
+/// [`HANG_THREADS`] threads and no parameters: its mbarrier expects one arrival more than the
+/// block makes, the classic protocol bug. It exists to test the host's watchdog; the
+/// self-test never runs it.
+pub const HANG_KERNEL: &str = "hang_missing_arrival";
+/// Threads of [`HANG_KERNEL`].
+pub const HANG_THREADS: u32 = 32;
+
 /// Words `barrier_ops` writes.
 pub const BARRIER_OPS_OUTPUTS: usize = BarrierObservation::ALL.len();
 
