@@ -1,5 +1,50 @@
 //! Asynchronous global -> shared memory copies on NVIDIA GPUs (sm_80+), in `no_std` Rust.
 //!
+//! A kernel that streams `y = alpha * x` through shared memory, three tiles in flight, with a
+//! thread-scope pipeline; the tail of `x` is zero-filled by the copies themselves:
+//!
+//! ```ignore
+//! #![no_std]
+//! #![feature(abi_ptx, asm_experimental_arch)]
+//! use gpu::memcpy_async::{AlignedSize, Block, memcpy_async_zfill};
+//! use gpu::pipeline::{Consumer, Producer, ThreadPipeline};
+//! use gpu::{ptx, shared::dynamic_shared};
+//!
+//! const TILE: u32 = 1024; // floats per stage; launch with 3 * 4096 bytes of dynamic shared memory
+//!
+//! #[unsafe(no_mangle)]
+//! pub unsafe extern "ptx-kernel" fn scale(x: *const f32, y: *mut f32, n: u32, alpha: f32) {
+//!     let block = Block::this_block();
+//!     let tiles = n.div_ceil(TILE);
+//!     let stage = |s: u32| dynamic_shared().add(s * TILE * 4).cast::<f32>();
+//!     let mut pipeline = ThreadPipeline::<3>::new();
+//!     let (mut producer, mut consumer) = pipeline.split();
+//!     let mut fill = |t: u32| {
+//!         let s = producer.producer_acquire();
+//!         if t < tiles {
+//!             let left = (n - t * TILE).min(TILE) * 4;
+//!             let src = x.wrapping_add((t * TILE) as usize);
+//!             // SAFETY: `left` bytes of x exist; the stage is free.
+//!             unsafe { memcpy_async_zfill(&block, stage(s.index()), src, AlignedSize::<4>::of(TILE * 4), left, &s) };
+//!         }
+//!         s.producer_commit(); // cp.async.commit_group
+//!     };
+//!     fill(0);
+//!     fill(1);
+//!     for t in 0..tiles {
+//!         let ready = consumer.consumer_wait(); // cp.async.wait_group 1
+//!         ptx::barrier_sync(); // every thread's copies are visible
+//!         // ... read stage(ready.index()), write alpha * value to y ...
+//!         ready.consumer_release();
+//!         ptx::barrier_sync(); // everyone is done with the stage before its refill
+//!         fill(t + 2);
+//!     }
+//! }
+//! ```
+//!
+//! `examples/user-kernels` in the repository is this kernel as a crate of its own, built by
+//! `ptx_builder::CudaBuilder` from a host crate's `build.rs` and checked on a GPU.
+//!
 //! The library is one stack, read top-down:
 //!
 //! | layer | module | C++ analogue | lowers to |
@@ -14,10 +59,12 @@
 //!
 //! [`layout`] and [`pipeline_state`] are plain Rust and also build for the host, so a host
 //! program launches with exactly the shared memory the device code carves up; everything that
-//! emits PTX is compiled only for `nvptx64-nvidia-cuda`.
+//! emits PTX is compiled only for `nvptx64-nvidia-cuda`. [`max_threads!`] is this crate's
+//! `__launch_bounds__`.
 //!
-//! Apart from the library, [`workloads`] holds what this project runs on it — the study, the
-//! library's self-test — one folder each, with kernel tables the host also reads.
+//! Apart from the library, the module `workloads` (feature `workloads`) holds what this
+//! project runs on it — the study, the GEMM, the library's self-test — one folder each, with
+//! kernel tables the host also reads. A crate that uses the library leaves the feature off.
 #![cfg_attr(not(test), no_std)]
 // The device modules exist only in the nvptx64 build, so a host `cargo doc` cannot resolve
 // links to them; they resolve in the device docs.
@@ -41,6 +88,7 @@ pub mod ptx;
 #[cfg(target_arch = "nvptx64")]
 pub mod shared;
 
+#[cfg(feature = "workloads")]
 pub mod workloads;
 
 /// Declares the most threads a block of `kernel` is launched with, so that ptxas keeps the

@@ -1,12 +1,17 @@
-//! `gpu` crate -> PTX, with rustc's NVPTX backend and the pinned toolchain's llvm-tools.
+//! A `no_std` device crate -> PTX, with rustc's NVPTX backend and the pinned toolchain's
+//! llvm-tools: [`CudaBuilder`], the shape Rust-CUDA's `cuda_builder` made familiar, called from a
+//! `build.rs` or a build tool.
 //!
-//! 1. `cargo build -p gpu --target nvptx64-nvidia-cuda -Zbuild-std=core --profile ptx` with
-//!    `-C target-cpu=<arch>`: every rlib of that build (gpu, core, compiler_builtins) holds LLVM
-//!    bitcode, not machine code.
-//! 2. The kernels are the unmangled functions `gpu` defines (`#[unsafe(no_mangle)]`).
-//! 3. `llvm-link` the bitcode of all rlibs, `opt` internalizes everything but the kernels, drops
-//!    what they do not reach, and optimizes (`internalize,globaldce,default<O3>`: dropping the
-//!    unused parts of `core` first makes the link about 8x faster), `llc` emits the PTX.
+//! 1. `cargo build` of the crate for `nvptx64-nvidia-cuda` with `-Zbuild-std=core`, release
+//!    settings fit for device code (`panic = "abort"`, one codegen unit) and
+//!    `-C target-cpu=<arch>`: every rlib of that build (the crate, its dependencies, core,
+//!    compiler_builtins) holds LLVM bitcode, not machine code.
+//! 2. The kernels are the unmangled functions the crate itself defines
+//!    (`#[unsafe(no_mangle)] extern "ptx-kernel" fn`).
+//! 3. `llvm-link` the bitcode of all rlibs, `opt` internalizes everything but the kernels,
+//!    drops what they do not reach, and optimizes (`internalize,globaldce,default<O3>`:
+//!    dropping the unused parts of `core` first makes the link about 8x faster), `llc` emits
+//!    the PTX, and `gpu::max_threads!` markers become `.maxntid` directives.
 //!
 //! This is the link step rustc would hand to `llvm-bitcode-linker`, which is not downloadable
 //! for the pinned nightly; doing it here keeps the build inside the repository and registries.
@@ -17,40 +22,364 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The device target rustc compiles `gpu` for.
+/// The device target rustc compiles device crates for.
 pub const DEVICE_TARGET: &str = "nvptx64-nvidia-cuda";
 
-/// What to build and with which tools.
+/// The cargo profile device code is built with; [`DEVICE_PROFILE_SETTINGS`] override it for
+/// that build only. A debug build produces huge PTX with a stack frame ptxas cannot size, and
+/// unwinding does not exist on the GPU.
+pub const DEVICE_PROFILE: &str = "release";
+
+/// `--config` overrides of [`DEVICE_PROFILE`] for the device build.
+pub const DEVICE_PROFILE_SETTINGS: &[&str] = &[
+    "profile.release.opt-level=3",
+    "profile.release.panic=\"abort\"",
+    "profile.release.codegen-units=1",
+    "profile.release.debug=false",
+    "profile.release.debug-assertions=false",
+    "profile.release.overflow-checks=false",
+    "profile.release.incremental=false",
+    "profile.release.lto=false",
+];
+
+/// The PTX ISA version the builder targets unless told otherwise: 8.0, which every driver that
+/// runs sm_90 code accepts (LLVM's default for sm_80, 7.0, lacks `mbarrier.test_wait.parity`).
+pub const DEFAULT_PTX_ISA: u32 = 80;
+
+/// Builds a `no_std` device crate into one PTX module per GPU architecture.
+///
+/// ```no_run
+/// // build.rs of a host crate whose kernels live in ../kernels:
+/// let ptx = ptx_builder::CudaBuilder::new("../kernels")
+///     .arch(ptx_builder::Arch::Sm80)
+///     .arch(ptx_builder::Arch::Sm90)
+///     .copy_to(std::env::var("OUT_DIR").unwrap())
+///     .emit_rerun_if_changed()
+///     .build()
+///     .unwrap_or_else(|e| panic!("{e:#}"));
+/// ```
 #[derive(Clone, Debug)]
-pub struct PtxBuild {
-    /// The workspace holding the `gpu` package.
-    pub workspace: PathBuf,
-    /// `cargo` of the pinned toolchain (a build script gets it as `$CARGO`).
-    pub cargo: PathBuf,
-    /// `rustc` of the pinned toolchain (a build script gets it as `$RUSTC`).
-    pub rustc: PathBuf,
-    pub archs: Vec<Arch>,
+pub struct CudaBuilder {
+    crate_dir: PathBuf,
+    archs: Vec<Arch>,
+    ptx_isa: u32,
+    features: Vec<String>,
+    target_dir: Option<PathBuf>,
+    copy_to: Option<PathBuf>,
+    rerun_if_changed: bool,
+    cargo: PathBuf,
+    rustc: PathBuf,
 }
 
-impl PtxBuild {
-    /// Every arch, with the `cargo` / `rustc` found in the environment (as set by cargo for a
-    /// build script or `cargo run`), else on `PATH`.
-    pub fn from_env(workspace: PathBuf) -> PtxBuild {
+impl CudaBuilder {
+    /// A builder for the device crate whose `Cargo.toml` is in `crate_dir`, for every
+    /// [`Arch`], with the `cargo` / `rustc` of the environment (a build script or `cargo run`
+    /// gets the pinned toolchain's as `$CARGO` / `$RUSTC`), else on `PATH`.
+    pub fn new(crate_dir: impl Into<PathBuf>) -> CudaBuilder {
         let tool = |var: &str, fallback: &str| {
             std::env::var_os(var)
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from(fallback))
         };
-        PtxBuild {
-            workspace,
+        CudaBuilder {
+            crate_dir: crate_dir.into(),
+            archs: Vec::new(),
+            ptx_isa: DEFAULT_PTX_ISA,
+            features: Vec::new(),
+            target_dir: None,
+            copy_to: None,
+            rerun_if_changed: false,
             cargo: tool("CARGO", "cargo"),
             rustc: tool("RUSTC", "rustc"),
-            archs: Arch::ALL.to_vec(),
         }
+    }
+
+    /// Builds for `arch` (the first call replaces the default, every arch).
+    pub fn arch(mut self, arch: Arch) -> Self {
+        if !self.archs.contains(&arch) {
+            self.archs.push(arch);
+        }
+        self
+    }
+
+    /// Builds for these archs.
+    pub fn archs(mut self, archs: impl IntoIterator<Item = Arch>) -> Self {
+        for arch in archs {
+            self = self.arch(arch);
+        }
+        self
+    }
+
+    /// The PTX ISA version, times ten (`80` for 8.0): at least 71 (`mbarrier.test_wait.parity`).
+    pub fn ptx_isa(mut self, version: u32) -> Self {
+        self.ptx_isa = version;
+        self
+    }
+
+    /// Cargo features of the device crate to enable.
+    pub fn features<S: Into<String>>(mut self, features: impl IntoIterator<Item = S>) -> Self {
+        self.features.extend(features.into_iter().map(Into::into));
+        self
+    }
+
+    /// Where cargo builds (default: `target/` beside the device crate's `Cargo.toml`). The
+    /// PTX lands in `<target_dir>/ptx/<arch>/<crate>.ptx`.
+    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.target_dir = Some(dir.into());
+        self
+    }
+
+    /// Also copies each module to `dir` as `<crate>_<arch>.ptx` (a build script's `OUT_DIR`).
+    pub fn copy_to(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.copy_to = Some(dir.into());
+        self
+    }
+
+    /// Tells cargo (from a build script) to rerun when the device crate's sources, its
+    /// `Cargo.toml` or the toolchain file change.
+    pub fn emit_rerun_if_changed(mut self) -> Self {
+        self.rerun_if_changed = true;
+        self
+    }
+
+    /// The archs to build: those asked for, else every one.
+    pub fn selected_archs(&self) -> Vec<Arch> {
+        if self.archs.is_empty() {
+            Arch::ALL.to_vec()
+        } else {
+            self.archs.clone()
+        }
+    }
+
+    /// The device crate's package name (from its `Cargo.toml`).
+    pub fn package(&self) -> Result<String> {
+        let manifest = self.crate_dir.join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).with_context(|| {
+            format!(
+                "reading {}: the builder takes the folder of the device crate's Cargo.toml",
+                manifest.display()
+            )
+        })?;
+        package_name(&text).with_context(|| format!("{} has no [package] name", manifest.display()))
+    }
+
+    fn target_root(&self) -> PathBuf {
+        self.target_dir
+            .clone()
+            .unwrap_or_else(|| self.crate_dir.join("target"))
+    }
+
+    /// Builds one PTX module per arch; see the module docs for the steps.
+    pub fn build(&self) -> Result<Vec<PtxArtifact>> {
+        ensure!(
+            (71..=88).contains(&self.ptx_isa),
+            "PTX ISA {} is not one this builder knows: from 71 (7.1, mbarrier.test_wait.parity) \
+             to 88",
+            self.ptx_isa
+        );
+        let package = self.package()?;
+        let toolchain = Toolchain::check(&self.rustc, &self.crate_dir)?;
+        if self.rerun_if_changed {
+            for path in [
+                self.crate_dir.join("src"),
+                self.crate_dir.join("Cargo.toml"),
+                self.crate_dir.join("build.rs"),
+            ] {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+            if let Some(file) = find_upwards(&self.crate_dir, "rust-toolchain.toml") {
+                println!("cargo:rerun-if-changed={}", file.display());
+            }
+        }
+        let mut artifacts = Vec::new();
+        for arch in self.selected_archs() {
+            let artifact = self.build_arch(&toolchain.llvm, &package, arch)?;
+            if let Some(dir) = &self.copy_to {
+                std::fs::create_dir_all(dir)?;
+                let to = dir.join(format!("{}_{}.ptx", lib_name(&package), arch.name()));
+                std::fs::copy(&artifact.path, &to)
+                    .with_context(|| format!("copying the PTX to {}", to.display()))?;
+            }
+            artifacts.push(artifact);
+        }
+        Ok(artifacts)
+    }
+
+    /// `cargo <subcommand>` of the device crate for `arch`, in the environment the device build
+    /// needs (`cargo xtask clippy` runs clippy this way).
+    pub fn cargo_command(&self, subcommand: &str, arch: Arch, target_dir: &Path) -> Command {
+        let mut cmd = Command::new(&self.cargo);
+        cmd.arg(subcommand)
+            .arg("--quiet")
+            .arg("--manifest-path")
+            .arg(self.crate_dir.join("Cargo.toml"))
+            .args(["--lib", "--target", DEVICE_TARGET, "-Zbuild-std=core"])
+            .args(["--profile", DEVICE_PROFILE])
+            .arg("--target-dir")
+            .arg(target_dir);
+        for setting in DEVICE_PROFILE_SETTINGS {
+            cmd.args(["--config", setting]);
+        }
+        if !self.features.is_empty() {
+            cmd.args(["--features", &self.features.join(",")]);
+        }
+        // The caller may be cargo itself (a build script, `cargo clippy`): its flags, wrappers
+        // and target settings are meant for the host build, not this one.
+        for var in [
+            "RUSTFLAGS",
+            "CARGO_BUILD_RUSTFLAGS",
+            "RUSTC_WRAPPER",
+            "RUSTC_WORKSPACE_WRAPPER",
+            "CARGO_BUILD_RUSTC_WRAPPER",
+            "CARGO_BUILD_TARGET",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_TARGET_DIR",
+            "CARGO_PRIMARY_PACKAGE",
+            "CARGO_ENCODED_RUSTFLAGS",
+        ] {
+            cmd.env_remove(var);
+        }
+        let rustflags = [
+            format!("-Ctarget-cpu={}", arch.name()),
+            format!("-Ctarget-feature=+ptx{}", self.ptx_isa),
+        ]
+        .join("\x1f");
+        cmd.env("CARGO_ENCODED_RUSTFLAGS", rustflags)
+            .env("RUSTC", &self.rustc);
+        cmd
+    }
+
+    fn build_arch(&self, llvm: &LlvmTools, package: &str, arch: Arch) -> Result<PtxArtifact> {
+        let out_dir = self.target_root().join("ptx").join(arch.name());
+        let DeviceBuild { rlibs, warnings } = self.cargo_build(package, arch, &out_dir)?;
+        let lib = lib_name(package);
+
+        // Unpack every rlib's bitcode members; each rlib gets its own folder since member
+        // names of different crates may collide.
+        let link_dir = out_dir.join("link");
+        if link_dir.exists() {
+            std::fs::remove_dir_all(&link_dir)
+                .with_context(|| format!("cleaning {}", link_dir.display()))?;
+        }
+        let mut bitcode = Vec::new();
+        let mut own_bitcode = Vec::new();
+        for (crate_name, rlib) in &rlibs {
+            let dir = link_dir.join(crate_name);
+            std::fs::create_dir_all(&dir)?;
+            run(llvm.cmd("llvm-ar").current_dir(&dir).arg("x").arg(rlib))
+                .with_context(|| format!("unpacking {}", rlib.display()))?;
+            for entry in std::fs::read_dir(&dir)? {
+                let path = entry?.path();
+                if path.extension().is_some_and(|e| e == "o") {
+                    if *crate_name == lib {
+                        own_bitcode.push(path.clone());
+                    }
+                    bitcode.push(path);
+                }
+            }
+        }
+        ensure!(
+            !own_bitcode.is_empty(),
+            "the {lib} rlib held no bitcode object"
+        );
+
+        let kernels = kernel_symbols(llvm, &own_bitcode)?;
+        ensure!(
+            !kernels.is_empty(),
+            "the crate `{package}` defines no kernel: a kernel is a \
+             `#[unsafe(no_mangle)] pub unsafe extern \"ptx-kernel\" fn` in the crate itself"
+        );
+
+        let linked = link_dir.join("linked.bc");
+        run(llvm.cmd("llvm-link").args(&bitcode).arg("-o").arg(&linked)).context("llvm-link")?;
+
+        // The unroll threshold lets O3 fully unroll the fixed loops of a register tile (a
+        // GEMM's 128 accumulators): left partly rolled, such an array goes to local memory.
+        let optimized = link_dir.join("optimized.bc");
+        run(llvm
+            .cmd("opt")
+            .arg("--passes=internalize,globaldce,default<O3>")
+            .arg("-unroll-threshold=4000")
+            .arg(format!(
+                "--internalize-public-api-list={}",
+                kernels.join(",")
+            ))
+            .arg(&linked)
+            .arg("-o")
+            .arg(&optimized))
+        .context("opt")?;
+
+        let ptx = out_dir.join(format!("{lib}.ptx"));
+        run(llvm
+            .cmd("llc")
+            .arg("-O3")
+            .arg(format!("-mcpu={}", arch.name()))
+            .arg(format!("-mattr=+ptx{}", self.ptx_isa))
+            .arg(&optimized)
+            .arg("-o")
+            .arg(&ptx))
+        .context("llc")?;
+
+        let text = std::fs::read_to_string(&ptx)?;
+        let text = apply_max_threads(&text, &kernels)
+            .with_context(|| format!("patching {}", ptx.display()))?;
+        std::fs::write(&ptx, &text)?;
+        check_ptx(&text, &kernels).with_context(|| format!("checking {}", ptx.display()))?;
+        Ok(PtxArtifact {
+            arch,
+            path: ptx,
+            kernels,
+            warnings,
+        })
+    }
+
+    /// Runs the device build of the crate.
+    fn cargo_build(&self, package: &str, arch: Arch, out_dir: &Path) -> Result<DeviceBuild> {
+        let mut cmd = self.cargo_command("build", arch, out_dir);
+        cmd.arg("--message-format=json-render-diagnostics");
+        let output = cmd
+            .output()
+            .with_context(|| format!("running {}", self.cargo.display()))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            bail!(
+                "the device build of `{package}` for {arch} failed (does it build for \
+                 {DEVICE_TARGET}: no_std, no std-only dependencies?):\n{}",
+                String::from_utf8_lossy(&output.stderr).trim_end()
+            );
+        }
+        let mut rlibs = Vec::new();
+        for line in stdout.lines() {
+            let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if msg["reason"] != "compiler-artifact" {
+                continue;
+            }
+            let name = msg["target"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            for file in msg["filenames"].as_array().into_iter().flatten() {
+                if let Some(file) = file.as_str().filter(|f| f.ends_with(".rlib")) {
+                    rlibs.push((name.clone(), PathBuf::from(file)));
+                }
+            }
+        }
+        let lib = lib_name(package);
+        ensure!(
+            rlibs.iter().any(|(n, _)| *n == lib),
+            "the device build of `{package}` for {arch} produced no {lib} rlib (its [lib] needs \
+             crate-type = [\"rlib\"])"
+        );
+        Ok(DeviceBuild {
+            rlibs,
+            warnings: warnings(&String::from_utf8_lossy(&output.stderr)),
+        })
     }
 }
 
-/// One PTX module produced by [`build_ptx`].
+/// One PTX module produced by [`CudaBuilder::build`].
 #[derive(Clone, Debug)]
 pub struct PtxArtifact {
     pub arch: Arch,
@@ -61,13 +390,58 @@ pub struct PtxArtifact {
     pub warnings: Vec<String>,
 }
 
-/// Builds one PTX file per requested arch at [`crate::ptx_path`].
-pub fn build_ptx(req: &PtxBuild) -> Result<Vec<PtxArtifact>> {
-    let llvm = LlvmTools::locate(&req.rustc)?;
-    req.archs
-        .iter()
-        .map(|&arch| build_arch(req, &llvm, arch))
-        .collect()
+/// The toolchain checked for what the device build needs.
+struct Toolchain {
+    llvm: LlvmTools,
+}
+
+impl Toolchain {
+    /// Checks that `rustc` runs, is a nightly (for `-Zbuild-std`), has `rust-src` (to build
+    /// `core` for the device) and `llvm-tools` (to link): each missing piece is an error that
+    /// says what to install.
+    fn check(rustc: &Path, crate_dir: &Path) -> Result<Toolchain> {
+        let install = format!(
+            "install the toolchain the project pins: `rustup toolchain install` in {}",
+            crate_dir.display()
+        );
+        let version = capture(Command::new(rustc).arg("-vV"))
+            .with_context(|| format!("could not run {}; {install}", rustc.display()))?;
+        let release = version
+            .lines()
+            .find_map(|l| l.strip_prefix("release: "))
+            .unwrap_or("?");
+        ensure!(
+            release.contains("nightly") || release.contains("dev"),
+            "device code needs a nightly toolchain (-Zbuild-std, abi_ptx), found rustc {release}; \
+             {install}"
+        );
+        let sysroot = capture(Command::new(rustc).args(["--print", "sysroot"]))
+            .context("asking rustc for its sysroot")?;
+        let sysroot = PathBuf::from(sysroot.trim());
+        let core = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
+        ensure!(
+            core.is_file(),
+            "the toolchain at {} has no `rust-src` component (to build `core` for the GPU): \
+             `rustup component add rust-src`, or {install}",
+            sysroot.display()
+        );
+        let host = version
+            .lines()
+            .find_map(|l| l.strip_prefix("host: "))
+            .context("`rustc -vV` printed no host triple")?;
+        let llvm = LlvmTools {
+            bin: sysroot.join("lib/rustlib").join(host.trim()).join("bin"),
+        };
+        for name in ["llvm-link", "opt", "llc", "llvm-ar", "llvm-nm"] {
+            ensure!(
+                llvm.path(name).is_file(),
+                "{} is missing: the toolchain needs its `llvm-tools` component \
+                 (`rustup component add llvm-tools`, or {install})",
+                llvm.path(name).display()
+            );
+        }
+        Ok(Toolchain { llvm })
+    }
 }
 
 /// The `llvm-link`, `opt`, `llc`, `llvm-ar` and `llvm-nm` of the toolchain's `llvm-tools`.
@@ -76,30 +450,6 @@ struct LlvmTools {
 }
 
 impl LlvmTools {
-    fn locate(rustc: &Path) -> Result<LlvmTools> {
-        let sysroot = capture(Command::new(rustc).args(["--print", "sysroot"]))
-            .context("asking rustc for its sysroot")?;
-        let version = capture(Command::new(rustc).arg("-vV"))?;
-        let host = version
-            .lines()
-            .find_map(|l| l.strip_prefix("host: "))
-            .context("`rustc -vV` printed no host triple")?;
-        let bin = Path::new(sysroot.trim())
-            .join("lib/rustlib")
-            .join(host.trim())
-            .join("bin");
-        let tools = LlvmTools { bin };
-        for name in ["llvm-link", "opt", "llc", "llvm-ar", "llvm-nm"] {
-            ensure!(
-                tools.path(name).is_file(),
-                "{} is missing: the toolchain needs its `llvm-tools` component \
-                 (`rustup component add llvm-tools`, or `rustup toolchain install` in the workspace)",
-                tools.path(name).display()
-            );
-        }
-        Ok(tools)
-    }
-
     fn path(&self, name: &str) -> PathBuf {
         self.bin.join(name)
     }
@@ -109,173 +459,41 @@ impl LlvmTools {
     }
 }
 
-fn build_arch(req: &PtxBuild, llvm: &LlvmTools, arch: Arch) -> Result<PtxArtifact> {
-    let out_dir = req.workspace.join("target").join("ptx").join(arch.name());
-    let DeviceBuild { rlibs, warnings } = cargo_build_gpu(req, arch, &out_dir)?;
+/// A package's library name: its package name with `-` as `_`.
+fn lib_name(package: &str) -> String {
+    package.replace('-', "_")
+}
 
-    // Unpack every rlib's bitcode members; each rlib gets its own folder since member names
-    // of different crates may collide.
-    let link_dir = out_dir.join("link");
-    if link_dir.exists() {
-        std::fs::remove_dir_all(&link_dir)
-            .with_context(|| format!("cleaning {}", link_dir.display()))?;
-    }
-    let mut bitcode = Vec::new();
-    let mut gpu_bitcode = Vec::new();
-    for (crate_name, rlib) in &rlibs {
-        let dir = link_dir.join(crate_name);
-        std::fs::create_dir_all(&dir)?;
-        run(llvm.cmd("llvm-ar").current_dir(&dir).arg("x").arg(rlib))
-            .with_context(|| format!("unpacking {}", rlib.display()))?;
-        for entry in std::fs::read_dir(&dir)? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "o") {
-                if crate_name == "gpu" {
-                    gpu_bitcode.push(path.clone());
-                }
-                bitcode.push(path);
-            }
+/// The `name` of a `Cargo.toml`'s `[package]` table (a line-based read: enough for the
+/// manifests cargo itself accepts with a plain `name = "..."`).
+fn package_name(manifest: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+            continue;
+        }
+        if in_package
+            && let Some(value) = line.strip_prefix("name")
+            && let Some(value) = value.trim_start().strip_prefix('=')
+        {
+            return Some(value.trim().trim_matches('"').to_string());
         }
     }
-    ensure!(
-        !gpu_bitcode.is_empty(),
-        "the gpu rlib held no bitcode object"
-    );
+    None
+}
 
-    let kernels = kernel_symbols(llvm, &gpu_bitcode)?;
-    ensure!(
-        !kernels.is_empty(),
-        "the gpu crate defines no kernel (no `#[unsafe(no_mangle)] extern \"ptx-kernel\" fn`)"
-    );
-
-    let linked = link_dir.join("linked.bc");
-    run(llvm.cmd("llvm-link").args(&bitcode).arg("-o").arg(&linked)).context("llvm-link")?;
-
-    let optimized = link_dir.join("optimized.bc");
-    run(llvm
-        .cmd("opt")
-        .arg("--passes=internalize,globaldce,default<O3>")
-        .arg("-unroll-threshold=4000")
-        .arg(format!(
-            "--internalize-public-api-list={}",
-            kernels.join(",")
-        ))
-        .arg(&linked)
-        .arg("-o")
-        .arg(&optimized))
-    .context("opt")?;
-
-    let ptx = crate::ptx_path(&req.workspace, arch);
-    run(llvm
-        .cmd("llc")
-        .arg("-O3")
-        .arg(format!("-mcpu={}", arch.name()))
-        .arg(format!("-mattr={}", arch.ptx_isa_feature()))
-        .arg(&optimized)
-        .arg("-o")
-        .arg(&ptx))
-    .context("llc")?;
-
-    let text = std::fs::read_to_string(&ptx)?;
-    let text = apply_max_threads(&text).with_context(|| format!("patching {}", ptx.display()))?;
-    std::fs::write(&ptx, &text)?;
-    check_ptx(&text, &kernels).with_context(|| format!("checking {}", ptx.display()))?;
-    Ok(PtxArtifact {
-        arch,
-        path: ptx,
-        kernels,
-        warnings,
-    })
+/// `name` in `dir` or the nearest folder above it that has one.
+fn find_upwards(dir: &Path, name: &str) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    dir.ancestors().map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 /// What the device build produced: `(crate name, rlib)` for every crate, and its warnings.
 struct DeviceBuild {
     rlibs: Vec<(String, PathBuf)>,
     warnings: Vec<String>,
-}
-
-/// `cargo <subcommand> -p gpu` for the device target of `arch`, in the environment the
-/// device build needs.
-pub fn device_cargo(req: &PtxBuild, subcommand: &str, arch: Arch, target_dir: &Path) -> Command {
-    let mut cmd = Command::new(&req.cargo);
-    cmd.current_dir(&req.workspace)
-        .args([
-            subcommand,
-            "--quiet",
-            "-p",
-            "gpu",
-            "--lib",
-            "--target",
-            DEVICE_TARGET,
-        ])
-        .args(["-Zbuild-std=core", "--profile", "ptx"])
-        .arg("--target-dir")
-        .arg(target_dir);
-    // The caller may be cargo itself (host's build script, `cargo clippy`): its flags, wrappers
-    // and target settings are meant for the host build, not this one.
-    for var in [
-        "RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_BUILD_RUSTC_WRAPPER",
-        "CARGO_BUILD_TARGET",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET_DIR",
-        "CARGO_PRIMARY_PACKAGE",
-    ] {
-        cmd.env_remove(var);
-    }
-    let rustflags = [
-        format!("-Ctarget-cpu={}", arch.name()),
-        format!("-Ctarget-feature={}", arch.ptx_isa_feature()),
-    ]
-    .join("\x1f");
-    cmd.env("CARGO_ENCODED_RUSTFLAGS", rustflags)
-        .env("RUSTC", &req.rustc);
-    cmd
-}
-
-/// Runs the device build of `gpu`.
-fn cargo_build_gpu(req: &PtxBuild, arch: Arch, out_dir: &Path) -> Result<DeviceBuild> {
-    let mut cmd = device_cargo(req, "build", arch, out_dir);
-    cmd.arg("--message-format=json-render-diagnostics");
-    let output = cmd
-        .output()
-        .with_context(|| format!("running {}", req.cargo.display()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        bail!(
-            "the device build of `gpu` for {arch} failed:\n{}",
-            String::from_utf8_lossy(&output.stderr).trim_end()
-        );
-    }
-    let mut rlibs = Vec::new();
-    for line in stdout.lines() {
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if msg["reason"] != "compiler-artifact" {
-            continue;
-        }
-        let name = msg["target"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        for file in msg["filenames"].as_array().into_iter().flatten() {
-            if let Some(file) = file.as_str().filter(|f| f.ends_with(".rlib")) {
-                rlibs.push((name.clone(), PathBuf::from(file)));
-            }
-        }
-    }
-    ensure!(
-        rlibs.iter().any(|(n, _)| n == "gpu"),
-        "the device build of `gpu` for {arch} reported no gpu rlib"
-    );
-    Ok(DeviceBuild {
-        rlibs,
-        warnings: warnings(&String::from_utf8_lossy(&output.stderr)),
-    })
 }
 
 /// The warnings in rustc's rendered output, one line each (`message (file:line)`), without
@@ -325,11 +543,12 @@ fn kernel_symbols(llvm: &LlvmTools, objects: &[PathBuf]) -> Result<Vec<String>> 
 /// `// max-threads KERNEL N`.
 pub const MAX_THREADS_MARKER: &str = "// max-threads ";
 
-/// Gives every kernel named by a `// max-threads KERNEL N` line the directive
+/// Gives every kernel of `kernels` named by a `// max-threads KERNEL N` line the directive
 /// `.maxntid N, 1, 1` (inserted after its parameter list): ptxas then keeps the kernel's
 /// registers within what `N` threads of a block may have. rustc has no launch-bounds
-/// attribute; this is how `gpu::max_threads!` reaches the PTX.
-pub fn apply_max_threads(ptx: &str) -> Result<String> {
+/// attribute; this is how `gpu::max_threads!` reaches the PTX. Markers of kernels that are not
+/// in the module (a dependency's, dropped by the link) are ignored.
+pub fn apply_max_threads(ptx: &str, kernels: &[String]) -> Result<String> {
     let mut bounds = Vec::new();
     for line in ptx.lines() {
         let Some(rest) = line.trim_start().strip_prefix(MAX_THREADS_MARKER) else {
@@ -344,7 +563,9 @@ pub fn apply_max_threads(ptx: &str) -> Result<String> {
             .ok()
             .filter(|t| (1..=1024).contains(t))
             .with_context(|| format!("`{line}`: threads must be 1..=1024"))?;
-        bounds.push((name.to_string(), threads));
+        if kernels.iter().any(|k| k == name) {
+            bounds.push((name.to_string(), threads));
+        }
     }
     if bounds.is_empty() {
         return Ok(ptx.to_string());
@@ -385,9 +606,15 @@ pub fn apply_max_threads(ptx: &str) -> Result<String> {
 /// A PTX module ptxas can take on its own: every kernel is an entry, nothing is left external.
 fn check_ptx(text: &str, kernels: &[String]) -> Result<()> {
     if let Some(line) = text.lines().find(|l| l.starts_with(".extern .func")) {
+        let name = line
+            .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+            .rfind(|w| !w.is_empty() && !w.starts_with('.') && !w.starts_with('%'))
+            .unwrap_or(line);
         bail!(
-            "the PTX calls a function nothing defines (`{line}`); usually a `core` function \
-             that was not linked"
+            "the PTX calls `{name}`, which nothing defines (`{line}`): usually a `core` panic \
+             path left in a kernel — an index that may be out of bounds, an overflow or division \
+             check, an unwrap, slices of unequal lengths; make it provably impossible (check and \
+             `gpu::ptx::trap()`, or `get_unchecked`) so the call folds away"
         );
     }
     let entries = crate::ptx_text::entry_names(text);
@@ -429,7 +656,18 @@ mod tests {
     fn check_ptx_rejects_unresolved_calls() {
         let ptx = ".version 8.0\n.extern .func foo()\n.visible .entry k(\n)\n{\nret;\n}\n";
         let err = check_ptx(ptx, &["k".to_string()]).unwrap_err();
-        assert!(err.to_string().contains("nothing defines"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("calls `foo`, which nothing defines"),
+            "{err}"
+        );
+        let ptx = ".extern .func _RNvNtCs1_4core9panicking18panic_bounds_check\n(\n\t.param .b64 a\n)\n;\n";
+        let err = check_ptx(ptx, &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("calls `_RNvNtCs1_4core9panicking18panic_bounds_check`"),
+            "{err}"
+        );
+        assert!(err.contains("panic path"), "{err}");
     }
 
     #[test]
@@ -452,21 +690,49 @@ warning: `gpu` (lib) generated 2 warnings
     #[test]
     fn max_threads_markers_become_maxntid() {
         let ptx = "// max-threads k 288\n.visible .entry k\n(\n\t.param .u32 k_param_0\n)\n;\n.visible .entry k(\n\t.param .u32 k_param_0\n)\n{\nret;\n}\n.visible .entry other(\n)\n{\nret;\n}\n";
-        let patched = apply_max_threads(ptx).unwrap();
+        let k = ["k".to_string(), "other".to_string()];
+        let patched = apply_max_threads(ptx, &k).unwrap();
         assert!(patched.contains(")\n.maxntid 288, 1, 1\n{"), "{patched}");
         assert_eq!(patched.matches(".maxntid").count(), 1);
-        let missing = apply_max_threads("// max-threads gone 64\n.visible .entry k(\n)\n{\n}\n");
-        assert!(
-            missing
-                .unwrap_err()
-                .to_string()
-                .contains("1 launch-bounds markers")
-        );
-        assert!(apply_max_threads("// max-threads k 0\n").is_err());
+        // A marker whose kernel the link dropped is ignored; one whose kernel has no body fails.
+        let dropped = "// max-threads gone 64\n.visible .entry k(\n)\n{\n}\n";
+        assert_eq!(apply_max_threads(dropped, &k).unwrap(), dropped);
+        let bodiless = "// max-threads k 64\n.visible .entry k\n(\n)\n;\n";
+        let err = apply_max_threads(bodiless, &k).unwrap_err().to_string();
+        assert!(err.contains("1 launch-bounds markers"), "{err}");
+        assert!(apply_max_threads("// max-threads k 0\n", &k).is_err());
         assert_eq!(
-            apply_max_threads(".entry k(\n)\n").unwrap(),
+            apply_max_threads(".entry k(\n)\n", &k).unwrap(),
             ".entry k(\n)\n"
         );
+    }
+
+    #[test]
+    fn reads_the_package_name() {
+        let manifest =
+            "[package]\nname = \"my-kernels\"\nversion = \"0.1.0\"\n[dependencies]\nname = \"x\"\n";
+        assert_eq!(package_name(manifest).as_deref(), Some("my-kernels"));
+        assert_eq!(lib_name("my-kernels"), "my_kernels");
+        assert_eq!(package_name("[workspace]\nmembers = []\n"), None);
+    }
+
+    #[test]
+    fn builder_defaults_and_choices() {
+        let b = CudaBuilder::new("k");
+        assert_eq!(b.selected_archs(), Arch::ALL.to_vec());
+        let b = b.arch(Arch::Sm90).arch(Arch::Sm90);
+        assert_eq!(b.selected_archs(), [Arch::Sm90]);
+        let err = CudaBuilder::new("/no/such/crate")
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("reading /no/such/crate/Cargo.toml"), "{err}");
+        let err = CudaBuilder::new("k")
+            .ptx_isa(60)
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("PTX ISA 60"), "{err}");
     }
 
     #[test]

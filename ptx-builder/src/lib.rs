@@ -1,9 +1,9 @@
 //! Device-code tooling shared by the build tool (`cargo xtask`), host's build script and the
 //! host program at run time (`host inspect`, the lowering tests):
 //!
-//! - [`build`]: compiles the `gpu` crate to one PTX file per [`Arch`] with rustc's own NVPTX
-//!   backend and links it with the pinned toolchain's llvm-tools (the `llvm-bitcode-linker`
-//!   that rustc would call cannot be downloaded for this toolchain).
+//! - [`build`]: [`CudaBuilder`] compiles a `no_std` device crate to one PTX file per [`Arch`]
+//!   with rustc's own NVPTX backend and links it with the pinned toolchain's llvm-tools (the
+//!   `llvm-bitcode-linker` that rustc would call cannot be downloaded for this toolchain).
 //! - [`nvtools`]: finds NVIDIA's `ptxas` / `cuobjdump` and reads what they print (per-kernel
 //!   registers, shared memory and spills; SASS per kernel).
 //! - [`ptx_text`]: splits a PTX module into kernels and their instructions.
@@ -11,6 +11,8 @@
 pub mod build;
 pub mod nvtools;
 pub mod ptx_text;
+
+pub use build::{CudaBuilder, PtxArtifact};
 
 use std::path::PathBuf;
 
@@ -33,12 +35,6 @@ impl Arch {
             Arch::Sm80 => "sm_80",
             Arch::Sm90 => "sm_90",
         }
-    }
-
-    /// PTX ISA 8.0: LLVM's default for sm_80 (7.0) lacks `mbarrier.test_wait.parity` (7.1),
-    /// and every driver that runs sm_90 code accepts 8.0.
-    pub fn ptx_isa_feature(self) -> &'static str {
-        "+ptx80"
     }
 
     /// The PTX to load on a GPU of compute capability `major.minor`.
@@ -64,19 +60,20 @@ impl std::fmt::Display for Arch {
     }
 }
 
+/// This workspace's device code: the `gpu` crate with its workloads (feature `workloads`),
+/// built into the workspace's `target/` (PTX at `target/ptx/<arch>/gpu.ptx`). What host's
+/// build script and `cargo xtask build-ptx` both build.
+pub fn workspace_device_code() -> CudaBuilder {
+    let workspace = workspace_root();
+    CudaBuilder::new(workspace.join("gpu"))
+        .features(["workloads"])
+        .target_dir(workspace.join("target"))
+}
+
 /// The workspace root this crate was compiled in.
 pub fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest.parent().map(PathBuf::from).unwrap_or(manifest)
-}
-
-/// Where [`build::build_ptx`] writes the PTX for `arch`: `target/ptx/<arch>/gpu.ptx`.
-pub fn ptx_path(workspace: &std::path::Path, arch: Arch) -> PathBuf {
-    workspace
-        .join("target")
-        .join("ptx")
-        .join(arch.name())
-        .join("gpu.ptx")
 }
 
 #[cfg(test)]

@@ -6,14 +6,17 @@
 //!
 //! `cargo xtask clippy [--arch ...]`: clippy on the device code (`-D warnings`), per arch,
 //! since `cargo clippy --workspace` only sees the host build of `gpu`.
+//!
+//! `cargo xtask doc`: the library's documentation as a user sees it — the `gpu` crate without
+//! the workloads, built for the device target (sm_90) — with every warning (a broken link, a
+//! missing doc) an error. Lands in `target/doc-device/nvptx64-nvidia-cuda/doc/gpu/`.
 
 use anyhow::{Context, Result, bail};
-use ptx_builder::build::{PtxBuild, build_ptx};
 use ptx_builder::nvtools::{self, Tool};
-use ptx_builder::{Arch, workspace_root};
+use ptx_builder::{Arch, CudaBuilder, workspace_device_code, workspace_root};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask (build-ptx | clippy) [--arch sm_80|sm_90]...";
+const USAGE: &str = "usage: cargo xtask (build-ptx | clippy | doc) [--arch sm_80|sm_90]...";
 
 fn main() -> ExitCode {
     match run(std::env::args().skip(1).collect()) {
@@ -28,7 +31,7 @@ fn main() -> ExitCode {
 fn run(args: Vec<String>) -> Result<()> {
     let mut args = args.into_iter();
     let command = match args.next() {
-        Some(c) if c == "build-ptx" || c == "clippy" => c,
+        Some(c) if c == "build-ptx" || c == "clippy" || c == "doc" => c,
         Some(c) if c == "-h" || c == "--help" => {
             println!("{USAGE}");
             return Ok(());
@@ -53,15 +56,13 @@ fn run(args: Vec<String>) -> Result<()> {
             other => bail!("unknown argument `{other}`\n{USAGE}"),
         }
     }
-    let mut req = PtxBuild::from_env(workspace_root());
-    if !archs.is_empty() {
-        req.archs = archs;
+    let builder = workspace_device_code().archs(archs);
+    match command.as_str() {
+        "clippy" => return clippy(&builder),
+        "doc" => return doc(),
+        _ => {}
     }
-
-    if command == "clippy" {
-        return clippy(&req);
-    }
-    let artifacts = build_ptx(&req)?;
+    let artifacts = builder.build()?;
     let ptxas = nvtools::find(Tool::Ptxas);
     for artifact in &artifacts {
         println!(
@@ -99,15 +100,16 @@ fn run(args: Vec<String>) -> Result<()> {
     Ok(())
 }
 
-/// Clippy over the device build of `gpu`, each arch in its own target folder.
-fn clippy(req: &PtxBuild) -> Result<()> {
-    for &arch in &req.archs {
-        let dir = req
-            .workspace
+/// Clippy over the device build of `gpu` (with its workloads), each arch in its own target
+/// folder.
+fn clippy(builder: &CudaBuilder) -> Result<()> {
+    for arch in builder.selected_archs() {
+        let dir = workspace_root()
             .join("target")
             .join("clippy")
             .join(arch.name());
-        let status = ptx_builder::build::device_cargo(req, "clippy", arch, &dir)
+        let status = builder
+            .cargo_command("clippy", arch, &dir)
             .args(["--", "-D", "warnings"])
             .status()
             .context("running cargo clippy")?;
@@ -116,5 +118,29 @@ fn clippy(req: &PtxBuild) -> Result<()> {
         }
         println!("clippy: device code for {arch} is clean");
     }
+    Ok(())
+}
+
+/// The library's docs for the device target, warnings denied.
+fn doc() -> Result<()> {
+    let library = CudaBuilder::new(workspace_root().join("gpu"));
+    let dir = workspace_root().join("target").join("doc-device");
+    let status = library
+        .cargo_command("doc", Arch::Sm90, &dir)
+        .arg("--no-deps")
+        // rustdoc reads its own flags: the arch decides which wrappers exist (try_wait: sm_90).
+        .env(
+            "RUSTDOCFLAGS",
+            "-Ctarget-cpu=sm_90 -Ctarget-feature=+ptx80 -D warnings",
+        )
+        .status()
+        .context("running cargo doc")?;
+    if !status.success() {
+        bail!("the library's documentation has broken links or missing docs (see above)");
+    }
+    println!(
+        "doc: {}",
+        dir.join("nvptx64-nvidia-cuda/doc/gpu/index.html").display()
+    );
     Ok(())
 }
