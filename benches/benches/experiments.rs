@@ -1,6 +1,6 @@
 //! `cargo bench`: one criterion benchmark per experiment of every workload, from the same
-//! registry `host run` uses, at each workload's default size (`BENCH_SIZE_<WORKLOAD>`, e.g.
-//! `BENCH_SIZE_STUDY=4096`, to change it). Each iteration is one launch, timed with CUDA
+//! registry `host run` uses, at each workload's default sizes (`BENCH_SIZE_<WORKLOAD>`, e.g.
+//! `BENCH_SIZE_STUDY=4096`, to change them). Each iteration is one launch, timed with CUDA
 //! events (the GPU's own clock), after the experiment has been checked once. On a machine
 //! without a usable GPU it says so in one line and exits successfully.
 
@@ -10,11 +10,12 @@ use host::gpu::Gpu;
 use host::registry::{AnyWorkload, WORKLOADS};
 use std::time::Duration;
 
-/// The sizes to benchmark `workload` at: `BENCH_SIZE_<NAME>` if set, else its defaults.
+/// The sizes to benchmark `workload` at: `BENCH_SIZE_<NAME>` if set (sizes separated by
+/// spaces, e.g. `BENCH_SIZE_GEMM="4096 8192,64,8192"`), else its defaults.
 fn sizes(workload: &dyn AnyWorkload) -> Vec<String> {
     let var = format!("BENCH_SIZE_{}", workload.name().to_uppercase());
     std::env::var(var)
-        .map(|s| s.split(',').map(str::to_string).collect())
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default()
 }
 

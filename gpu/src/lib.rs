@@ -1,7 +1,8 @@
 //! Asynchronous global -> shared memory copies on NVIDIA GPUs (sm_80+), in `no_std` Rust.
 //!
-//! A kernel that streams `y = alpha * x` through shared memory, three tiles in flight, with a
-//! thread-scope pipeline; the tail of `x` is zero-filled by the copies themselves:
+//! A kernel that streams `y = alpha * x` through shared memory with a three-stage thread-scope
+//! pipeline (two tiles in flight while a third is read); the tail of `x` is zero-filled by the
+//! copies themselves:
 //!
 //! ```ignore
 //! #![no_std]
@@ -42,7 +43,8 @@
 //! }
 //! ```
 //!
-//! `examples/user-kernels` in the repository is this kernel as a crate of its own, built by
+//! `examples/user-kernels` in the repository is a complete version of this kernel (its blocks
+//! share the tiles out over the grid) as a crate of its own, built by
 //! `ptx_builder::CudaBuilder` from a host crate's `build.rs` and checked on a GPU.
 //!
 //! The library is one stack, read top-down:

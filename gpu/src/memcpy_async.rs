@@ -33,7 +33,10 @@
 //!
 //! # Which completion mechanism?
 //!
-//! All of them issue the same copies; they differ in how a thread learns the data landed:
+//! All of them issue the same copies; they differ in how a thread learns the data landed
+//! (on sm_90, [`memcpy_async_bulk`] instead has the copy engine move a whole buffer for one
+//! thread, its bytes completing a phase of a [`Barrier`] or a
+//! [`BulkPipeline`](crate::pipeline::BulkPipeline) stage):
 //!
 //! - **Async-groups** ([`ThreadPipeline`](crate::pipeline::ThreadPipeline),
 //!   `cp.async.commit_group` / `wait_group`): per-thread and the cheapest bookkeeping (no shared
@@ -505,4 +508,73 @@ pub unsafe fn memcpy_async_tile<G: Group, T, U, C: Completion, const ALIGN: u32>
     }
     // SAFETY: the completion is open (caller, 3).
     unsafe { completion.bind_copies() };
+}
+
+/// What a bulk copy's completion is bound to (sm_90): an mbarrier whose current phase counts
+/// the copy's bytes. Implemented by [`Barrier`] and by a
+/// [`BulkPipeline`](crate::pipeline::BulkPipeline)'s producer stage.
+#[cfg(target_feature = "sm_90")]
+pub trait BulkCompletion {
+    /// The mbarrier the bytes complete on.
+    #[doc(hidden)]
+    fn transaction_barrier(&self) -> Shared<crate::layout::Mbarrier>;
+}
+
+/// The barrier itself: the bytes are expected on its current phase, not counted as arrivals
+/// (as libcu++'s `memcpy_async` does on sm_90), so the expected count is the threads that
+/// arrive, as for plain synchronization.
+#[cfg(target_feature = "sm_90")]
+impl BulkCompletion for Barrier {
+    #[inline(always)]
+    fn transaction_barrier(&self) -> Shared<crate::layout::Mbarrier> {
+        self.slot()
+    }
+}
+
+/// This thread alone copies `size` bytes from `src` (global) to `dst` (shared) with one bulk
+/// copy of the copy engine (sm_90, TMA): `mbarrier.expect_tx` of the bytes on the completion's
+/// barrier, then `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes` (SASS
+/// `UBLKCP.S.G`). The barrier's phase completes when its arrivals are in and the bytes have
+/// landed. One elected thread issues it for the whole buffer ([`crate::ptx::elect_one`]).
+///
+/// # Safety
+/// 1. `src` holds `size.bytes()` (a non-zero multiple of 16) readable bytes of global memory,
+///    `dst` as many of this block's shared memory, both 16-byte aligned.
+/// 2. The completion's barrier is initialized, its initialization made visible to the copy
+///    engine ([`crate::ptx::fence_mbarrier_init`] then a block barrier), and its current phase
+///    still expects an arrival that comes after this call (so it cannot complete early).
+/// 3. Nothing reads or writes `dst` until that phase completed.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+pub unsafe fn memcpy_async_bulk<T, U, C: BulkCompletion>(
+    dst: Shared<T>,
+    src: *const U,
+    size: AlignedSize<16>,
+    completion: &C,
+) {
+    let bar = completion.transaction_barrier();
+    // SAFETY: forwarded contract: the phase is open and expects these bytes from now on.
+    unsafe {
+        ptx::mbarrier_expect_tx(bar, size.bytes());
+        ptx::cp_async_bulk_global_to_shared(dst.addr(), src.cast(), size.bytes(), bar);
+    }
+}
+
+/// This thread copies `size` bytes from `src` (shared) to `dst` (global) with one bulk copy
+/// (sm_90: `cp.async.bulk.global.shared::cta.bulk_group`, SASS `UBLKCP.G.S`), in this thread's
+/// current bulk async-group: [`crate::ptx::bulk_commit_group`] closes it and
+/// [`crate::ptx::bulk_wait_group_read`] says when `src` may be written again.
+///
+/// # Safety
+/// 1. As [`memcpy_async_bulk`] (1) with the directions swapped; nothing else touches `dst`
+///    until the group completes.
+/// 2. What ordinary stores wrote to `src` was fenced for the copy engine
+///    ([`crate::ptx::fence_proxy_async_shared`] by the writers, then a barrier); data that a
+///    bulk copy brought in needs only the wait on its barrier.
+/// 3. `src` is not written until a `bulk_wait_group_read` covering this copy returned.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+pub unsafe fn store_async_bulk<T, U>(dst: *mut U, src: Shared<T>, size: AlignedSize<16>) {
+    // SAFETY: forwarded contract.
+    unsafe { ptx::cp_async_bulk_shared_to_global(dst.cast(), src.addr(), size.bytes()) }
 }

@@ -1,12 +1,13 @@
 //! Pipelines: a ring of `STAGES` shared-memory buffers that producers fill with async copies
 //! while consumers read older ones — `cuda::pipeline`, with its four operations:
 //!
-//! | operation | [`ThreadPipeline`] (thread scope) | [`BlockPipeline`] (block scope) |
-//! |---|---|---|
-//! | `producer_acquire` | nothing to wait for | loop on parity wait of `empty[s]` (none on the first pass) |
-//! | `producer_commit` | `cp.async.commit_group` | `cp.async.mbarrier.arrive.noinc` on `full[s]` |
-//! | `consumer_wait` | `cp.async.wait_group N` | loop on parity wait of `full[s]` |
-//! | `consumer_release` | nothing | `mbarrier.arrive` on `empty[s]` |
+//! | operation | [`ThreadPipeline`] (thread scope) | [`BlockPipeline`] (block scope) | `BulkPipeline` (sm_90, copy engine) |
+//! |---|---|---|---|
+//! | `producer_acquire` | nothing to wait for | loop on parity wait of `empty[s]` (none on the first pass) | as block scope |
+//! | copies bound to the stage | `cp.async` | `cp.async` | `mbarrier.expect_tx` + `cp.async.bulk` on `full[s]` |
+//! | `producer_commit` | `cp.async.commit_group` | `cp.async.mbarrier.arrive.noinc` on `full[s]` | `mbarrier.arrive` on `full[s]` |
+//! | `consumer_wait` | `cp.async.wait_group N` | loop on parity wait of `full[s]` | as block scope |
+//! | `consumer_release` | nothing | `mbarrier.arrive` on `empty[s]` | as block scope |
 //!
 //! A pipeline is [`split`](ThreadPipeline::split) into a producer and a consumer side, so a
 //! thread can fill one stage while it holds another for reading (the point of a pipeline),
@@ -386,5 +387,115 @@ impl<const STAGES: usize> Consumer for BlockConsumer<'_, STAGES> {
         // Producers wait by parity: the state is not needed.
         let _ = unsafe { ptx::mbarrier_arrive(empty(self.barriers, self.state.index())) };
         self.state.advance();
+    }
+}
+
+/// A pipeline filled by the copy engine (sm_90; CUTLASS's `PipelineTmaAsync`): per stage a
+/// `full` mbarrier that one producer thread arrives on once per fill, completed by the bytes of
+/// its bulk copies ([`memcpy_async_bulk`](crate::memcpy_async::memcpy_async_bulk) bound to the
+/// [`ProducerStage`]: `mbarrier.expect_tx` + `cp.async.bulk`; the commit is the arrival), and
+/// an `empty` mbarrier released by the consumers, as in [`BlockPipeline`] — whose consumer side
+/// it shares. The first pass over the ring does not wait on `empty` (see [`BlockPipeline`]).
+#[cfg(target_feature = "sm_90")]
+pub struct BulkPipeline<const STAGES: usize> {
+    barriers: Shared<PipelineSharedState<STAGES>>,
+    producer: PipelineState<STAGES>,
+    consumer: PipelineState<STAGES>,
+    unfilled: u32,
+}
+
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> BulkPipeline<STAGES> {
+    /// Collective: thread 0 initializes the mbarriers (`full`: one arrival, the producer's;
+    /// `empty`: `consumers` arrivals), fences the initialization for the copy engine, and the
+    /// block syncs.
+    ///
+    /// # Safety
+    /// 1. Every thread of the block calls it with the same arguments.
+    /// 2. Exactly one thread uses the producer side, and `consumers` threads the consumer
+    ///    side, once per stage each, in turn (a thread may use both).
+    /// 3. `barriers` is reserved for this pipeline while it is used; `consumers` is 1..2^20.
+    #[inline(always)]
+    pub unsafe fn init(barriers: Shared<PipelineSharedState<STAGES>>, consumers: u32) -> Self {
+        if ptx::thread_idx_x() == 0 {
+            for stage in 0..STAGES as u32 {
+                // SAFETY: one thread initializes each mbarrier; the sync below publishes them.
+                unsafe {
+                    ptx::mbarrier_init(full(barriers, stage), 1);
+                    ptx::mbarrier_init(empty(barriers, stage), consumers);
+                }
+            }
+            ptx::fence_mbarrier_init();
+        }
+        ptx::barrier_sync();
+        BulkPipeline {
+            barriers,
+            producer: PipelineState::producer_start(),
+            consumer: PipelineState::consumer_start(),
+            unfilled: STAGES as u32,
+        }
+    }
+
+    /// The producer (one thread) and consumer sides.
+    #[inline(always)]
+    pub fn split(&mut self) -> (BulkProducer<'_, STAGES>, BlockConsumer<'_, STAGES>) {
+        (
+            BulkProducer {
+                barriers: self.barriers,
+                state: &mut self.producer,
+                unfilled: &mut self.unfilled,
+            },
+            BlockConsumer {
+                barriers: self.barriers,
+                state: &mut self.consumer,
+            },
+        )
+    }
+}
+
+/// The producer side of a [`BulkPipeline`]: the one thread that issues the bulk copies.
+#[cfg(target_feature = "sm_90")]
+pub struct BulkProducer<'p, const STAGES: usize> {
+    barriers: Shared<PipelineSharedState<STAGES>>,
+    state: &'p mut PipelineState<STAGES>,
+    unfilled: &'p mut u32,
+}
+
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> sealed::Sealed for BulkProducer<'_, STAGES> {}
+
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> Producer for BulkProducer<'_, STAGES> {
+    /// Waits for the parity of `empty[s]` the producer expects (not on the first pass).
+    #[inline(always)]
+    fn producer_acquire(&mut self) -> ProducerStage<'_, Self> {
+        let index = self.state.index();
+        if *self.unfilled > 0 {
+            *self.unfilled -= 1;
+        } else {
+            // SAFETY: the mbarriers were initialized by `init` (type invariant).
+            unsafe { ptx::mbarrier_wait_parity(empty(self.barriers, index), self.state.phase()) };
+        }
+        ProducerStage { side: self, index }
+    }
+
+    /// `mbarrier.arrive` on `full[s]`: the stage's bytes were expected by its copies; with
+    /// this arrival the phase completes when they land.
+    #[inline(always)]
+    fn commit(&mut self, _: Token) {
+        // SAFETY: `full[s]` expects this one arrival per phase (init contract).
+        let _ = unsafe { ptx::mbarrier_arrive(full(self.barriers, self.state.index())) };
+        self.state.advance();
+    }
+}
+
+/// Bulk copies into a [`BulkPipeline`] stage complete on its `full` barrier.
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> crate::memcpy_async::BulkCompletion
+    for ProducerStage<'_, BulkProducer<'_, STAGES>>
+{
+    #[inline(always)]
+    fn transaction_barrier(&self) -> Shared<Mbarrier> {
+        full(self.side.barriers, self.index)
     }
 }

@@ -23,7 +23,8 @@ pub enum Role {
     /// What every other experiment of its workload is compared with (the study's synchronous
     /// kernel, cuBLAS).
     Baseline,
-    /// Hand-written PTX: the yardstick of a library style.
+    /// Hand-written without the library's abstractions (inline PTX, plain loads): the
+    /// yardstick of a library style.
     RawPtx,
     /// Built on the library's abstractions.
     Library,
@@ -51,6 +52,10 @@ pub trait Experiment: Sync + 'static {
             Some(_) => vec![self.name()],
             None => Vec::new(),
         }
+    }
+    /// The PTX modules that hold its kernels (sm_90-only instructions: only the sm_90 one).
+    fn archs(&self) -> &'static [ptx_builder::Arch] {
+        &ptx_builder::Arch::ALL
     }
     /// The raw-PTX experiment this library experiment must match in speed.
     fn counterpart(&self) -> Option<&'static dyn Experiment> {

@@ -192,11 +192,13 @@ pub struct Gpu {
     functions: Mutex<HashMap<String, Loaded>>,
     /// The limit of every wait.
     time_limit: Mutex<Duration>,
-    /// The last launch, described for the watchdog's report.
-    last_launch: Mutex<String>,
+    /// The last launch, for the watchdog's report (recorded cheaply: the launch sits between
+    /// a timed launch's events; described only on a hang).
+    last_launch: Mutex<LastLaunch>,
     /// Set when a wait ran out of time: the driver objects are then leaked, not destroyed,
-    /// since destroying a context whose kernel still runs can block.
-    hung: AtomicBool,
+    /// since destroying a context whose kernel still runs can block (libraries holding handles
+    /// on this GPU check it too: [`Gpu::hung_flag`]).
+    hung: Arc<AtomicBool>,
     module: ManuallyDrop<Arc<CudaModule>>,
     stream: ManuallyDrop<Arc<CudaStream>>,
     context: ManuallyDrop<Arc<CudaContext>>,
@@ -277,8 +279,8 @@ impl Gpu {
             },
             functions: Mutex::new(HashMap::new()),
             time_limit: Mutex::new(DEFAULT_TIME_LIMIT),
-            last_launch: Mutex::new("none".into()),
-            hung: AtomicBool::new(false),
+            last_launch: Mutex::new(LastLaunch::default()),
+            hung: Arc::new(AtomicBool::new(false)),
             module: ManuallyDrop::new(module),
             stream: ManuallyDrop::new(stream),
             context: ManuallyDrop::new(context),
@@ -408,14 +410,7 @@ impl Gpu {
         args: &[KernelArg],
     ) -> Result<(), GpuError> {
         let function = self.function(name, config.shared_bytes)?;
-        *lock(&self.last_launch) = format!(
-            "`{name}` ({} x {} blocks of {} threads, {} B dynamic shared memory, parameters {})",
-            config.grid.0,
-            config.grid.1,
-            config.threads,
-            config.shared_bytes,
-            describe_args(args)
-        );
+        lock(&self.last_launch).record(name, config, args);
         let mut launch = self.stream.launch_builder(&function);
         for arg in args {
             match arg {
@@ -432,6 +427,12 @@ impl Gpu {
         unsafe { launch.launch(cuda_config) }
             .map(drop)
             .during(|| format!("launching `{name}` ({config:?})"))
+    }
+
+    /// Set once a wait for the GPU ran out of time: whoever holds a handle on this GPU (cuBLAS)
+    /// must then not destroy it (destroying synchronizes with the kernel that never ends).
+    pub fn hung_flag(&self) -> Arc<AtomicBool> {
+        self.hung.clone()
     }
 
     /// Sets how long every later wait for the GPU may take before the watchdog reports it.
@@ -470,7 +471,7 @@ impl Gpu {
                 return Err(GpuError::Hung {
                     what: what(),
                     limit,
-                    last: lock(&self.last_launch).clone(),
+                    last: lock(&self.last_launch).describe(),
                 });
             }
             // Spin briefly (short kernels), then sleep a little between polls.
@@ -552,6 +553,39 @@ pub fn check_fits(bytes: u64, free: u64, what: &str, device: &str) -> anyhow::Re
 /// A mutex's value, whether or not a thread panicked holding it.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The last launch, kept in reused buffers so recording it allocates nothing once warm.
+#[derive(Default)]
+struct LastLaunch {
+    name: String,
+    config: Option<LaunchConfig>,
+    args: Vec<KernelArg>,
+}
+
+impl LastLaunch {
+    fn record(&mut self, name: &str, config: LaunchConfig, args: &[KernelArg]) {
+        self.name.clear();
+        self.name.push_str(name);
+        self.config = Some(config);
+        self.args.clear();
+        self.args.extend_from_slice(args);
+    }
+
+    fn describe(&self) -> String {
+        match self.config {
+            None => "none".into(),
+            Some(c) => format!(
+                "`{}` ({} x {} blocks of {} threads, {} B dynamic shared memory, parameters {})",
+                self.name,
+                c.grid.0,
+                c.grid.1,
+                c.threads,
+                c.shared_bytes,
+                describe_args(&self.args)
+            ),
+        }
+    }
 }
 
 /// Kernel parameters as the watchdog's report shows them.

@@ -116,6 +116,8 @@ pub fn is_async_ptx(opcode: &str) -> bool {
 pub fn is_async_sass(opcode: &str) -> bool {
     [
         "LDGSTS",
+        "UBLKCP",
+        "UTMA",
         "LDGDEPBAR",
         "DEPBAR",
         "ARRIVES",
@@ -212,7 +214,9 @@ pub fn render(inspection: &Inspection, names: &[&str]) -> String {
             continue;
         }
         let _ = writeln!(out, "\n{name}");
-        if let Some((_, e)) = crate::registry::all_experiments().find(|(_, e)| e.name() == name) {
+        if let Some((_, e)) = crate::registry::all_experiments()
+            .find(|(_, e)| e.entry_points().contains(&name.as_str()))
+        {
             let dash = |x: Option<u32>| x.map_or("-".to_string(), |x| x.to_string());
             let _ = writeln!(
                 out,

@@ -23,11 +23,6 @@ pub fn install() {
     });
 }
 
-/// Asks the run to stop, as Ctrl-C does (for tests).
-pub fn request() {
-    REQUESTED.store(true, Ordering::SeqCst);
-}
-
 /// Whether Ctrl-C was pressed.
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::SeqCst)

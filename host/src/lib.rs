@@ -5,7 +5,8 @@
 //! - [`experiment`]: what a workload is made of, and [`experiment::measure`], which runs,
 //!   checks and times any experiment.
 //! - [`registry`]: every workload behind one face; `--only` resolution.
-//! - [`workloads`]: one module per workload (the study, the library's self-test).
+//! - [`workloads`]: one module per workload (the study, the GEMM, the streaming copy, the
+//!   library's self-test).
 //! - [`check`]: comparing outputs (poison, NaN, tolerance, exact).
 //! - [`report`]: table, JSON, SVG.
 //! - [`inspect`]: PTX / SASS per kernel.

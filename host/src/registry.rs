@@ -15,6 +15,7 @@ use anyhow::{Context as _, Result};
 pub static WORKLOADS: &[&dyn AnyWorkload] = &[
     &workloads::study::Study,
     &workloads::gemm::Gemm,
+    &workloads::stream::Stream,
     &workloads::selftest::Selftest,
 ];
 
@@ -28,11 +29,6 @@ pub fn find(name: &str) -> Result<&'static dyn AnyWorkload, String> {
             let known: Vec<&str> = WORKLOADS.iter().map(|w| w.name()).collect();
             format!("unknown workload `{name}`; known: {}", known.join(", "))
         })
-}
-
-/// The workload `host run` runs by default.
-pub fn default_workload() -> &'static dyn AnyWorkload {
-    WORKLOADS[0]
 }
 
 /// Every experiment of every workload, with its workload.
@@ -279,6 +275,8 @@ impl<W: Workload> Plan for TypedPlan<W> {
             workload.device_bytes(size),
             &format!("{} at {size}", Workload::name(workload)),
         )?;
+        // Preparing may run a reference kernel: the default limit, not the last experiment's.
+        gpu.set_time_limit(crate::gpu::DEFAULT_TIME_LIMIT);
         let problem = workload
             .prepare(gpu, size, inputs)
             .with_context(|| format!("preparing {} at {size}", Workload::name(workload)))?;

@@ -54,6 +54,8 @@ pub struct Row {
     /// Why it did not run, if it did not.
     pub unavailable: Option<String>,
     pub passed: bool,
+    /// One line on the checks ([`Measurement::check_summary`]).
+    pub check_summary: String,
     pub check: Option<crate::check::CheckReport>,
     pub check_after_timing: Option<crate::check::CheckReport>,
     /// Each timed launch, in milliseconds.
@@ -107,6 +109,7 @@ impl ProblemReport {
                     summary: e.summary(),
                     unavailable,
                     passed: m.passed(),
+                    check_summary: m.check_summary(),
                     check,
                     check_after_timing,
                     times_ms,
@@ -131,7 +134,7 @@ impl ProblemReport {
         }
     }
 
-    /// The table of this problem, with `check` texts from `measurements`.
+    /// The table of this problem.
     fn table(&self, out: &mut String) {
         let _ = writeln!(
             out,
@@ -170,24 +173,8 @@ impl ProblemReport {
                 fixed(row.rate, 1),
                 versus(row.vs_baseline),
                 times(row.vs_counterpart),
-                row.check_text()
+                row.check_summary
             );
-        }
-    }
-}
-
-impl Row {
-    /// One line on the checks.
-    pub fn check_text(&self) -> String {
-        if let Some(reason) = &self.unavailable {
-            return format!("unavailable: {reason}");
-        }
-        match (&self.check, &self.check_after_timing) {
-            (Some(first), Some(after)) if first.passed && !after.passed => {
-                format!("after timing: {}", after.summary())
-            }
-            (Some(first), _) => first.summary(),
-            (None, _) => "-".into(),
         }
     }
 }
@@ -217,10 +204,6 @@ impl RunReport {
             interrupted: outcome.interrupted,
             problems,
         }
-    }
-
-    pub fn all_passed(&self) -> bool {
-        self.failed().is_empty()
     }
 
     /// `workload/size/name` of every row that failed a check.
@@ -338,20 +321,18 @@ fn plot(report: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error
         let (left, right) = area.split_horizontally(620);
         let colours: Vec<RGBColor> = problem.rows.iter().map(|r| role_colour(r.role)).collect();
         let names: Vec<&str> = problem.rows.iter().map(|r| r.name).collect();
-        let (values, caption, unit): (Vec<Option<f64>>, String, &str) = match problem.rate_unit {
+        let (values, caption): (Vec<Option<f64>>, String) = match problem.rate_unit {
             Some(unit) => (
                 problem.rows.iter().map(|r| r.rate).collect(),
                 format!("{} at {}: {unit}", problem.workload, problem.size),
-                "",
             ),
             None => (
                 problem.rows.iter().map(|r| r.median_ms).collect(),
                 format!("{} at {}: median ms", problem.workload, problem.size),
-                "",
             ),
         };
         bar_chart(&left, &caption, &values, &colours, Some(&names), |v| {
-            format!(" {v:.2}{unit}")
+            format!(" {v:.2}")
         })?;
         let ratios: Vec<Option<f64>> = problem.rows.iter().map(|r| r.vs_baseline).collect();
         let caption = match problem.baseline {
@@ -488,7 +469,7 @@ mod tests {
         // raw_mbarrier_2 was not measured: no comparison.
         assert_eq!(row("block_pipeline_2").vs_counterpart, None);
         assert_eq!(row("block_pipeline_2").rate, Some(65536.0 / 4000.0));
-        assert!(r.all_passed());
+        assert!(r.passed && r.failed().is_empty());
         let table = r.table();
         assert!(table.contains("thread_pipeline_2"), "{table}");
         assert!(table.contains("2.00x"), "{table}");

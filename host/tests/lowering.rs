@@ -71,18 +71,19 @@ fn ptxas_assembles_every_module_for_its_arch() {
 
 #[test]
 fn registry_and_ptx_agree() {
-    // Every kernel of ours in the registry (library calls such as cuBLAS have no threads),
-    // and the helper kernels workloads launch besides (references).
-    let mut registered: Vec<&str> = host::registry::all_experiments()
-        .flat_map(|(_, e)| e.entry_points())
-        .chain(
-            host::registry::WORKLOADS
-                .iter()
-                .flat_map(|w| w.helper_kernels().iter().copied()),
-        )
-        .collect();
-    registered.sort();
     for arch in Arch::ALL {
+        // Every kernel of ours in the registry that this arch's PTX holds (library calls such
+        // as cuBLAS have none), and the helper kernels workloads launch besides (references).
+        let mut registered: Vec<&str> = host::registry::all_experiments()
+            .filter(|(_, e)| e.archs().contains(&arch))
+            .flat_map(|(_, e)| e.entry_points())
+            .chain(
+                host::registry::WORKLOADS
+                    .iter()
+                    .flat_map(|w| w.helper_kernels().iter().copied()),
+            )
+            .collect();
+        registered.sort();
         let mut in_ptx: Vec<&str> = inspection(arch)
             .kernels
             .keys()
@@ -454,6 +455,31 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
         ("barrier_sync", "barrier.sync", BOTH),
         ("barrier_sync_threads", "barrier.sync", BOTH),
         ("shfl_sync_idx", "shfl.sync.idx", BOTH),
+        (
+            "cp_async_bulk_global_to_shared",
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+            SM90,
+        ),
+        (
+            "cp_async_bulk_shared_to_global",
+            "cp.async.bulk.global.shared::cta.bulk_group",
+            SM90,
+        ),
+        ("bulk_commit_group", "cp.async.bulk.commit_group", SM90),
+        (
+            "bulk_wait_group_read",
+            "cp.async.bulk.wait_group.read",
+            SM90,
+        ),
+        ("bulk_wait_group", "cp.async.bulk.wait_group", SM90),
+        ("mbarrier_expect_tx", "mbarrier.expect_tx", SM90),
+        (
+            "fence_proxy_async_shared",
+            "fence.proxy.async.shared::cta",
+            SM90,
+        ),
+        ("fence_mbarrier_init", "fence.mbarrier_init", SM90),
+        ("elect_one", "elect.sync", SM90),
     ];
     // The wrappers defined in the instruction layer's sources.
     let dir = ptx_builder::workspace_root().join("gpu/src/ptx");
@@ -612,5 +638,45 @@ fn gemm_mainloops_are_whole_k_tiles_of_ffma() {
                 "{entry} ({arch}): {ffma} FFMA, not a multiple of {per_tile} per k-tile"
             );
         }
+    }
+}
+
+/// The copy engine's instructions are sm_90 only: the sm_80 PTX holds none, and the bulk
+/// streaming kernels lower to the copy engine's SASS (`UBLKCP`) and transaction-count
+/// mbarrier operations.
+#[test]
+fn bulk_copies_are_sm90_only_and_lower_to_the_copy_engine() {
+    for (name, k) in &inspection(Arch::Sm80).kernels {
+        assert!(
+            !k.ptx.iter().any(|i| i.opcode.starts_with("cp.async.bulk")
+                || i.opcode.starts_with("mbarrier.expect_tx")
+                || i.opcode.starts_with("elect")),
+            "{name} (sm_80) holds an sm_90 instruction"
+        );
+    }
+    for name in ["stream_bulk_3", "stream_bulk_4"] {
+        let view = kernel(Arch::Sm90, name);
+        assert!(
+            view.has_ptx("cp.async.bulk.shared::cluster.global"),
+            "{name}"
+        );
+        assert!(view.has_ptx("cp.async.bulk.global.shared::cta"), "{name}");
+        assert!(view.has_ptx("mbarrier.expect_tx"), "{name}");
+        let sass = sass_ops(view);
+        assert!(
+            sass.iter().filter(|o| o.starts_with("UBLKCP")).count() >= 2,
+            "{name}: {:?}",
+            sass.iter()
+                .filter(|o| o.starts_with("UBLKCP") || o.starts_with("SYNCS"))
+                .collect::<Vec<_>>()
+        );
+        assert!(sass.iter().any(|o| o.starts_with("SYNCS")), "{name}");
+        // No data passes through registers: no global or shared loads of the tiles.
+        assert!(
+            !sass
+                .iter()
+                .any(|o| o.starts_with("LDG") || o.starts_with("LDS")),
+            "{name}"
+        );
     }
 }

@@ -180,12 +180,16 @@ impl CudaBuilder {
         let package = self.package()?;
         let toolchain = Toolchain::check(&self.rustc, &self.crate_dir)?;
         if self.rerun_if_changed {
+            // Only paths that exist: cargo reruns a build script whenever a watched path is
+            // missing.
             for path in [
                 self.crate_dir.join("src"),
                 self.crate_dir.join("Cargo.toml"),
                 self.crate_dir.join("build.rs"),
             ] {
-                println!("cargo:rerun-if-changed={}", path.display());
+                if path.exists() {
+                    println!("cargo:rerun-if-changed={}", path.display());
+                }
             }
             if let Some(file) = find_upwards(&self.crate_dir, "rust-toolchain.toml") {
                 println!("cargo:rerun-if-changed={}", file.display());
@@ -520,7 +524,7 @@ fn warnings(stderr: &str) -> Vec<String> {
     found
 }
 
-/// The kernels: functions `gpu` defines under an unmangled name. Everything else rustc emits
+/// The kernels: functions the device crate defines under an unmangled name. Everything else rustc emits
 /// carries a mangled (`_R...` or `_ZN...`) name.
 fn kernel_symbols(llvm: &LlvmTools, objects: &[PathBuf]) -> Result<Vec<String>> {
     let listing = capture(llvm.cmd("llvm-nm").arg("--defined-only").args(objects))?;

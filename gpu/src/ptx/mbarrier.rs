@@ -10,7 +10,9 @@
 //! `SYNCS.PHASECHK.TRANS64[.TRYWAIT]` (test/try_wait); on sm_80 `ATOMS` and shared loads.
 //!
 //! Every function here takes `bar`, the typed `.shared` address of the mbarrier
-//! ([`Shared<Mbarrier>`]: 8-byte aligned by its type).
+//! ([`Shared<Mbarrier>`]). The type says what the address is for, not that it is valid:
+//! `Shared::cast` / `add` are plain address arithmetic, so each contract requires an
+//! initialized (hence 8-byte aligned) mbarrier, and `mbarrier_init` an aligned slot.
 
 use super::Shared;
 use crate::layout::Mbarrier;
@@ -20,7 +22,7 @@ use core::arch::asm;
 /// (1..=2^20 - 1).
 ///
 /// # Safety
-/// 1. `bar` is shared memory reserved for this mbarrier.
+/// 1. `bar` is 8-byte aligned shared memory reserved for this mbarrier.
 /// 2. No thread uses the mbarrier until a barrier (`barrier.sync`) orders that use after
 ///    this init, and no copy or arrival is pending on a previous object at `bar`.
 #[inline(always)]

@@ -11,12 +11,16 @@
 //! Functions are `unsafe` where a wrong argument is undefined behaviour (a bad address, a
 //! barrier that is not initialized); instructions that only wait or order are safe.
 
+#[cfg(target_feature = "sm_90")]
+mod bulk;
 mod cp_async;
 mod mbarrier;
 mod smem;
 mod sreg;
 mod sync;
 
+#[cfg(target_feature = "sm_90")]
+pub use bulk::*;
 pub use cp_async::*;
 pub use mbarrier::*;
 pub use smem::*;

@@ -7,7 +7,9 @@
 //! | [`study`] | the 32x32xK one-warp study: every completion style against a synchronous baseline |
 //! | [`selftest`] | the library's self-test: every abstraction streams random data, checked exactly |
 //! | [`gemm`] | a tiled FP32 GEMM (any size) in every completion style, against cuBLAS |
+//! | [`stream`] | a bandwidth-bound copy through shared memory (plain, `cp.async`, bulk), against the driver's copy |
 
 pub mod gemm;
 pub mod selftest;
+pub mod stream;
 pub mod study;

@@ -221,6 +221,8 @@ impl Workload for Gemm {
 /// A cuBLAS handle on the GPU's stream, FP32 math only.
 struct Cublas {
     handle: cublas::cublasHandle_t,
+    /// The GPU's hang flag: a hung GPU's handle is leaked (`cublasDestroy` synchronizes).
+    gpu_hung: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Cublas {
@@ -239,7 +241,10 @@ impl Cublas {
         if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
             return Err(format!("cublasCreate failed: {status:?}"));
         }
-        let this = Cublas { handle };
+        let this = Cublas {
+            handle,
+            gpu_hung: gpu.hung_flag(),
+        };
         let stream = gpu.stream().cu_stream() as cublas::cudaStream_t;
         // SAFETY: a live handle and the GPU's live stream.
         let status = unsafe { cublas::cublasSetStream_v2(handle, stream) };
@@ -259,6 +264,9 @@ impl Cublas {
 
 impl Drop for Cublas {
     fn drop(&mut self) {
+        if self.gpu_hung.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         // SAFETY: the handle is live and dropped once.
         unsafe { cublas::cublasDestroy_v2(self.handle) };
     }

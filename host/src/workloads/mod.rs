@@ -4,4 +4,5 @@
 
 pub mod gemm;
 pub mod selftest;
+pub mod stream;
 pub mod study;

@@ -14,7 +14,7 @@
 //! [`GemmKernel::threads`]: super::GemmKernel::threads
 //! [`GemmKernel::layout`]: super::GemmKernel::layout
 
-use super::shapes::{BK, GemmStyle, LANES_M, LANES_N, REFERENCE_TILE};
+use super::shapes::{BK, GemmStyle, GemmTile, LANES_M, LANES_N, REFERENCE_TILE};
 use crate::layout::{PipelineSharedState, StagedLayout};
 use crate::memcpy_async::{
     Completion, GlobalTile, Group, Threads, TileShape, Unbound, memcpy_async_tile,
@@ -99,10 +99,18 @@ impl Problem {
 struct Geometry<const TM: usize, const TN: usize, const WM: u32, const WN: u32>;
 
 impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> Geometry<TM, TN, WM, WN> {
-    const BM: u32 = WM * LANES_M * TM as u32;
-    const BN: u32 = WN * LANES_N * TN as u32;
-    const COMPUTE_THREADS: u32 = WM * WN * 32;
-    const A_BYTES: u32 = Self::BM * BK * 4;
+    /// The tile these generics describe: the same [`GemmTile`] the host's table holds, so host
+    /// and device derive the block shape and the layout from one definition.
+    const TILE: GemmTile = GemmTile {
+        warps_m: WM,
+        warps_n: WN,
+        thread_m: TM as u32,
+        thread_n: TN as u32,
+    };
+    const BM: u32 = Self::TILE.bm();
+    const BN: u32 = Self::TILE.bn();
+    const COMPUTE_THREADS: u32 = Self::TILE.compute_threads();
+    const A_BYTES: u32 = Self::TILE.a_tile_bytes();
     const A_SHAPE: TileShape = TileShape {
         rows: Self::BM,
         row_bytes: BK * 4,
@@ -116,10 +124,13 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> Geometry<TM
         "a thread's columns are read and written as float4"
     );
 
-    /// The shared-memory layout of `style` with this tile.
+    /// The shared-memory layout of `style` with this tile (what [`GemmKernel::layout`] gives
+    /// the host for the same tile and style).
+    ///
+    /// [`GemmKernel::layout`]: super::GemmKernel::layout
     const fn layout(style: GemmStyle) -> StagedLayout {
         StagedLayout::new(
-            Self::A_BYTES + BK * Self::BN * 4,
+            Self::TILE.stage_bytes(),
             style.stages(),
             style.has_stage_barriers(),
         )
@@ -224,7 +235,8 @@ unsafe fn multiply_stage<const TM: usize, const TN: usize>(
 }
 
 /// `acc += A_stage[.., 4 kq..4 kq + 4] * B_stage[4 kq..4 kq + 4, ..]`: `TN` B values for each
-/// of the four k (`LDS.128`), then per row one `LDS.128` of four A values and `4 TN` FFMAs.
+/// of the four k (`LDS.128`) and four A values of each of the `TM` rows (`LDS.128`), then four
+/// rank-1 updates of `TM x TN` FFMAs each.
 ///
 /// # Safety
 /// As [`multiply_stage`]; `kq < BK / 4`.

@@ -96,7 +96,7 @@ macro_rules! gemm_kernels {
     };
 }
 
-// Three tiles:
+// Four tiles:
 // - 128x128 cut into 4 warps of 64x64 (16x8 outputs per thread, 255 registers): two blocks
 //   fit an SM, so one block's barrier leaves the other running. The fastest on an H200, so
 //   every style and depth is built at this tile (no suffix).

@@ -1,0 +1,155 @@
+//! Streaming: `y = x` for `n` floats (a multiple of 4, so every chunk is 16 bytes), far past
+//! L2, moved global -> shared -> global in the ways the library offers, against the driver's
+//! own device-to-device copy. A bandwidth benchmark: every kernel is persistent (its blocks
+//! walk the tiles `b, b + grid, ...`), and the host sizes the grid from the SM count.
+//!
+//! Kernel parameters: `(x, y, n)`.
+
+use crate::layout::StagedLayout;
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels;
+
+/// How a streaming kernel moves the data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StreamStyle {
+    /// Plain 16-byte loads and stores (`ld.global.v4` / `st.global.v4`), no shared memory.
+    Plain,
+    /// `memcpy_async` (16-byte `cp.async.cg`) of each tile over the block into a
+    /// `ThreadPipeline`, then 16-byte shared loads and global stores.
+    ThreadPipeline {
+        /// Stages in the ring.
+        stages: u32,
+    },
+    /// The copy engine (sm_90): one elected thread bulk-copies each tile into a
+    /// `BulkPipeline` stage and bulk-stores it back out; no data passes through registers.
+    Bulk {
+        /// Stages in the ring.
+        stages: u32,
+    },
+}
+
+impl StreamStyle {
+    /// Stages in shared memory (none for plain copies).
+    pub const fn stages(self) -> u32 {
+        match self {
+            StreamStyle::Plain => 0,
+            StreamStyle::ThreadPipeline { stages } | StreamStyle::Bulk { stages } => stages,
+        }
+    }
+
+    /// The style's name in reports.
+    pub const fn label(self) -> &'static str {
+        match self {
+            StreamStyle::Plain => "plain",
+            StreamStyle::ThreadPipeline { .. } => "thread_pipeline",
+            StreamStyle::Bulk { .. } => "bulk",
+        }
+    }
+
+    /// One line on what it does.
+    pub const fn summary(self) -> &'static str {
+        match self {
+            StreamStyle::Plain => "ld.global.v4 -> st.global.v4, grid-stride",
+            StreamStyle::ThreadPipeline { .. } => {
+                "cp.async 16 B tiles through a ThreadPipeline, then LDS.128 -> STG.128"
+            }
+            StreamStyle::Bulk { .. } => {
+                "sm_90 copy engine: cp.async.bulk in (BulkPipeline) and out, one thread per block"
+            }
+        }
+    }
+}
+
+/// One streaming kernel: its entry point, style, and launch geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamKernel {
+    /// Entry point name.
+    pub name: &'static str,
+    /// How it moves the data.
+    pub style: StreamStyle,
+    /// Threads per block.
+    pub threads: u32,
+    /// Blocks per SM the host launches.
+    pub blocks_per_sm: u32,
+    /// Bytes of one tile (one stage buffer).
+    pub tile_bytes: u32,
+    /// Whether it needs sm_90 (bulk copies): absent from the sm_80 PTX.
+    pub needs_sm90: bool,
+}
+
+impl StreamKernel {
+    /// Its dynamic shared memory: the stages, then their mbarriers where it has them.
+    pub const fn layout(&self) -> StagedLayout {
+        StagedLayout::new(
+            self.tile_bytes,
+            self.style.stages(),
+            matches!(self.style, StreamStyle::Bulk { .. }),
+        )
+    }
+
+    /// Floats per tile.
+    pub const fn tile_floats(&self) -> u32 {
+        self.tile_bytes / 4
+    }
+}
+
+/// Bytes per tile of the async-copy kernels.
+pub const PIPELINE_TILE_BYTES: u32 = 16 * 1024;
+/// Bytes per tile of the bulk kernels.
+pub const BULK_TILE_BYTES: u32 = 32 * 1024;
+
+/// Every streaming kernel (a `static`: one address per entry).
+pub static STREAM_KERNELS: &[StreamKernel] = &[
+    StreamKernel {
+        name: "stream_plain",
+        style: StreamStyle::Plain,
+        threads: 256,
+        blocks_per_sm: 8,
+        tile_bytes: 16,
+        needs_sm90: false,
+    },
+    StreamKernel {
+        name: "stream_thread_pipeline_4",
+        style: StreamStyle::ThreadPipeline { stages: 4 },
+        threads: 256,
+        blocks_per_sm: 2,
+        tile_bytes: PIPELINE_TILE_BYTES,
+        needs_sm90: false,
+    },
+    StreamKernel {
+        name: "stream_bulk_3",
+        style: StreamStyle::Bulk { stages: 3 },
+        threads: 32,
+        blocks_per_sm: 2,
+        tile_bytes: BULK_TILE_BYTES,
+        needs_sm90: true,
+    },
+    StreamKernel {
+        name: "stream_bulk_4",
+        style: StreamStyle::Bulk { stages: 4 },
+        threads: 32,
+        blocks_per_sm: 1,
+        tile_bytes: BULK_TILE_BYTES,
+        needs_sm90: true,
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_fit_their_blocks_per_sm() {
+        for k in STREAM_KERNELS {
+            assert!(
+                k.layout().bytes * k.blocks_per_sm <= 227 * 1024,
+                "{}",
+                k.name
+            );
+            assert_eq!(k.tile_bytes % 16, 0, "{}", k.name);
+        }
+        let bulk = &STREAM_KERNELS[3];
+        assert_eq!(bulk.layout().bytes, 4 * 32768 + 4 * 16);
+    }
+}

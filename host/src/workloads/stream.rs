@@ -1,0 +1,304 @@
+//! Streaming (`gpu::workloads::stream`): copy `n` floats, far past L2, through shared memory
+//! with plain loads, `cp.async` and the copy engine, against the driver's device-to-device
+//! copy (`cuMemcpyDtoDAsync`, what `cudaMemcpy` does) on the same buffers; every result is
+//! checked bit for bit.
+
+use crate::check::{self, CheckReport, POISON};
+use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use crate::gpu::{Context as _, Gpu, KernelArg, LaunchConfig};
+use anyhow::Result;
+use cudarc::driver::{CudaSlice, sys};
+use gpu::workloads::stream::{STREAM_KERNELS, StreamKernel, StreamStyle};
+use ptx_builder::Arch;
+use std::fmt;
+use std::sync::LazyLock;
+
+/// The streaming workload.
+pub struct Stream;
+
+/// One streaming experiment: the driver's copy, or a kernel of ours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamExperiment {
+    /// `cuMemcpyDtoDAsync`: the baseline.
+    DriverCopy,
+    /// A kernel of ours.
+    Kernel(&'static StreamKernel),
+}
+
+static EXPERIMENTS: LazyLock<Vec<StreamExperiment>> = LazyLock::new(|| {
+    std::iter::once(StreamExperiment::DriverCopy)
+        .chain(STREAM_KERNELS.iter().map(StreamExperiment::Kernel))
+        .collect()
+});
+
+impl Experiment for StreamExperiment {
+    fn name(&self) -> &'static str {
+        match self {
+            StreamExperiment::DriverCopy => "memcpy_dtod",
+            StreamExperiment::Kernel(k) => k.name,
+        }
+    }
+    fn role(&self) -> Role {
+        match self {
+            StreamExperiment::DriverCopy => Role::Baseline,
+            StreamExperiment::Kernel(k) if k.style == StreamStyle::Plain => Role::RawPtx,
+            StreamExperiment::Kernel(_) => Role::Library,
+        }
+    }
+    fn style(&self) -> &'static str {
+        match self {
+            StreamExperiment::DriverCopy => "driver",
+            StreamExperiment::Kernel(k) => k.style.label(),
+        }
+    }
+    fn stages(&self) -> Option<u32> {
+        match self {
+            StreamExperiment::Kernel(k) if k.style.stages() > 0 => Some(k.style.stages()),
+            _ => None,
+        }
+    }
+    fn threads(&self) -> Option<u32> {
+        match self {
+            StreamExperiment::DriverCopy => None,
+            StreamExperiment::Kernel(k) => Some(k.threads),
+        }
+    }
+    fn shared_bytes(&self) -> Option<u32> {
+        match self {
+            StreamExperiment::DriverCopy => None,
+            StreamExperiment::Kernel(k) => Some(k.layout().bytes),
+        }
+    }
+    fn summary(&self) -> &'static str {
+        match self {
+            StreamExperiment::DriverCopy => "cuMemcpyDtoDAsync (cudaMemcpy device to device)",
+            StreamExperiment::Kernel(k) => k.style.summary(),
+        }
+    }
+    fn archs(&self) -> &'static [Arch] {
+        match self {
+            StreamExperiment::Kernel(k) if k.needs_sm90 => &[Arch::Sm90],
+            _ => &Arch::ALL,
+        }
+    }
+}
+
+/// The streaming problem's size: floats copied (a multiple of 4: 16-byte chunks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Floats(pub u32);
+
+impl fmt::Display for Floats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bytes = self.0 as u64 * 4;
+        if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
+            write!(f, "{} GiB", bytes >> 30)
+        } else if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+            write!(f, "{} MiB", bytes >> 20)
+        } else {
+            write!(f, "n = {}", self.0)
+        }
+    }
+}
+
+/// Reads a count of floats (`1000000`) or a size in bytes (`256MiB`, `2GiB`).
+pub fn parse_floats(text: &str) -> Result<Floats, String> {
+    let t = text.trim();
+    let (number, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => (&t[..i], Some(t[i..].trim())),
+        None => (t, None),
+    };
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a count of floats or a size like 2GiB"))?;
+    let floats = match unit {
+        None => value,
+        Some(u) => {
+            let scale = match u.to_ascii_lowercase().as_str() {
+                "kib" => 1u64 << 10,
+                "mib" => 1 << 20,
+                "gib" => 1 << 30,
+                _ => return Err(format!("`{text}`: the unit is KiB, MiB or GiB")),
+            };
+            value * scale / 4
+        }
+    };
+    if floats == 0 || floats % 4 != 0 {
+        return Err(format!(
+            "`{text}` is {floats} floats: a positive multiple of 4 (16-byte chunks) is needed"
+        ));
+    }
+    if floats > u32::MAX as u64 - 3 {
+        return Err(format!("`{text}` is too large: at most 16 GiB"));
+    }
+    Ok(Floats(floats as u32))
+}
+
+impl Workload for Stream {
+    type Experiment = StreamExperiment;
+    type Size = Floats;
+    type Problem = StreamProblem;
+
+    fn name(&self) -> &'static str {
+        "stream"
+    }
+    fn summary(&self) -> &'static str {
+        "y = x far past L2 through shared memory: plain, cp.async, sm_90 bulk copies vs cudaMemcpy"
+    }
+    fn experiments(&self) -> &'static [StreamExperiment] {
+        &EXPERIMENTS
+    }
+    fn device_bytes(&self, size: Floats) -> u64 {
+        8 * size.0 as u64
+    }
+    fn size_syntax(&self) -> &'static str {
+        "floats (a multiple of 4) or bytes with KiB/MiB/GiB, up to 16 GiB"
+    }
+    fn parse_size(&self, text: &str) -> Result<Floats, String> {
+        parse_floats(text)
+    }
+    fn default_sizes(&self) -> Vec<Floats> {
+        vec![Floats(1 << 29)]
+    }
+    fn test_cases(&self) -> Vec<(Values, Floats)> {
+        // One chunk; less than a tile; whole tiles and a ragged last one; several MiB.
+        [4, 1000, 8192 * 5 + 4, (3 << 20) + 12]
+            .map(|n| (Values::Random, Floats(n)))
+            .into_iter()
+            .chain([(Values::SmallIntegers, Floats(65540))])
+            .collect()
+    }
+    fn prepare(&self, gpu: &Gpu, size: Floats, inputs: Inputs) -> Result<StreamProblem> {
+        let x = random_bits(size.0 as usize, inputs);
+        Ok(StreamProblem {
+            n: size.0,
+            arch: gpu.info().arch,
+            multiprocessors: gpu.info().multiprocessors,
+            x_device: gpu.upload(&x, "x")?,
+            y: gpu.zeros(size.0 as usize, "y")?,
+            x,
+        })
+    }
+}
+
+/// `len` finite floats from `inputs.seed` (a xorshift: gigabytes of input in a second), or
+/// small integers.
+fn random_bits(len: usize, inputs: Inputs) -> Vec<f32> {
+    if inputs.values == Values::SmallIntegers {
+        return inputs.values.generate(len, inputs.seed);
+    }
+    let mut state = inputs.seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            // Sign and mantissa random, exponent in [2^-63, 2^64): finite, never the poison.
+            let bits = (state as u32 & 0x807f_ffff) | (((state >> 40) as u32 & 0x7f) + 64) << 23;
+            f32::from_bits(bits)
+        })
+        .collect()
+}
+
+/// x on the host and the GPU, and y.
+pub struct StreamProblem {
+    n: u32,
+    arch: Arch,
+    multiprocessors: u32,
+    x: Vec<f32>,
+    x_device: CudaSlice<f32>,
+    y: CudaSlice<f32>,
+}
+
+impl Problem<StreamExperiment> for StreamProblem {
+    fn unavailable(&self, experiment: &StreamExperiment) -> Option<String> {
+        (!experiment.archs().contains(&self.arch)).then(|| {
+            format!(
+                "needs sm_90 (bulk copies); this is the {} PTX",
+                self.arch.name()
+            )
+        })
+    }
+
+    fn poison(&mut self, gpu: &Gpu, _: &StreamExperiment) -> Result<()> {
+        Ok(gpu.fill_words(&mut self.y, POISON.to_bits(), "y")?)
+    }
+
+    fn launch(&mut self, gpu: &Gpu, experiment: &StreamExperiment) -> Result<()> {
+        let (x, y) = (gpu.address(&self.x_device), gpu.address(&self.y));
+        match experiment {
+            StreamExperiment::DriverCopy => {
+                // SAFETY: both buffers hold n floats; the copy is queued on the GPU's stream.
+                unsafe {
+                    sys::cuMemcpyDtoDAsync_v2(y, x, self.n as usize * 4, gpu.stream().cu_stream())
+                }
+                .result()
+                .during(|| "copying x to y (cuMemcpyDtoDAsync)".into())?;
+            }
+            StreamExperiment::Kernel(kernel) => {
+                let config = LaunchConfig::linear(
+                    self.multiprocessors * kernel.blocks_per_sm,
+                    kernel.threads,
+                    kernel.layout().bytes,
+                );
+                let args = [KernelArg::Ptr(x), KernelArg::Ptr(y), KernelArg::U32(self.n)];
+                // SAFETY: stream kernels take (x, y, n) with n floats in each buffer (16-byte
+                // aligned, n % 4 == 0 by parse_floats); any grid; the table's block and
+                // shared memory; sm_90 kernels only on the sm_90 PTX (unavailable otherwise).
+                unsafe { gpu.launch(kernel.name, config, &args)? };
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&mut self, gpu: &Gpu, _: &StreamExperiment) -> Result<CheckReport> {
+        Ok(check::check_exact(&gpu.download(&self.y, "y")?, &self.x))
+    }
+
+    fn work(&self) -> Work {
+        Work::Bytes(8 * self.n as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::AnyWorkload;
+
+    #[test]
+    fn sizes_parse_or_say_why_not() {
+        assert_eq!(parse_floats("2GiB").unwrap(), Floats(1 << 29));
+        assert_eq!(parse_floats("256MiB").unwrap(), Floats(1 << 26));
+        assert_eq!(parse_floats("1000").unwrap(), Floats(1000));
+        assert!(parse_floats("1001").unwrap_err().contains("multiple of 4"));
+        assert!(parse_floats("0").unwrap_err().contains("positive"));
+        assert!(parse_floats("2TB").unwrap_err().contains("KiB, MiB or GiB"));
+        assert!(parse_floats("17GiB").unwrap_err().contains("too large"));
+        assert!(parse_floats("-4").unwrap_err().contains("not a count"));
+        assert_eq!(Floats(1 << 29).to_string(), "2 GiB");
+        assert_eq!(Floats(1000).to_string(), "n = 1000");
+    }
+
+    #[test]
+    fn random_bits_are_finite_and_seeded() {
+        let inputs = Inputs {
+            seed: 9,
+            values: Values::Random,
+        };
+        let x = random_bits(100_000, inputs);
+        assert!(x.iter().all(|v| v.is_finite() && !check::is_poison(*v)));
+        assert_eq!(x, random_bits(100_000, inputs));
+        assert!(x.iter().any(|v| v.is_sign_negative()));
+    }
+
+    #[test]
+    fn the_driver_copy_is_the_baseline_and_bulk_kernels_need_sm90() {
+        assert_eq!(Stream.baseline().unwrap().name(), "memcpy_dtod");
+        for e in AnyWorkload::experiments(&Stream) {
+            if e.name().starts_with("stream_bulk") {
+                assert_eq!(e.archs(), [Arch::Sm90]);
+            } else {
+                assert_eq!(e.archs(), Arch::ALL);
+            }
+        }
+    }
+}
