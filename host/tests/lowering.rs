@@ -654,7 +654,12 @@ fn bulk_copies_are_sm90_only_and_lower_to_the_copy_engine() {
             "{name} (sm_80) holds an sm_90 instruction"
         );
     }
-    for name in ["stream_bulk_3", "stream_bulk_4"] {
+    for name in [
+        "stream_bulk_3",
+        "stream_bulk_4",
+        "stream_bulk_3_64k",
+        "stream_bulk_4_24k",
+    ] {
         let view = kernel(Arch::Sm90, name);
         assert!(
             view.has_ptx("cp.async.bulk.shared::cluster.global"),

@@ -29,12 +29,10 @@ pub unsafe extern "ptx-kernel" fn stream_plain(x: *const f32, y: *mut f32, n: u3
     let quads = n / 4;
     let stride = ptx::grid_dim_x() * ptx::block_dim_x();
     let mut i = ptx::block_idx_x() * ptx::block_dim_x() + ptx::thread_idx_x();
+    let (x, y) = (x.cast::<Quad>(), y.cast::<Quad>());
     while i < quads {
-        // SAFETY: i < n / 4: inside both arrays, 16-byte aligned.
-        unsafe {
-            let v = x.cast::<Quad>().add(i as usize).read();
-            y.cast::<Quad>().add(i as usize).write(v);
-        }
+        // SAFETY: i < n / 4.
+        unsafe { y.add(i as usize).write(x.add(i as usize).read()) };
         i += stride;
     }
 }
@@ -161,9 +159,10 @@ unsafe fn stream_bulk<const STAGES: usize>(
         // stage is released only after the store has read it.
         unsafe { store_async_bulk(y.wrapping_add(base as usize), stage(ready.index()), size) };
         ptx::bulk_commit_group();
+        // Refill the stage released last time while this store reads its own.
+        fill(i + STAGES as u32 - 1);
         ptx::bulk_wait_group_read::<0>();
         ready.consumer_release();
-        fill(i + STAGES as u32 - 1);
     }
     // Every store's writes are done before the block retires.
     ptx::bulk_wait_group::<0>();
@@ -189,4 +188,26 @@ pub unsafe extern "ptx-kernel" fn stream_bulk_3(x: *const f32, y: *mut f32, n: u
 pub unsafe extern "ptx-kernel" fn stream_bulk_4(x: *const f32, y: *mut f32, n: u32) {
     // SAFETY: forwarded.
     unsafe { stream_bulk::<4>(&STREAM_KERNELS[3], x, y, n) }
+}
+
+/// [`stream_bulk`] with three 64 KiB stages (one block per SM).
+///
+/// # Safety
+/// See the module docs; sm_90.
+#[cfg(target_feature = "sm_90")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn stream_bulk_3_64k(x: *const f32, y: *mut f32, n: u32) {
+    // SAFETY: forwarded.
+    unsafe { stream_bulk::<3>(&STREAM_KERNELS[4], x, y, n) }
+}
+
+/// [`stream_bulk`] with four 24 KiB stages (two blocks per SM).
+///
+/// # Safety
+/// See the module docs; sm_90.
+#[cfg(target_feature = "sm_90")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn stream_bulk_4_24k(x: *const f32, y: *mut f32, n: u32) {
+    // SAFETY: forwarded.
+    unsafe { stream_bulk::<4>(&STREAM_KERNELS[5], x, y, n) }
 }

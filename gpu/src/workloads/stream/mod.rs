@@ -133,6 +133,22 @@ pub static STREAM_KERNELS: &[StreamKernel] = &[
         tile_bytes: BULK_TILE_BYTES,
         needs_sm90: true,
     },
+    StreamKernel {
+        name: "stream_bulk_3_64k",
+        style: StreamStyle::Bulk { stages: 3 },
+        threads: 32,
+        blocks_per_sm: 1,
+        tile_bytes: 64 * 1024,
+        needs_sm90: true,
+    },
+    StreamKernel {
+        name: "stream_bulk_4_24k",
+        style: StreamStyle::Bulk { stages: 4 },
+        threads: 32,
+        blocks_per_sm: 2,
+        tile_bytes: 24 * 1024,
+        needs_sm90: true,
+    },
 ];
 
 #[cfg(test)]
