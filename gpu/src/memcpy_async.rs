@@ -55,7 +55,7 @@
 //!   `arrive_and_drop`); the expected count must include the bound calls.
 
 use crate::barrier::Barrier;
-use crate::pipeline::{Producer, ProducerStage};
+use crate::pipeline::{CpAsyncProducer, ProducerStage};
 use crate::ptx;
 use crate::shared::Shared;
 
@@ -288,7 +288,7 @@ impl Completion for Uncounted<'_> {
 
 /// Nothing per copy: committing the stage binds every copy issued since it was acquired
 /// (`commit_group`, or `cp.async.mbarrier.arrive.noinc`).
-impl<P: Producer> Completion for ProducerStage<'_, P> {
+impl<P: CpAsyncProducer> Completion for ProducerStage<'_, P> {
     #[inline(always)]
     unsafe fn bind_copies(&self) {}
 }
@@ -569,8 +569,11 @@ pub unsafe fn memcpy_async_bulk<T, U, C: BulkCompletion>(
 /// 1. As [`memcpy_async_bulk`] (1) with the directions swapped; nothing else touches `dst`
 ///    until the group completes.
 /// 2. What ordinary stores wrote to `src` was fenced for the copy engine
-///    ([`crate::ptx::fence_proxy_async_shared`] by the writers, then a barrier); data that a
-///    bulk copy brought in needs only the wait on its barrier.
+///    ([`crate::ptx::fence_proxy_async_shared`] by the writers, then a barrier). Data that a
+///    bulk copy brought in: the issuing thread waited on that copy's barrier and then fenced
+///    (`fence_proxy_async_shared`) — the wait makes the bytes visible to the thread, and we do
+///    not read the PTX memory model as promising that it orders them for the copy engine's
+///    next read without the fence (the streaming kernels fence once per tile).
 /// 3. `src` is not written until a `bulk_wait_group_read` covering this copy returned.
 #[cfg(target_feature = "sm_90")]
 #[inline(always)]

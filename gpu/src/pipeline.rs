@@ -30,6 +30,7 @@ use crate::pipeline_state::PipelineState;
 use crate::ptx;
 use crate::shared::Shared;
 use core::cell::Cell;
+use core::marker::PhantomData;
 
 mod sealed {
     pub trait Sealed {}
@@ -47,6 +48,12 @@ pub trait Producer: sealed::Sealed + Sized {
     #[doc(hidden)]
     fn commit(&mut self, _: Token);
 }
+
+/// A producer whose commit tracks this thread's `cp.async` copies (an async-group, or a
+/// `cp.async.mbarrier.arrive`): its stages complete [`memcpy_async`](crate::memcpy_async)
+/// copies. A [`BulkPipeline`]'s producer is not one — its stage completes only on bytes
+/// expected by bulk copies — so `cp.async` copies cannot be bound to it.
+pub trait CpAsyncProducer: Producer {}
 
 /// The consumer side of a pipeline.
 pub trait Consumer: sealed::Sealed + Sized {
@@ -194,6 +201,8 @@ impl<const STAGES: usize> Producer for ThreadProducer<'_, STAGES> {
     }
 }
 
+impl<const STAGES: usize> CpAsyncProducer for ThreadProducer<'_, STAGES> {}
+
 impl<const STAGES: usize> Consumer for ThreadConsumer<'_, STAGES> {
     /// `cp.async.wait_group (committed stages - 1)`: this thread's copies of the oldest stage
     /// are complete. Waiting with nothing committed traps.
@@ -277,15 +286,39 @@ impl<const STAGES: usize> BlockPipeline<STAGES> {
         producers: u32,
         consumers: u32,
     ) -> Self {
+        // SAFETY: forwarded contract; only cp.async (the generic proxy's view of the
+        // mbarriers) completes `full`, so no proxy fence is needed.
+        unsafe { Self::init_rings(barriers, producers, consumers, false) }
+    }
+
+    /// Thread 0 initializes `full` (`full_arrivals` per phase) and `empty` (`consumers`),
+    /// fencing the initialization for the copy engine when it will complete `full`; then the
+    /// block syncs.
+    ///
+    /// # Safety
+    /// As [`BlockPipeline::init_partitioned`], with `full_arrivals` for `producers`.
+    #[inline(always)]
+    unsafe fn init_rings(
+        barriers: Shared<PipelineSharedState<STAGES>>,
+        full_arrivals: u32,
+        consumers: u32,
+        for_copy_engine: bool,
+    ) -> Self {
         if ptx::thread_idx_x() == 0 {
             for stage in 0..STAGES as u32 {
                 // SAFETY: one thread initializes each mbarrier; the sync below publishes them.
                 unsafe {
-                    ptx::mbarrier_init(full(barriers, stage), producers);
+                    ptx::mbarrier_init(full(barriers, stage), full_arrivals);
                     ptx::mbarrier_init(empty(barriers, stage), consumers);
                 }
             }
+            #[cfg(target_feature = "sm_90")]
+            if for_copy_engine {
+                ptx::fence_mbarrier_init();
+            }
         }
+        #[cfg(not(target_feature = "sm_90"))]
+        let _ = for_copy_engine;
         ptx::barrier_sync();
         BlockPipeline {
             barriers,
@@ -298,11 +331,20 @@ impl<const STAGES: usize> BlockPipeline<STAGES> {
     /// The producer and consumer sides.
     #[inline(always)]
     pub fn split(&mut self) -> (BlockProducer<'_, STAGES>, BlockConsumer<'_, STAGES>) {
+        self.sides()
+    }
+
+    /// The two sides, the producer's `full` arrival being `A`'s.
+    #[inline(always)]
+    fn sides<A: FullArrival>(
+        &mut self,
+    ) -> (BlockProducer<'_, STAGES, A>, BlockConsumer<'_, STAGES>) {
         (
             BlockProducer {
                 barriers: self.barriers,
                 state: &mut self.producer,
                 unfilled: &mut self.unfilled,
+                arrival: PhantomData,
             },
             BlockConsumer {
                 barriers: self.barriers,
@@ -330,23 +372,61 @@ fn empty<const STAGES: usize>(
     barriers.cast::<Mbarrier>().add(STAGES as u32 + stage)
 }
 
-/// The producer side of a [`BlockPipeline`].
-pub struct BlockProducer<'p, const STAGES: usize> {
+/// How a producer's commit arrives on `full[s]`: what completes the stage's phase.
+pub trait FullArrival: sealed::Sealed {
+    #[doc(hidden)]
+    /// # Safety
+    /// `full` is initialized and its phase expects this arrival.
+    unsafe fn arrive(full: Shared<Mbarrier>);
+}
+
+/// [`BlockPipeline`]'s: `cp.async.mbarrier.arrive.noinc`, an arrival when this thread's
+/// `cp.async` copies land.
+pub enum CpAsyncArrival {}
+
+impl sealed::Sealed for CpAsyncArrival {}
+impl FullArrival for CpAsyncArrival {
+    #[inline(always)]
+    unsafe fn arrive(full: Shared<Mbarrier>) {
+        // SAFETY: forwarded contract.
+        unsafe { ptx::cp_async_mbarrier_arrive_noinc(full) }
+    }
+}
+
+/// [`BulkPipeline`]'s: a plain `mbarrier.arrive`; the phase also waits for the bytes its bulk
+/// copies expected.
+#[cfg(target_feature = "sm_90")]
+pub enum BulkArrival {}
+
+#[cfg(target_feature = "sm_90")]
+impl sealed::Sealed for BulkArrival {}
+#[cfg(target_feature = "sm_90")]
+impl FullArrival for BulkArrival {
+    #[inline(always)]
+    unsafe fn arrive(full: Shared<Mbarrier>) {
+        // SAFETY: forwarded contract.
+        let _ = unsafe { ptx::mbarrier_arrive(full) };
+    }
+}
+
+/// The producer side of a [`BlockPipeline`] (or, with [`BulkArrival`], of a [`BulkPipeline`]).
+pub struct BlockProducer<'p, const STAGES: usize, A: FullArrival = CpAsyncArrival> {
     barriers: Shared<PipelineSharedState<STAGES>>,
     state: &'p mut PipelineState<STAGES>,
     unfilled: &'p mut u32,
+    arrival: PhantomData<A>,
 }
 
-/// The consumer side of a [`BlockPipeline`].
+/// The consumer side of a [`BlockPipeline`] or a [`BulkPipeline`].
 pub struct BlockConsumer<'p, const STAGES: usize> {
     barriers: Shared<PipelineSharedState<STAGES>>,
     state: &'p mut PipelineState<STAGES>,
 }
 
-impl<const STAGES: usize> sealed::Sealed for BlockProducer<'_, STAGES> {}
+impl<const STAGES: usize, A: FullArrival> sealed::Sealed for BlockProducer<'_, STAGES, A> {}
 impl<const STAGES: usize> sealed::Sealed for BlockConsumer<'_, STAGES> {}
 
-impl<const STAGES: usize> Producer for BlockProducer<'_, STAGES> {
+impl<const STAGES: usize, A: FullArrival> Producer for BlockProducer<'_, STAGES, A> {
     /// Waits for the parity of `empty[s]` the producer expects, except on the first pass
     /// over the ring, when the buffers are free (see [`BlockPipeline`]).
     #[inline(always)]
@@ -361,14 +441,17 @@ impl<const STAGES: usize> Producer for BlockProducer<'_, STAGES> {
         ProducerStage { side: self, index }
     }
 
-    /// `cp.async.mbarrier.arrive.noinc` on `full[s]`: arrives when this thread's copies land.
+    /// `A`'s arrival on `full[s]` (`cp.async.mbarrier.arrive.noinc`: arrives when this
+    /// thread's copies land; bulk: `mbarrier.arrive`, the bytes being expected already).
     #[inline(always)]
     fn commit(&mut self, _: Token) {
         // SAFETY: `full[s]` expects one arrival per producer per phase (init contract).
-        unsafe { ptx::cp_async_mbarrier_arrive_noinc(full(self.barriers, self.state.index())) };
+        unsafe { A::arrive(full(self.barriers, self.state.index())) };
         self.state.advance();
     }
 }
+
+impl<const STAGES: usize> CpAsyncProducer for BlockProducer<'_, STAGES, CpAsyncArrival> {}
 
 impl<const STAGES: usize> Consumer for BlockConsumer<'_, STAGES> {
     /// Waits for the parity of `full[s]` the consumer expects.
@@ -394,15 +477,14 @@ impl<const STAGES: usize> Consumer for BlockConsumer<'_, STAGES> {
 /// `full` mbarrier that one producer thread arrives on once per fill, completed by the bytes of
 /// its bulk copies ([`memcpy_async_bulk`](crate::memcpy_async::memcpy_async_bulk) bound to the
 /// [`ProducerStage`]: `mbarrier.expect_tx` + `cp.async.bulk`; the commit is the arrival), and
-/// an `empty` mbarrier released by the consumers, as in [`BlockPipeline`] — whose consumer side
-/// it shares. The first pass over the ring does not wait on `empty` (see [`BlockPipeline`]).
+/// an `empty` mbarrier released by the consumers — a [`BlockPipeline`] whose producer arrives
+/// with [`BulkArrival`], its ring, first pass and consumer side the same.
 #[cfg(target_feature = "sm_90")]
-pub struct BulkPipeline<const STAGES: usize> {
-    barriers: Shared<PipelineSharedState<STAGES>>,
-    producer: PipelineState<STAGES>,
-    consumer: PipelineState<STAGES>,
-    unfilled: u32,
-}
+pub struct BulkPipeline<const STAGES: usize>(BlockPipeline<STAGES>);
+
+/// The producer side of a [`BulkPipeline`]: the one thread that issues the bulk copies.
+#[cfg(target_feature = "sm_90")]
+pub type BulkProducer<'p, const STAGES: usize> = BlockProducer<'p, STAGES, BulkArrival>;
 
 #[cfg(target_feature = "sm_90")]
 impl<const STAGES: usize> BulkPipeline<STAGES> {
@@ -417,75 +499,14 @@ impl<const STAGES: usize> BulkPipeline<STAGES> {
     /// 3. `barriers` is reserved for this pipeline while it is used; `consumers` is 1..2^20.
     #[inline(always)]
     pub unsafe fn init(barriers: Shared<PipelineSharedState<STAGES>>, consumers: u32) -> Self {
-        if ptx::thread_idx_x() == 0 {
-            for stage in 0..STAGES as u32 {
-                // SAFETY: one thread initializes each mbarrier; the sync below publishes them.
-                unsafe {
-                    ptx::mbarrier_init(full(barriers, stage), 1);
-                    ptx::mbarrier_init(empty(barriers, stage), consumers);
-                }
-            }
-            ptx::fence_mbarrier_init();
-        }
-        ptx::barrier_sync();
-        BulkPipeline {
-            barriers,
-            producer: PipelineState::producer_start(),
-            consumer: PipelineState::consumer_start(),
-            unfilled: STAGES as u32,
-        }
+        // SAFETY: forwarded contract.
+        BulkPipeline(unsafe { BlockPipeline::init_rings(barriers, 1, consumers, true) })
     }
 
     /// The producer (one thread) and consumer sides.
     #[inline(always)]
     pub fn split(&mut self) -> (BulkProducer<'_, STAGES>, BlockConsumer<'_, STAGES>) {
-        (
-            BulkProducer {
-                barriers: self.barriers,
-                state: &mut self.producer,
-                unfilled: &mut self.unfilled,
-            },
-            BlockConsumer {
-                barriers: self.barriers,
-                state: &mut self.consumer,
-            },
-        )
-    }
-}
-
-/// The producer side of a [`BulkPipeline`]: the one thread that issues the bulk copies.
-#[cfg(target_feature = "sm_90")]
-pub struct BulkProducer<'p, const STAGES: usize> {
-    barriers: Shared<PipelineSharedState<STAGES>>,
-    state: &'p mut PipelineState<STAGES>,
-    unfilled: &'p mut u32,
-}
-
-#[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize> sealed::Sealed for BulkProducer<'_, STAGES> {}
-
-#[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize> Producer for BulkProducer<'_, STAGES> {
-    /// Waits for the parity of `empty[s]` the producer expects (not on the first pass).
-    #[inline(always)]
-    fn producer_acquire(&mut self) -> ProducerStage<'_, Self> {
-        let index = self.state.index();
-        if *self.unfilled > 0 {
-            *self.unfilled -= 1;
-        } else {
-            // SAFETY: the mbarriers were initialized by `init` (type invariant).
-            unsafe { ptx::mbarrier_wait_parity(empty(self.barriers, index), self.state.phase()) };
-        }
-        ProducerStage { side: self, index }
-    }
-
-    /// `mbarrier.arrive` on `full[s]`: the stage's bytes were expected by its copies; with
-    /// this arrival the phase completes when they land.
-    #[inline(always)]
-    fn commit(&mut self, _: Token) {
-        // SAFETY: `full[s]` expects this one arrival per phase (init contract).
-        let _ = unsafe { ptx::mbarrier_arrive(full(self.barriers, self.state.index())) };
-        self.state.advance();
+        self.0.sides()
     }
 }
 

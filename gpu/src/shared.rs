@@ -10,6 +10,7 @@
 //!   ptxas charges it only to the kernels that use it.
 //! - dynamic: [`dynamic_shared`] is the block's `.extern .shared` region, sized by the launch.
 
+use crate::layout::{PipelineSharedState, StagedLayout};
 use crate::ptx;
 use core::arch::{asm, global_asm};
 
@@ -120,4 +121,21 @@ pub fn dynamic_shared() -> Shared<u8> {
     }
     // SAFETY: bytes have no invariants; the caller's accesses carry their own contracts.
     unsafe { Shared::from_addr(addr) }
+}
+
+/// A [`StagedLayout`] placed at the start of dynamic shared memory: where its buffers and
+/// mbarriers are (the host launches with [`StagedLayout::bytes`] of it).
+impl StagedLayout {
+    /// Stage `s`'s buffer.
+    #[inline(always)]
+    pub fn stage<T>(self, s: u32) -> Shared<T> {
+        dynamic_shared().add(self.stage_offset(s)).cast()
+    }
+
+    /// The pipeline's mbarriers (`full[0..STAGES]`, then `empty[0..STAGES]`), after the
+    /// buffers.
+    #[inline(always)]
+    pub fn barriers<const STAGES: usize>(self) -> Shared<PipelineSharedState<STAGES>> {
+        dynamic_shared().add(self.barriers_offset).cast()
+    }
 }

@@ -335,7 +335,18 @@ pub fn measure<E: Experiment, P: Problem<E>>(
         crate::interrupt::check()?;
         problem.launch(gpu, experiment)
     };
-    if let Some(reason) = problem.unavailable(experiment) {
+    let arch = gpu.info().arch;
+    let unavailable = if experiment.archs().contains(&arch) {
+        problem.unavailable(experiment)
+    } else {
+        let needs: Vec<_> = experiment.archs().iter().map(|a| a.name()).collect();
+        Some(format!(
+            "needs {}; this is the {} PTX",
+            needs.join(" or "),
+            arch.name()
+        ))
+    };
+    if let Some(reason) = unavailable {
         for _ in 0..timing.launches() {
             progress();
         }
@@ -355,14 +366,7 @@ pub fn measure<E: Experiment, P: Problem<E>>(
         gpu.synchronize(|| format!("warming up `{name}`"))?;
         progress();
     }
-    let mut times_ms = Vec::with_capacity(timing.reps as usize);
-    if timing.reps > 0 {
-        let timer = gpu.timer()?;
-        for _ in 0..timing.reps {
-            times_ms.push(gpu.time(&timer, || launch(problem))?);
-            progress();
-        }
-    }
+    let times_ms = time_launches(gpu, problem, experiment, timing.reps, progress)?;
     let check_after_timing = if timing.reps > 0 {
         Some(problem.check(gpu, experiment)?)
     } else {
@@ -376,6 +380,30 @@ pub fn measure<E: Experiment, P: Problem<E>>(
             check_after_timing,
         }),
     })
+}
+
+/// Times `reps` launches of `experiment` with CUDA events, nothing else: no poisoning, no
+/// checks (the caller has checked it, as [`measure`] does). Stops at a launch boundary on
+/// Ctrl-C. `progress` is called after each launch.
+pub fn time_launches<E: Experiment, P: Problem<E>>(
+    gpu: &Gpu,
+    problem: &mut P,
+    experiment: &'static E,
+    reps: u32,
+    progress: &mut dyn FnMut(),
+) -> Result<Vec<f64>> {
+    let mut times_ms = Vec::with_capacity(reps as usize);
+    if reps > 0 {
+        let timer = gpu.timer()?;
+        for _ in 0..reps {
+            times_ms.push(gpu.time(&timer, || {
+                crate::interrupt::check()?;
+                problem.launch(gpu, experiment)
+            })?);
+            progress();
+        }
+    }
+    Ok(times_ms)
 }
 
 #[cfg(test)]

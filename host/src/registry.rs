@@ -6,6 +6,7 @@
 
 use crate::experiment::{
     Experiment, Inputs, Measurement, Problem, Role, Timing, Values, Work, Workload, measure, same,
+    time_launches,
 };
 use crate::gpu::Gpu;
 use crate::workloads;
@@ -139,6 +140,14 @@ pub trait Prepared {
         timing: Timing,
         progress: &mut dyn FnMut(),
     ) -> Result<Measurement>;
+    /// Times `reps` launches of `experiment`, unchecked: for a caller that has measured it
+    /// once (benchmarks' repeated samples).
+    fn time(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &'static dyn Experiment,
+        reps: u32,
+    ) -> Result<Vec<f64>>;
 }
 
 /// One workload at one size: what a launch does, and every selected experiment's result.
@@ -319,8 +328,27 @@ impl<W: Workload> Prepared for TypedPrepared<W> {
         timing: Timing,
         progress: &mut dyn FnMut(),
     ) -> Result<Measurement> {
-        // The typed entry this reference points to (identity, not name).
-        let typed = Workload::experiments(self.workload)
+        let typed = self.typed(experiment)?;
+        measure(gpu, &mut self.problem, typed, timing, progress)
+            .with_context(|| format!("{} at {}", self.workload(), self.size))
+    }
+
+    fn time(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &'static dyn Experiment,
+        reps: u32,
+    ) -> Result<Vec<f64>> {
+        let typed = self.typed(experiment)?;
+        time_launches(gpu, &mut self.problem, typed, reps, &mut || {})
+            .with_context(|| format!("{} at {}", self.workload(), self.size))
+    }
+}
+
+impl<W: Workload> TypedPrepared<W> {
+    /// The typed entry `experiment` points to (identity, not name).
+    fn typed(&self, experiment: &'static dyn Experiment) -> Result<&'static W::Experiment> {
+        Workload::experiments(self.workload)
             .iter()
             .find(|e| same(*e, experiment))
             .with_context(|| {
@@ -329,8 +357,6 @@ impl<W: Workload> Prepared for TypedPrepared<W> {
                     experiment.name(),
                     self.workload()
                 )
-            })?;
-        measure(gpu, &mut self.problem, typed, timing, progress)
-            .with_context(|| format!("{} at {}", self.workload(), self.size))
+            })
     }
 }

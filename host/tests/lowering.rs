@@ -654,12 +654,13 @@ fn bulk_copies_are_sm90_only_and_lower_to_the_copy_engine() {
             "{name} (sm_80) holds an sm_90 instruction"
         );
     }
-    for name in [
-        "stream_bulk_3",
-        "stream_bulk_4",
-        "stream_bulk_3_64k",
-        "stream_bulk_4_24k",
-    ] {
+    let bulk: Vec<_> = gpu::workloads::stream::STREAM_KERNELS
+        .iter()
+        .filter(|k| k.needs_sm90())
+        .map(|k| k.name)
+        .collect();
+    assert!(!bulk.is_empty(), "no bulk kernel in the stream table");
+    for name in bulk {
         let view = kernel(Arch::Sm90, name);
         assert!(
             view.has_ptx("cp.async.bulk.shared::cluster.global"),

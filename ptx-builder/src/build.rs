@@ -581,8 +581,8 @@ pub fn apply_max_threads(ptx: &str, kernels: &[String]) -> Result<String> {
     while let Some(line) = lines.next() {
         out.push_str(line);
         out.push('\n');
-        if let Some(name) = crate::ptx_text::entry_names(line).first() {
-            pending = bounds.iter().find(|(k, _)| k == name).map(|(_, t)| *t);
+        if let Some(name) = crate::ptx_text::entry_name(line) {
+            pending = bounds.iter().find(|(k, _)| *k == name).map(|(_, t)| *t);
         }
         // The parameter list ends with `)`; a body `{` follows a definition, `;` a
         // declaration (which needs no directive).

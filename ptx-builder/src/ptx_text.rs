@@ -15,7 +15,8 @@ pub fn entry_names(ptx: &str) -> Vec<String> {
     names
 }
 
-fn entry_name(line: &str) -> Option<String> {
+/// The kernel an `.entry` line declares.
+pub(crate) fn entry_name(line: &str) -> Option<String> {
     let rest = line.trim_start();
     let rest = rest.strip_prefix(".visible ").unwrap_or(rest);
     let rest = rest.strip_prefix(".entry ")?;

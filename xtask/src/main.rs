@@ -63,7 +63,7 @@ fn run(args: Vec<String>) -> Result<()> {
         _ => {}
     }
     let artifacts = builder.build()?;
-    let ptxas = nvtools::find(Tool::Ptxas);
+    let ptxas = nvtools::require(Tool::Ptxas);
     for artifact in &artifacts {
         println!(
             "{}: {} ({} kernels)",
@@ -74,7 +74,7 @@ fn run(args: Vec<String>) -> Result<()> {
         for warning in &artifact.warnings {
             println!("  warning: {warning}");
         }
-        let Some(ptxas) = &ptxas else { continue };
+        let Ok(ptxas) = &ptxas else { continue };
         let cubin = artifact.path.with_extension("cubin");
         let kernels = nvtools::assemble(ptxas, &artifact.path, artifact.arch, &cubin)?;
         println!(
@@ -92,10 +92,8 @@ fn run(args: Vec<String>) -> Result<()> {
             );
         }
     }
-    if ptxas.is_none() {
-        println!("ptxas not found, so the PTX was not assembled: {}", {
-            nvtools::require(Tool::Ptxas).unwrap_err()
-        });
+    if let Err(missing) = &ptxas {
+        println!("ptxas not found, so the PTX was not assembled: {missing}");
     }
     Ok(())
 }

@@ -77,7 +77,7 @@ impl Experiment for StreamExperiment {
     }
     fn archs(&self) -> &'static [Arch] {
         match self {
-            StreamExperiment::Kernel(k) if k.needs_sm90 => &[Arch::Sm90],
+            StreamExperiment::Kernel(k) if k.needs_sm90() => &[Arch::Sm90],
             _ => &Arch::ALL,
         }
     }
@@ -171,8 +171,6 @@ impl Workload for Stream {
         let x = random_bits(size.0 as usize, inputs);
         Ok(StreamProblem {
             n: size.0,
-            arch: gpu.info().arch,
-            multiprocessors: gpu.info().multiprocessors,
             x_device: gpu.upload(&x, "x")?,
             y: gpu.zeros(size.0 as usize, "y")?,
             x,
@@ -202,23 +200,12 @@ fn random_bits(len: usize, inputs: Inputs) -> Vec<f32> {
 /// x on the host and the GPU, and y.
 pub struct StreamProblem {
     n: u32,
-    arch: Arch,
-    multiprocessors: u32,
     x: Vec<f32>,
     x_device: CudaSlice<f32>,
     y: CudaSlice<f32>,
 }
 
 impl Problem<StreamExperiment> for StreamProblem {
-    fn unavailable(&self, experiment: &StreamExperiment) -> Option<String> {
-        (!experiment.archs().contains(&self.arch)).then(|| {
-            format!(
-                "needs sm_90 (bulk copies); this is the {} PTX",
-                self.arch.name()
-            )
-        })
-    }
-
     fn poison(&mut self, gpu: &Gpu, _: &StreamExperiment) -> Result<()> {
         Ok(gpu.fill_words(&mut self.y, POISON.to_bits(), "y")?)
     }
@@ -236,7 +223,7 @@ impl Problem<StreamExperiment> for StreamProblem {
             }
             StreamExperiment::Kernel(kernel) => {
                 let config = LaunchConfig::linear(
-                    self.multiprocessors * kernel.blocks_per_sm,
+                    gpu.info().multiprocessors * kernel.blocks_per_sm,
                     kernel.threads,
                     kernel.layout().bytes,
                 );

@@ -17,11 +17,11 @@
 use super::shapes::{BK, GemmStyle, GemmTile, LANES_M, LANES_N, REFERENCE_TILE};
 use crate::layout::{PipelineSharedState, StagedLayout};
 use crate::memcpy_async::{
-    Completion, GlobalTile, Group, Threads, TileShape, Unbound, memcpy_async_tile,
+    Completion, GlobalTile, Group, Threads, TileShape, Unbound, Warp, memcpy_async_tile,
 };
 use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
 use crate::ptx;
-use crate::shared::{Shared, dynamic_shared};
+use crate::shared::Shared;
 
 /// The operands and this block's tile of C.
 #[derive(Clone, Copy)]
@@ -140,7 +140,7 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> Geometry<TM
 /// Stage `s`'s A tile (`bm` rows of `BK` floats) and B tile (`BK` rows of `bn` floats).
 #[inline(always)]
 fn stage_tiles(layout: StagedLayout, a_bytes: u32, s: u32) -> (Shared<f32>, Shared<f32>) {
-    let stage = dynamic_shared().add(layout.stage_offset(s));
+    let stage = layout.stage::<u8>(s);
     (stage.cast(), stage.add(a_bytes).cast())
 }
 
@@ -355,7 +355,7 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
     /// The pipeline's mbarriers, after the stages.
     #[inline(always)]
     fn barriers<const STAGES: usize>(&self) -> Shared<PipelineSharedState<STAGES>> {
-        dynamic_shared().add(self.layout.barriers_offset).cast()
+        self.layout.barriers()
     }
 
     /// Copies k-tile `t` into stage `s`, split over `group`, bound to `completion`.
@@ -555,8 +555,7 @@ pub unsafe fn warp_specialized<
     };
     let (mut producer, mut consumer) = pipeline.split();
     let thread = ptx::thread_idx_x();
-    // Warp-uniform (shfl), so each role's loop stays on the uniform datapath.
-    let warp = ptx::shfl_sync_idx(thread / 32, 0);
+    let warp = Warp::this_warp().index_in_block();
     if warp >= WM * WN {
         let group = Threads::new(thread - compute_threads, 32 * PRODUCER_WARPS);
         for t in 0..tiles {

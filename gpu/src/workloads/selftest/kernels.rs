@@ -21,7 +21,7 @@ use crate::pipeline::{
     BlockPipeline, BlockProducer, Consumer, Producer, ProducerStage, ThreadPipeline,
 };
 use crate::ptx;
-use crate::shared::{Shared, dynamic_shared};
+use crate::shared::Shared;
 
 /// The tiles this block streams, `first..end`: the grid shares `tiles` out in contiguous runs
 /// of `tiles / grid` (rounded up).
@@ -35,17 +35,13 @@ fn block_tiles(tiles: u32) -> (u32, u32) {
 /// Stage buffer `s` of a pipeline form (the layout's buffers start dynamic shared memory).
 #[inline(always)]
 fn stage_buffer(form: CopyForm, s: u32) -> Shared<f32> {
-    dynamic_shared()
-        .add(form.shared_layout().stage_offset(s))
-        .cast()
+    form.shared_layout().stage(s)
 }
 
 /// The pipeline mbarriers of a block-scope pipeline form, after its buffers.
 #[inline(always)]
 fn pipeline_barriers<const STAGES: usize>(form: CopyForm) -> Shared<PipelineSharedState<STAGES>> {
-    dynamic_shared()
-        .add(form.shared_layout().barriers_offset)
-        .cast()
+    form.shared_layout().barriers()
 }
 
 /// Writes tile `tile` from `buffer` to `dst`: thread `rank` of `threads` takes elements

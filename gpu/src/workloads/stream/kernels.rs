@@ -2,11 +2,10 @@
 //! each, 16-byte aligned, `n % 4 == 0`; blocks of the table's threads with its layout's
 //! dynamic shared memory; any grid.
 
-use super::STREAM_KERNELS;
-use crate::memcpy_async::{AlignedSize, Block, memcpy_async_zfill};
+use super::StreamKernel;
+use crate::memcpy_async::{AlignedSize, Block, Group, memcpy_async_zfill};
 use crate::pipeline::{Consumer, Producer, ThreadPipeline};
 use crate::ptx;
-use crate::shared::dynamic_shared;
 
 /// Four floats moved as one 16-byte access.
 #[derive(Clone, Copy)]
@@ -44,13 +43,13 @@ pub unsafe extern "ptx-kernel" fn stream_plain(x: *const f32, y: *mut f32, n: u3
 /// See the module docs.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn stream_thread_pipeline_4(x: *const f32, y: *mut f32, n: u32) {
-    const STAGES: usize = 4;
-    let kernel = &STREAM_KERNELS[1];
-    let tile = kernel.tile_floats();
-    let layout = kernel.layout();
-    let stage = |s: u32| dynamic_shared().add(layout.stage_offset(s)).cast::<f32>();
+    const KERNEL: StreamKernel = super::STREAM_THREAD_PIPELINE_4;
+    const STAGES: usize = KERNEL.style.stages() as usize;
+    let tile = KERNEL.tile_floats();
+    let layout = KERNEL.layout();
+    let stage = |s: u32| layout.stage::<f32>(s);
     let block = Block::this_block();
-    let (rank, threads) = (ptx::thread_idx_x(), ptx::block_dim_x());
+    let (rank, threads) = (block.thread_rank(), block.size());
     let (first, step, mine) = my_tiles(n.div_ceil(tile));
     let mut pipeline = ThreadPipeline::<STAGES>::new();
     let (mut producer, mut consumer) = pipeline.split();
@@ -66,7 +65,7 @@ pub unsafe extern "ptx-kernel" fn stream_thread_pipeline_4(x: *const f32, y: *mu
                     &block,
                     stage(s.index()),
                     x.wrapping_add(base as usize),
-                    AlignedSize::<16>::of(kernel.tile_bytes),
+                    AlignedSize::<16>::of(KERNEL.tile_bytes),
                     valid,
                     &s,
                 )
@@ -109,17 +108,16 @@ pub unsafe extern "ptx-kernel" fn stream_thread_pipeline_4(x: *const f32, y: *mu
 #[cfg(target_feature = "sm_90")]
 #[inline(always)]
 unsafe fn stream_bulk<const STAGES: usize>(
-    kernel: &super::StreamKernel,
+    kernel: &StreamKernel,
     x: *const f32,
     y: *mut f32,
     n: u32,
 ) {
     use crate::memcpy_async::{memcpy_async_bulk, store_async_bulk};
     use crate::pipeline::BulkPipeline;
-    use crate::shared::Shared;
     let tile = kernel.tile_floats();
     let layout = kernel.layout();
-    let stage = |s: u32| -> Shared<f32> { dynamic_shared().add(layout.stage_offset(s)).cast() };
+    let stage = |s: u32| layout.stage::<f32>(s);
     let (first, step, mine) = my_tiles(n.div_ceil(tile));
     let bytes_of = |i: u32| {
         let base = (first + i * step) * tile;
@@ -129,7 +127,7 @@ unsafe fn stream_bulk<const STAGES: usize>(
             None => ptx::trap(),
         }
     };
-    let barriers = dynamic_shared().add(layout.barriers_offset).cast();
+    let barriers = layout.barriers();
     // SAFETY: every thread calls it; one elected thread produces and consumes every stage.
     let mut pipeline = unsafe { BulkPipeline::<STAGES>::init(barriers, 1) };
     if ptx::thread_idx_x() >= 32 || !ptx::elect_one() {
@@ -152,7 +150,7 @@ unsafe fn stream_bulk<const STAGES: usize>(
     for i in 0..mine {
         let ready = consumer.consumer_wait();
         // The copy engine wrote the stage and reads it next; the fence orders this thread's
-        // view of the completed load before the store it issues (one per 32 KiB tile).
+        // view of the completed load before the store it issues (one per tile).
         ptx::fence_proxy_async_shared();
         let (base, size) = bytes_of(i);
         // SAFETY: the tile landed (its phase completed); y has `size` bytes from `base`; the
@@ -168,46 +166,27 @@ unsafe fn stream_bulk<const STAGES: usize>(
     ptx::bulk_wait_group::<0>();
 }
 
-/// [`stream_bulk`] with three 32 KiB stages (two blocks per SM).
-///
-/// # Safety
-/// See the module docs; sm_90.
-#[cfg(target_feature = "sm_90")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn stream_bulk_3(x: *const f32, y: *mut f32, n: u32) {
-    // SAFETY: forwarded.
-    unsafe { stream_bulk::<3>(&STREAM_KERNELS[2], x, y, n) }
+/// One entry point per bulk kernel of the table: [`stream_bulk`] with that kernel's stages,
+/// tile and geometry.
+macro_rules! bulk_entry_points {
+    ($($name:ident = $kernel:ident,)*) => {$(
+        #[doc = concat!("[`stream_bulk`] as [`super::", stringify!($kernel), "`] says.")]
+        ///
+        /// # Safety
+        /// See the module docs; sm_90.
+        #[cfg(target_feature = "sm_90")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(x: *const f32, y: *mut f32, n: u32) {
+            const KERNEL: StreamKernel = super::$kernel;
+            // SAFETY: forwarded.
+            unsafe { stream_bulk::<{ KERNEL.style.stages() as usize }>(&KERNEL, x, y, n) }
+        }
+    )*};
 }
 
-/// [`stream_bulk`] with four 32 KiB stages (one block per SM).
-///
-/// # Safety
-/// See the module docs; sm_90.
-#[cfg(target_feature = "sm_90")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn stream_bulk_4(x: *const f32, y: *mut f32, n: u32) {
-    // SAFETY: forwarded.
-    unsafe { stream_bulk::<4>(&STREAM_KERNELS[3], x, y, n) }
-}
-
-/// [`stream_bulk`] with three 64 KiB stages (one block per SM).
-///
-/// # Safety
-/// See the module docs; sm_90.
-#[cfg(target_feature = "sm_90")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn stream_bulk_3_64k(x: *const f32, y: *mut f32, n: u32) {
-    // SAFETY: forwarded.
-    unsafe { stream_bulk::<3>(&STREAM_KERNELS[4], x, y, n) }
-}
-
-/// [`stream_bulk`] with four 24 KiB stages (two blocks per SM).
-///
-/// # Safety
-/// See the module docs; sm_90.
-#[cfg(target_feature = "sm_90")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn stream_bulk_4_24k(x: *const f32, y: *mut f32, n: u32) {
-    // SAFETY: forwarded.
-    unsafe { stream_bulk::<4>(&STREAM_KERNELS[5], x, y, n) }
+bulk_entry_points! {
+    stream_bulk_3 = STREAM_BULK_3,
+    stream_bulk_4 = STREAM_BULK_4,
+    stream_bulk_3_64k = STREAM_BULK_3_64K,
+    stream_bulk_4_24k = STREAM_BULK_4_24K,
 }

@@ -74,8 +74,6 @@ pub struct StreamKernel {
     pub blocks_per_sm: u32,
     /// Bytes of one tile (one stage buffer).
     pub tile_bytes: u32,
-    /// Whether it needs sm_90 (bulk copies): absent from the sm_80 PTX.
-    pub needs_sm90: bool,
 }
 
 impl StreamKernel {
@@ -86,6 +84,11 @@ impl StreamKernel {
             self.style.stages(),
             matches!(self.style, StreamStyle::Bulk { .. }),
         )
+    }
+
+    /// Whether it needs sm_90 (bulk copies): absent from the sm_80 PTX.
+    pub const fn needs_sm90(&self) -> bool {
+        matches!(self.style, StreamStyle::Bulk { .. })
     }
 
     /// Floats per tile.
@@ -99,56 +102,68 @@ pub const PIPELINE_TILE_BYTES: u32 = 16 * 1024;
 /// Bytes per tile of the bulk kernels.
 pub const BULK_TILE_BYTES: u32 = 32 * 1024;
 
+/// `stream_plain`: plain 16-byte loads and stores, 8 blocks of 256 threads per SM.
+pub const STREAM_PLAIN: StreamKernel = StreamKernel {
+    name: "stream_plain",
+    style: StreamStyle::Plain,
+    threads: 256,
+    blocks_per_sm: 8,
+    tile_bytes: 16,
+};
+
+/// `stream_thread_pipeline_4`: 16 KiB tiles through a four-stage `ThreadPipeline`, 2 blocks of 256 threads per SM.
+pub const STREAM_THREAD_PIPELINE_4: StreamKernel = StreamKernel {
+    name: "stream_thread_pipeline_4",
+    style: StreamStyle::ThreadPipeline { stages: 4 },
+    threads: 256,
+    blocks_per_sm: 2,
+    tile_bytes: PIPELINE_TILE_BYTES,
+};
+
+/// `stream_bulk_3`: bulk copies, three 32 KiB stages, 2 one-warp blocks per SM.
+pub const STREAM_BULK_3: StreamKernel = StreamKernel {
+    name: "stream_bulk_3",
+    style: StreamStyle::Bulk { stages: 3 },
+    threads: 32,
+    blocks_per_sm: 2,
+    tile_bytes: BULK_TILE_BYTES,
+};
+
+/// `stream_bulk_4`: bulk copies, four 32 KiB stages, 1 one-warp block per SM.
+pub const STREAM_BULK_4: StreamKernel = StreamKernel {
+    name: "stream_bulk_4",
+    style: StreamStyle::Bulk { stages: 4 },
+    threads: 32,
+    blocks_per_sm: 1,
+    tile_bytes: BULK_TILE_BYTES,
+};
+
+/// `stream_bulk_3_64k`: bulk copies, three 64 KiB stages, 1 one-warp block per SM.
+pub const STREAM_BULK_3_64K: StreamKernel = StreamKernel {
+    name: "stream_bulk_3_64k",
+    style: StreamStyle::Bulk { stages: 3 },
+    threads: 32,
+    blocks_per_sm: 1,
+    tile_bytes: 64 * 1024,
+};
+
+/// `stream_bulk_4_24k`: bulk copies, four 24 KiB stages, 2 one-warp blocks per SM.
+pub const STREAM_BULK_4_24K: StreamKernel = StreamKernel {
+    name: "stream_bulk_4_24k",
+    style: StreamStyle::Bulk { stages: 4 },
+    threads: 32,
+    blocks_per_sm: 2,
+    tile_bytes: 24 * 1024,
+};
+
 /// Every streaming kernel (a `static`: one address per entry).
 pub static STREAM_KERNELS: &[StreamKernel] = &[
-    StreamKernel {
-        name: "stream_plain",
-        style: StreamStyle::Plain,
-        threads: 256,
-        blocks_per_sm: 8,
-        tile_bytes: 16,
-        needs_sm90: false,
-    },
-    StreamKernel {
-        name: "stream_thread_pipeline_4",
-        style: StreamStyle::ThreadPipeline { stages: 4 },
-        threads: 256,
-        blocks_per_sm: 2,
-        tile_bytes: PIPELINE_TILE_BYTES,
-        needs_sm90: false,
-    },
-    StreamKernel {
-        name: "stream_bulk_3",
-        style: StreamStyle::Bulk { stages: 3 },
-        threads: 32,
-        blocks_per_sm: 2,
-        tile_bytes: BULK_TILE_BYTES,
-        needs_sm90: true,
-    },
-    StreamKernel {
-        name: "stream_bulk_4",
-        style: StreamStyle::Bulk { stages: 4 },
-        threads: 32,
-        blocks_per_sm: 1,
-        tile_bytes: BULK_TILE_BYTES,
-        needs_sm90: true,
-    },
-    StreamKernel {
-        name: "stream_bulk_3_64k",
-        style: StreamStyle::Bulk { stages: 3 },
-        threads: 32,
-        blocks_per_sm: 1,
-        tile_bytes: 64 * 1024,
-        needs_sm90: true,
-    },
-    StreamKernel {
-        name: "stream_bulk_4_24k",
-        style: StreamStyle::Bulk { stages: 4 },
-        threads: 32,
-        blocks_per_sm: 2,
-        tile_bytes: 24 * 1024,
-        needs_sm90: true,
-    },
+    STREAM_PLAIN,
+    STREAM_THREAD_PIPELINE_4,
+    STREAM_BULK_3,
+    STREAM_BULK_4,
+    STREAM_BULK_3_64K,
+    STREAM_BULK_4_24K,
 ];
 
 #[cfg(test)]
@@ -165,7 +180,7 @@ mod tests {
             );
             assert_eq!(k.tile_bytes % 16, 0, "{}", k.name);
         }
-        let bulk = &STREAM_KERNELS[3];
+        let bulk = &STREAM_BULK_4;
         assert_eq!(bulk.layout().bytes, 4 * 32768 + 4 * 16);
     }
 }

@@ -27,7 +27,7 @@ use crate::memcpy_async::{
 use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
 use crate::pipeline_state::PipelineState;
 use crate::ptx;
-use crate::shared::{Shared, dynamic_shared};
+use crate::shared::Shared;
 
 /// The operands as one thread sees them.
 #[derive(Clone, Copy)]
@@ -57,17 +57,13 @@ impl Problem {
 /// (`M` floats), then row `k` of B (`N` floats).
 #[inline(always)]
 fn stage_buffer(stage: u32) -> Shared<f32> {
-    dynamic_shared()
-        .add(shared_layout(Style::SyncBaseline, 1).stage_offset(stage))
-        .cast()
+    shared_layout(Style::SyncBaseline, 1).stage(stage)
 }
 
 /// The mbarriers after the stage buffers: `full[0..S]`, then `empty[0..S]`.
 #[inline(always)]
 fn stage_barriers<const STAGES: usize>(style: Style) -> Shared<PipelineSharedState<STAGES>> {
-    dynamic_shared()
-        .add(shared_layout(style, STAGES as u32).barriers_offset)
-        .cast()
+    shared_layout(style, STAGES as u32).barriers()
 }
 
 /// The operands of one step for one thread: `A[row][k]` and row `k` of B.
