@@ -189,7 +189,7 @@ fn ctrl_c_stops_at_a_launch_boundary_and_reports_what_finished() {
             "--size",
             "4096",
             "--reps",
-            "400",
+            "800",
             "--json",
         ])
         .arg(&json)
@@ -197,7 +197,10 @@ fn ctrl_c_stops_at_a_launch_boundary_and_reports_what_finished() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("host runs");
-    std::thread::sleep(std::time::Duration::from_secs(6));
+    // Long enough for cuBLAS's row to finish on a GPU machine that was just started (and
+    // busy with the other GPU tests running in parallel): a 6 s wait failed once there;
+    // the whole run takes about a minute, so the signal still lands mid-run.
+    std::thread::sleep(std::time::Duration::from_secs(15));
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
