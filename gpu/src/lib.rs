@@ -55,7 +55,8 @@
 //! | shared memory | [`shared`], [`layout`] | `__shared__` | `.shared` declarations, typed 32-bit addresses |
 //! | split barrier | [`barrier`] | `cuda::barrier<thread_scope_block>` | `mbarrier.*` |
 //! | pipelines | [`pipeline`], [`pipeline_state`] | `cuda::pipeline<thread_scope_thread / _block>` | `cp.async.commit_group` / `wait_group`, or `cp.async.mbarrier.arrive.noinc` + parity waits |
-//! | copies | [`memcpy_async`] | `cuda::memcpy_async` | `cp.async.ca` (4/8 B), `cp.async.cg` (16 B) |
+//! | copies | [`memcpy_async`] | `cuda::memcpy_async` | `cp.async.ca` (4/8 B), `cp.async.cg` (16 B); sm_90: `cp.async.bulk` (1-D) and `cp.async.bulk.tensor` (TMA) |
+//! | tensor maps (sm_90) | `tensor_map` | `const __grid_constant__ CUtensorMap` | a kernel parameter, `cvta.param` |
 //!
 //! Which completion mechanism to use is discussed in [`memcpy_async`]'s module docs.
 //!
@@ -89,6 +90,8 @@ pub mod pipeline;
 pub mod ptx;
 #[cfg(target_arch = "nvptx64")]
 pub mod shared;
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+pub mod tensor_map;
 
 #[cfg(feature = "workloads")]
 pub mod workloads;

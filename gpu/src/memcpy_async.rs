@@ -581,3 +581,55 @@ pub unsafe fn store_async_bulk<T, U>(dst: *mut U, src: Shared<T>, size: AlignedS
     // SAFETY: forwarded contract.
     unsafe { ptx::cp_async_bulk_shared_to_global(dst.cast(), src.addr(), size.bytes()) }
 }
+
+/// This thread alone copies the box at `coords` of the tensor `map` describes into `dst`
+/// (shared) with one tensor copy of the copy engine (sm_90, TMA): `mbarrier.expect_tx` of the
+/// box's bytes on the completion's barrier, then
+/// `cp.async.bulk.tensor.<R>d.shared::cluster.global.tile.mbarrier::complete_tx::bytes` (SASS
+/// `UTMALDG.<R>D`). Elements of the box outside the tensor arrive as the map's fill (zeros or
+/// NaN) and count among the bytes, so a ragged edge needs neither a branch nor a smaller
+/// expectation.
+///
+/// # Safety
+/// 1. `map` describes a tensor of rank `C::RANK` in readable global memory, and `box_bytes` is
+///    its box's size in bytes (the product of the box dimensions and the element size): a
+///    wrong count leaves the phase waiting forever or completes it early.
+/// 2. `dst` is 128-byte aligned (1024 with 128-byte swizzle) and holds `box_bytes` of this
+///    block's shared memory.
+/// 3. As [`memcpy_async_bulk`] (2) and (3) for the completion and `dst`.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+pub unsafe fn memcpy_async_tensor<T, C: ptx::TensorCoords, B: BulkCompletion>(
+    dst: Shared<T>,
+    map: crate::tensor_map::TensorMapRef,
+    coords: C,
+    box_bytes: AlignedSize<16>,
+    completion: &B,
+) {
+    let bar = completion.transaction_barrier();
+    // SAFETY: forwarded contract: the phase is open and expects the box's bytes from now on.
+    unsafe {
+        ptx::mbarrier_expect_tx(bar, box_bytes.bytes());
+        ptx::cp_async_bulk_tensor_global_to_shared(dst.addr(), map, coords, bar);
+    }
+}
+
+/// This thread writes the box at `coords` of the tensor `map` describes from `src` (shared)
+/// with one tensor copy (sm_90: `cp.async.bulk.tensor.<R>d.global.shared::cta.tile.bulk_group`,
+/// SASS `UTMASTG.<R>D`), in this thread's current bulk async-group; elements of the box outside
+/// the tensor are not written, so a ragged edge is clipped by the copy engine.
+///
+/// # Safety
+/// 1. `map` describes a tensor of rank `C::RANK` in writable global memory that nothing else
+///    touches until the group completes; `src` is 128-byte aligned and holds the box.
+/// 2. As [`store_async_bulk`] (2) and (3) for `src`.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+pub unsafe fn store_async_tensor<T, C: ptx::TensorCoords>(
+    map: crate::tensor_map::TensorMapRef,
+    coords: C,
+    src: Shared<T>,
+) {
+    // SAFETY: forwarded contract.
+    unsafe { ptx::cp_async_bulk_tensor_shared_to_global(map, coords, src.addr()) }
+}

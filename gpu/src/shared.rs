@@ -99,11 +99,13 @@ macro_rules! static_shared {
     };
 }
 
-global_asm!(".extern .shared .align 16 .b8 DYNAMIC_SHARED[];");
+// 1024-byte aligned: what a tensor copy with 128-byte swizzle needs of its shared-memory box
+// (128 without swizzle), so stage buffers at multiples of 1 KiB qualify.
+global_asm!(".extern .shared .align 1024 .b8 DYNAMIC_SHARED[];");
 
-/// The start of the block's dynamic shared memory (the size given at launch), 16-byte
+/// The start of the block's dynamic shared memory (the size given at launch), 1024-byte
 /// aligned. Lowers to `mov.u32 r, DYNAMIC_SHARED;` over
-/// `.extern .shared .align 16 .b8 DYNAMIC_SHARED[];`.
+/// `.extern .shared .align 1024 .b8 DYNAMIC_SHARED[];`.
 ///
 /// Carve it up with [`Shared::add`] / [`Shared::cast`] following a layout the host also
 /// knows (see [`crate::layout::StagedLayout`]); reading past the launch's size is undefined.

@@ -161,13 +161,15 @@ impl LaunchConfig {
     }
 }
 
-/// One kernel parameter: a device address or a 32-bit value.
+/// One kernel parameter: a device address, a 32-bit value or a tensor map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KernelArg {
     /// A device pointer (`*const T` / `*mut T` in the kernel's signature).
     Ptr(sys::CUdeviceptr),
     /// A `u32`.
     U32(u32),
+    /// A tensor map, by value (`gpu::tensor_map::TensorMap` in the kernel's signature).
+    TensorMap(crate::tensor_map::TensorMap),
 }
 
 /// A loaded kernel and the dynamic shared memory it has been allowed.
@@ -416,6 +418,7 @@ impl Gpu {
             match arg {
                 KernelArg::Ptr(ptr) => launch.arg(ptr),
                 KernelArg::U32(value) => launch.arg(value),
+                KernelArg::TensorMap(map) => launch.arg(map),
             };
         }
         let cuda_config = CudaLaunchConfig {
@@ -595,6 +598,7 @@ fn describe_args(args: &[KernelArg]) -> String {
         .map(|a| match a {
             KernelArg::Ptr(p) => format!("{p:#x}"),
             KernelArg::U32(v) => v.to_string(),
+            KernelArg::TensorMap(m) => format!("{m:?}"),
         })
         .collect();
     format!("({})", each.join(", "))

@@ -10,6 +10,7 @@
 //! - [`check`]: comparing outputs (poison, NaN, tolerance, exact).
 //! - [`report`]: table, JSON, SVG.
 //! - [`inspect`]: PTX / SASS per kernel.
+//! - [`tensor_map`]: tensor maps for the copy engine's tensor copies (sm_90).
 //! - [`interrupt`]: Ctrl-C at launch boundaries.
 //! - [`device_code`]: the embedded PTX.
 //! - [`cli`]: the command line of the `host` binary.
@@ -23,4 +24,5 @@ pub mod inspect;
 pub mod interrupt;
 pub mod registry;
 pub mod report;
+pub mod tensor_map;
 pub mod workloads;

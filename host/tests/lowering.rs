@@ -5,6 +5,7 @@
 //! These tests need ptxas and cuobjdump (`bash .ci/run` installs them from PyPI into
 //! `.tools/`); without them they fail, saying so, rather than pass without checking.
 
+use gpu::workloads::stream::StreamStyle;
 use host::inspect::{Inspection, KernelView, inspect};
 use ptx_builder::Arch;
 use std::sync::OnceLock;
@@ -480,6 +481,17 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
         ),
         ("fence_mbarrier_init", "fence.mbarrier_init", SM90),
         ("elect_one", "elect.sync", SM90),
+        (
+            "cp_async_bulk_tensor_global_to_shared",
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+            SM90,
+        ),
+        (
+            "cp_async_bulk_tensor_shared_to_global",
+            "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
+            SM90,
+        ),
+        ("prefetch_tensormap", "prefetch.tensormap", SM90),
     ];
     // The wrappers defined in the instruction layer's sources.
     let dir = ptx_builder::workspace_root().join("gpu/src/ptx");
@@ -505,8 +517,9 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
-            // Plain address arithmetic emits nothing of its own.
-            if !["from_addr", "addr", "add", "cast", ""].contains(&name.as_str()) {
+            // Plain address arithmetic emits nothing of its own; `load` / `store` are the
+            // per-rank halves of the tensor-copy wrappers.
+            if !["from_addr", "addr", "add", "cast", "load", "store", ""].contains(&name.as_str()) {
                 defined.push(name);
             }
         }
@@ -656,7 +669,7 @@ fn bulk_copies_are_sm90_only_and_lower_to_the_copy_engine() {
     }
     let bulk: Vec<_> = gpu::workloads::stream::STREAM_KERNELS
         .iter()
-        .filter(|k| k.needs_sm90())
+        .filter(|k| matches!(k.style, StreamStyle::Bulk { .. }))
         .map(|k| k.name)
         .collect();
     assert!(!bulk.is_empty(), "no bulk kernel in the stream table");
@@ -684,5 +697,64 @@ fn bulk_copies_are_sm90_only_and_lower_to_the_copy_engine() {
                 .any(|o| o.starts_with("LDG") || o.starts_with("LDS")),
             "{name}"
         );
+    }
+}
+
+/// Tensor copies (TMA) are sm_90 only and lower to the copy engine's tensor instructions; the
+/// tensor maps are kernel parameters aligned to 64 bytes and read in place (no local-memory
+/// copy, no stack frame).
+#[test]
+fn tensor_copies_lower_to_tma_with_maps_read_in_place() {
+    let tensor: Vec<_> = gpu::workloads::stream::STREAM_KERNELS
+        .iter()
+        .filter(|k| matches!(k.style, StreamStyle::Tensor { .. }))
+        .collect();
+    assert!(!tensor.is_empty(), "no tensor kernel in the stream table");
+    let text = host::device_code::module_text(Arch::Sm90);
+    for k in tensor {
+        assert!(
+            inspection(Arch::Sm80).kernels.get(k.name).is_none(),
+            "{} is in the sm_80 PTX",
+            k.name
+        );
+        let view = kernel(Arch::Sm90, k.name);
+        assert!(
+            view.has_ptx("cp.async.bulk.tensor.2d.shared::cluster.global"),
+            "{}",
+            k.name
+        );
+        assert!(
+            view.has_ptx("cp.async.bulk.tensor.2d.global.shared::cta"),
+            "{}",
+            k.name
+        );
+        assert!(view.has_ptx("prefetch.tensormap"), "{}", k.name);
+        assert!(view.has_ptx("cvta.param"), "{}", k.name);
+        let sass = sass_ops(view);
+        for op in ["UTMALDG.2D", "UTMASTG.2D", "UTMACCTL.PF"] {
+            assert!(
+                sass.iter().any(|o| o == op),
+                "{}: no {op} in {sass:?}",
+                k.name
+            );
+        }
+        assert!(
+            sass.iter().any(|o| o.starts_with("SYNCS.ARRIVE.TRANS64")),
+            "{}",
+            k.name
+        );
+        assert!(
+            !sass
+                .iter()
+                .any(|o| o.starts_with("LDL") || o.starts_with("STL")),
+            "{}: a tensor map was copied to local memory",
+            k.name
+        );
+        let resources = view.resources.as_ref().expect("ptxas report");
+        assert_eq!(resources.stack_frame_bytes, 0, "{}", k.name);
+        for i in 0..2 {
+            let decl = format!(".param .align 64 .b8 {}_param_{i}[128]", k.name);
+            assert!(text.contains(&decl), "{}: no `{decl}`", k.name);
+        }
     }
 }

@@ -326,6 +326,7 @@ impl CudaBuilder {
 
         let text = std::fs::read_to_string(&ptx)?;
         let text = apply_max_threads(&text, &kernels)
+            .and_then(|text| apply_tensor_map_params(&text, &kernels))
             .with_context(|| format!("patching {}", ptx.display()))?;
         std::fs::write(&ptx, &text)?;
         check_ptx(&text, &kernels).with_context(|| format!("checking {}", ptx.display()))?;
@@ -607,6 +608,76 @@ pub fn apply_max_threads(ptx: &str, kernels: &[String]) -> Result<String> {
     Ok(out)
 }
 
+/// The marker `gpu::tensor_map_param!` leaves in the PTX: `// tensor-map-param KERNEL INDEX`.
+pub const TENSOR_MAP_PARAM_MARKER: &str = "// tensor-map-param ";
+
+/// Declares every kernel parameter named by a `// tensor-map-param KERNEL INDEX` line
+/// `.align 64`: the copy engine reads a tensor map (128 bytes) only at a 64-byte aligned
+/// address, and rustc cannot align a kernel parameter past 16 bytes (ptxas places a parameter
+/// at the alignment it is declared with). Fails when the parameter is not 128 bytes (the
+/// macro was given the wrong index); markers of kernels not in the module are ignored.
+pub fn apply_tensor_map_params(ptx: &str, kernels: &[String]) -> Result<String> {
+    let mut params = Vec::new();
+    for line in ptx.lines() {
+        let Some(rest) = line.trim_start().strip_prefix(TENSOR_MAP_PARAM_MARKER) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let (Some(kernel), Some(index), None) = (fields.next(), fields.next(), fields.next())
+        else {
+            bail!("malformed tensor-map marker `{line}`");
+        };
+        let index: u32 = index
+            .parse()
+            .with_context(|| format!("`{line}`: the parameter index is not a number"))?;
+        if kernels.iter().any(|k| k == kernel) {
+            params.push((kernel.to_string(), format!("{kernel}_param_{index}")));
+        }
+    }
+    params.sort();
+    params.dedup();
+    if params.is_empty() {
+        return Ok(ptx.to_string());
+    }
+    let mut found = vec![false; params.len()];
+    let mut out = String::with_capacity(ptx.len() + 16 * params.len());
+    for line in ptx.lines() {
+        let declaration = line.trim_start().strip_prefix(".param ");
+        let hit = declaration.and_then(|decl| {
+            let name = decl.split_whitespace().last()?;
+            let name = name.trim_end_matches(',');
+            let (symbol, _) = name.split_once('[').unwrap_or((name, ""));
+            params
+                .iter()
+                .position(|(_, p)| p == symbol)
+                .map(|i| (i, decl, name))
+        });
+        match hit {
+            Some((i, decl, name)) => {
+                let (kernel, param) = &params[i];
+                ensure!(
+                    name.starts_with(&format!("{param}[128]")) && decl.contains(".align 16 .b8 "),
+                    "`tensor_map_param!({kernel}, ..)` names `{param}`, which is not a 128-byte \
+                     TensorMap parameter: `{}` (is the index the parameter's position?)",
+                    line.trim()
+                );
+                out.push_str(&line.replacen(".align 16 ", ".align 64 ", 1));
+                found[i] = true;
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    if let Some(i) = found.iter().position(|f| !f) {
+        bail!(
+            "`tensor_map_param!({}, ..)` names `{}`, which the kernel does not have",
+            params[i].0,
+            params[i].1
+        );
+    }
+    Ok(out)
+}
+
 /// A PTX module ptxas can take on its own: every kernel is an entry, nothing is left external.
 fn check_ptx(text: &str, kernels: &[String]) -> Result<()> {
     if let Some(line) = text.lines().find(|l| l.starts_with(".extern .func")) {
@@ -689,6 +760,31 @@ warning: `gpu` (lib) generated 2 warnings
             warnings(stderr),
             ["unused variable: `x` (gpu/src/lib.rs:3:9)"]
         );
+    }
+
+    #[test]
+    fn tensor_map_markers_align_their_parameters() {
+        let k = vec!["k".to_string()];
+        let ptx = "// tensor-map-param k 1\n.visible .entry k(\n\t.param .u32 k_param_0,\n\t.param .align 16 .b8 k_param_1[128]\n)\n{\nret;\n}\n";
+        let patched = apply_tensor_map_params(ptx, &k).unwrap();
+        assert!(
+            patched.contains(".param .align 64 .b8 k_param_1[128]\n"),
+            "{patched}"
+        );
+        assert!(patched.contains(".param .u32 k_param_0,"));
+        let wrong_index = ptx.replace("k 1", "k 0");
+        let err = apply_tensor_map_params(&wrong_index, &k)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a 128-byte"), "{err}");
+        let missing = ptx.replace("k 1", "k 2");
+        let err = apply_tensor_map_params(&missing, &k)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not have"), "{err}");
+        let other = ptx.replace("param k 1", "param gone 1");
+        assert_eq!(apply_tensor_map_params(&other, &k).unwrap(), other);
+        assert!(apply_tensor_map_params("// tensor-map-param k x\n", &k).is_err());
     }
 
     #[test]

@@ -18,6 +18,8 @@ mod mbarrier;
 mod smem;
 mod sreg;
 mod sync;
+#[cfg(target_feature = "sm_90")]
+mod tensor;
 
 #[cfg(target_feature = "sm_90")]
 pub use bulk::*;
@@ -26,6 +28,8 @@ pub use mbarrier::*;
 pub use smem::*;
 pub use sreg::*;
 pub use sync::*;
+#[cfg(target_feature = "sm_90")]
+pub use tensor::*;
 
 use core::arch::asm;
 

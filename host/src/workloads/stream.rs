@@ -1,14 +1,15 @@
 //! Streaming (`gpu::workloads::stream`): copy `n` floats, far past L2, through shared memory
-//! with plain loads, `cp.async` and the copy engine, against the driver's device-to-device
+//! with plain loads, `cp.async` and the copy engine (1-D bulk and 2-D tensor copies), against the driver's device-to-device
 //! copy (`cuMemcpyDtoDAsync`, what `cudaMemcpy` does) on the same buffers; every result is
 //! checked bit for bit.
 
 use crate::check::{self, CheckReport, POISON};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use crate::gpu::{Context as _, Gpu, KernelArg, LaunchConfig};
+use crate::tensor_map::{ElementType, TensorMap, TensorMapBuilder};
 use anyhow::Result;
 use cudarc::driver::{CudaSlice, sys};
-use gpu::workloads::stream::{STREAM_KERNELS, StreamKernel, StreamStyle};
+use gpu::workloads::stream::{STREAM_KERNELS, StreamKernel, StreamStyle, TensorView};
 use ptx_builder::Arch;
 use std::fmt;
 use std::sync::LazyLock;
@@ -142,7 +143,7 @@ impl Workload for Stream {
         "stream"
     }
     fn summary(&self) -> &'static str {
-        "y = x far past L2 through shared memory: plain, cp.async, sm_90 bulk copies vs cudaMemcpy"
+        "y = x far past L2 through shared memory: plain, cp.async, sm_90 bulk and tensor copies vs cudaMemcpy"
     }
     fn experiments(&self) -> &'static [StreamExperiment] {
         &EXPERIMENTS
@@ -197,6 +198,18 @@ fn random_bits(len: usize, inputs: Inputs) -> Vec<f32> {
         .collect()
 }
 
+/// The tensor map of the `view.rows x view.row_floats` floats at `address`, in boxes of
+/// `view.box_rows` rows.
+fn tensor_map(address: sys::CUdeviceptr, view: TensorView) -> Result<TensorMap> {
+    Ok(TensorMapBuilder::new(
+        ElementType::F32,
+        address,
+        &[view.row_floats as u64, view.rows as u64],
+    )
+    .box_dims(&[view.row_floats, view.box_rows])
+    .encode()?)
+}
+
 /// x on the host and the GPU, and y.
 pub struct StreamProblem {
     n: u32,
@@ -227,10 +240,22 @@ impl Problem<StreamExperiment> for StreamProblem {
                     kernel.threads,
                     kernel.layout().bytes,
                 );
-                let args = [KernelArg::Ptr(x), KernelArg::Ptr(y), KernelArg::U32(self.n)];
+                let args = match kernel.style {
+                    StreamStyle::Tensor { .. } => {
+                        let view = TensorView::of(self.n, kernel.tile_floats());
+                        [
+                            KernelArg::TensorMap(tensor_map(x, view)?),
+                            KernelArg::TensorMap(tensor_map(y, view)?),
+                            KernelArg::U32(self.n),
+                        ]
+                    }
+                    _ => [KernelArg::Ptr(x), KernelArg::Ptr(y), KernelArg::U32(self.n)],
+                };
                 // SAFETY: stream kernels take (x, y, n) with n floats in each buffer (16-byte
-                // aligned, n % 4 == 0 by parse_floats); any grid; the table's block and
-                // shared memory; sm_90 kernels only on the sm_90 PTX (unavailable otherwise).
+                // aligned, n % 4 == 0 by parse_floats) — as pointers, or (tensor kernels) as
+                // maps of the view and box `TensorView::of` gives for their tile; any grid;
+                // the table's block and shared memory; sm_90 kernels only on the sm_90 PTX
+                // (unavailable otherwise).
                 unsafe { gpu.launch(kernel.name, config, &args)? };
             }
         }
@@ -281,7 +306,7 @@ mod tests {
     fn the_driver_copy_is_the_baseline_and_bulk_kernels_need_sm90() {
         assert_eq!(Stream.baseline().unwrap().name(), "memcpy_dtod");
         for e in AnyWorkload::experiments(&Stream) {
-            if e.name().starts_with("stream_bulk") {
+            if e.name().starts_with("stream_bulk") || e.name().starts_with("stream_tensor") {
                 assert_eq!(e.archs(), [Arch::Sm90]);
             } else {
                 assert_eq!(e.archs(), Arch::ALL);

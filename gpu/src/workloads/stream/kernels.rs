@@ -6,6 +6,17 @@ use super::StreamKernel;
 use crate::memcpy_async::{AlignedSize, Block, Group, memcpy_async_zfill};
 use crate::pipeline::{Consumer, Producer, ThreadPipeline};
 use crate::ptx;
+#[cfg(target_feature = "sm_90")]
+use crate::{
+    memcpy_async::{
+        BulkCompletion, memcpy_async_bulk, memcpy_async_tensor, store_async_bulk,
+        store_async_tensor,
+    },
+    pipeline::BulkPipeline,
+    shared::Shared,
+    tensor_map::{TensorMap, TensorMapRef},
+    tensor_map_param,
+};
 
 /// Four floats moved as one 16-byte access.
 #[derive(Clone, Copy)]
@@ -99,34 +110,113 @@ pub unsafe extern "ptx-kernel" fn stream_thread_pipeline_4(x: *const f32, y: *mu
     }
 }
 
-/// The copy engine: one elected thread per block bulk-copies each tile of `x` into a
-/// `BulkPipeline` stage, waits for it, and bulk-stores it to `y`; the stage is released once
-/// the store has read it.
-///
-/// # Safety
-/// See the module docs; sm_90.
+/// What the copy-engine loop needs of its tiles: a load of tile `t` into a stage and a store
+/// of it back out, as 1-D bulk copies ([`BulkTiles`]) or tensor copies ([`TensorTiles`]).
 #[cfg(target_feature = "sm_90")]
-#[inline(always)]
-unsafe fn stream_bulk<const STAGES: usize>(
-    kernel: &StreamKernel,
+trait EngineTiles {
+    /// Tiles in all.
+    fn count(&self) -> u32;
+    /// Copies tile `t` of `x` into `dst`, its bytes completing on `stage`.
+    ///
+    /// # Safety
+    /// `t < count()`; `dst` is a free stage buffer of the kernel's tile bytes; `stage` is the
+    /// producer stage acquired for it, not yet committed.
+    unsafe fn load<C: BulkCompletion>(&self, t: u32, dst: Shared<f32>, stage: &C);
+    /// Writes tile `t` of `y` from `src`, in this thread's current bulk group.
+    ///
+    /// # Safety
+    /// `t < count()`; `src` holds tile `t`, landed and fenced for the copy engine.
+    unsafe fn store(&self, t: u32, src: Shared<f32>);
+}
+
+/// Tiles of `tile` floats of `x` and `y`, moved by 1-D bulk copies; the last one is cut at `n`.
+#[cfg(target_feature = "sm_90")]
+struct BulkTiles {
     x: *const f32,
     y: *mut f32,
     n: u32,
-) {
-    use crate::memcpy_async::{memcpy_async_bulk, store_async_bulk};
-    use crate::pipeline::BulkPipeline;
-    let tile = kernel.tile_floats();
-    let layout = kernel.layout();
-    let stage = |s: u32| layout.stage::<f32>(s);
-    let (first, step, mine) = my_tiles(n.div_ceil(tile));
-    let bytes_of = |i: u32| {
-        let base = (first + i * step) * tile;
-        match AlignedSize::<16>::new((n - base).min(tile) * 4) {
-            Some(size) => (base, size),
+    tile: u32,
+}
+
+#[cfg(target_feature = "sm_90")]
+impl BulkTiles {
+    /// Tile `t`'s first float and size.
+    #[inline(always)]
+    fn span(&self, t: u32) -> (usize, AlignedSize<16>) {
+        let base = t * self.tile;
+        match AlignedSize::<16>::new((self.n - base).min(self.tile) * 4) {
+            Some(size) => (base as usize, size),
             // n % 4 == 0 (launch contract): never taken.
             None => ptx::trap(),
         }
-    };
+    }
+}
+
+#[cfg(target_feature = "sm_90")]
+impl EngineTiles for BulkTiles {
+    #[inline(always)]
+    fn count(&self) -> u32 {
+        self.n.div_ceil(self.tile)
+    }
+    #[inline(always)]
+    unsafe fn load<C: BulkCompletion>(&self, t: u32, dst: Shared<f32>, stage: &C) {
+        let (base, size) = self.span(t);
+        // SAFETY: `size` bytes of x exist from `base` (t < count); the caller's stage contract.
+        unsafe { memcpy_async_bulk(dst, self.x.wrapping_add(base), size, stage) }
+    }
+    #[inline(always)]
+    unsafe fn store(&self, t: u32, src: Shared<f32>) {
+        let (base, size) = self.span(t);
+        // SAFETY: y has `size` bytes from `base`; the caller's source contract.
+        unsafe { store_async_bulk(self.y.wrapping_add(base), src, size) }
+    }
+}
+
+/// `x` and `y` as [`super::TensorView`]s (rows of `row_floats`), tiles of `box_rows` rows
+/// moved by 2-D tensor copies: the copy engine zero-fills the last tile's rows past the end on
+/// the way in and drops them on the way out.
+#[cfg(target_feature = "sm_90")]
+struct TensorTiles {
+    x: TensorMapRef,
+    y: TensorMapRef,
+    rows: u32,
+    box_rows: u32,
+    box_bytes: AlignedSize<16>,
+}
+
+#[cfg(target_feature = "sm_90")]
+impl EngineTiles for TensorTiles {
+    #[inline(always)]
+    fn count(&self) -> u32 {
+        self.rows.div_ceil(self.box_rows)
+    }
+    #[inline(always)]
+    unsafe fn load<C: BulkCompletion>(&self, t: u32, dst: Shared<f32>, stage: &C) {
+        let row = (t * self.box_rows) as i32;
+        // SAFETY: the maps describe x and y with boxes of `box_bytes` (launch contract); the
+        // caller's stage contract.
+        unsafe { memcpy_async_tensor(dst, self.x, [0, row], self.box_bytes, stage) }
+    }
+    #[inline(always)]
+    unsafe fn store(&self, t: u32, src: Shared<f32>) {
+        let row = (t * self.box_rows) as i32;
+        // SAFETY: as for the load; the caller's source contract.
+        unsafe { store_async_tensor(self.y, [0, row], src) }
+    }
+}
+
+/// The copy engine: one elected thread per block copies each of its tiles into a
+/// `BulkPipeline` stage, waits for it, and copies it back out to `y`; the stage is released
+/// once the store has read it. No data passes through registers.
+///
+/// # Safety
+/// See the module docs; sm_90; `tiles` within `x` and `y` as their type says.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+unsafe fn stream_engine<const STAGES: usize>(kernel: &StreamKernel, tiles: &impl EngineTiles) {
+    let layout = kernel.layout();
+    let stage = |s: u32| layout.stage::<f32>(s);
+    let (first, step, mine) = my_tiles(tiles.count());
     let barriers = layout.barriers();
     // SAFETY: every thread calls it; one elected thread produces and consumes every stage.
     let mut pipeline = unsafe { BulkPipeline::<STAGES>::init(barriers, 1) };
@@ -137,10 +227,9 @@ unsafe fn stream_bulk<const STAGES: usize>(
     let mut fill = |i: u32| {
         let s = producer.producer_acquire();
         if i < mine {
-            let (base, size) = bytes_of(i);
-            // SAFETY: `size` bytes of x exist from `base`; the stage is free (acquired); its
-            // full phase expects this thread's commit below.
-            unsafe { memcpy_async_bulk(stage(s.index()), x.wrapping_add(base as usize), size, &s) };
+            // SAFETY: a tile of this block; the stage is free (acquired); its full phase
+            // expects this thread's commit below.
+            unsafe { tiles.load(first + i * step, stage(s.index()), &s) };
         }
         s.producer_commit();
     };
@@ -152,10 +241,9 @@ unsafe fn stream_bulk<const STAGES: usize>(
         // The copy engine wrote the stage and reads it next; the fence orders this thread's
         // view of the completed load before the store it issues (one per tile).
         ptx::fence_proxy_async_shared();
-        let (base, size) = bytes_of(i);
-        // SAFETY: the tile landed (its phase completed); y has `size` bytes from `base`; the
-        // stage is released only after the store has read it.
-        unsafe { store_async_bulk(y.wrapping_add(base as usize), stage(ready.index()), size) };
+        // SAFETY: the tile landed (its phase completed); the stage is released only after
+        // the store has read it.
+        unsafe { tiles.store(first + i * step, stage(ready.index())) };
         ptx::bulk_commit_group();
         // Refill the stage released last time while this store reads its own.
         fill(i + STAGES as u32 - 1);
@@ -166,11 +254,11 @@ unsafe fn stream_bulk<const STAGES: usize>(
     ptx::bulk_wait_group::<0>();
 }
 
-/// One entry point per bulk kernel of the table: [`stream_bulk`] with that kernel's stages,
-/// tile and geometry.
+/// One entry point per bulk kernel of the table: [`stream_engine`] over [`BulkTiles`] with
+/// that kernel's stages, tile and geometry.
 macro_rules! bulk_entry_points {
     ($($name:ident = $kernel:ident,)*) => {$(
-        #[doc = concat!("[`stream_bulk`] as [`super::", stringify!($kernel), "`] says.")]
+        #[doc = concat!("[`stream_engine`] of 1-D bulk copies as [`super::", stringify!($kernel), "`] says.")]
         ///
         /// # Safety
         /// See the module docs; sm_90.
@@ -178,8 +266,9 @@ macro_rules! bulk_entry_points {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(x: *const f32, y: *mut f32, n: u32) {
             const KERNEL: StreamKernel = super::$kernel;
+            let tiles = BulkTiles { x, y, n, tile: KERNEL.tile_floats() };
             // SAFETY: forwarded.
-            unsafe { stream_bulk::<{ KERNEL.style.stages() as usize }>(&KERNEL, x, y, n) }
+            unsafe { stream_engine::<{ KERNEL.style.stages() as usize }>(&KERNEL, &tiles) }
         }
     )*};
 }
@@ -189,4 +278,40 @@ bulk_entry_points! {
     stream_bulk_4 = STREAM_BULK_4,
     stream_bulk_3_64k = STREAM_BULK_3_64K,
     stream_bulk_4_24k = STREAM_BULK_4_24K,
+}
+
+/// One entry point per tensor kernel of the table: [`stream_engine`] over [`TensorTiles`].
+/// Parameters `(x, y, n)`: tensor maps of `x` and `y` as [`super::TensorView::of`]`(n, tile
+/// floats)` says (rows of `row_floats`, boxes of `row_floats x box_rows`), and `n`.
+macro_rules! tensor_entry_points {
+    ($($name:ident = $kernel:ident,)*) => {$(
+        #[doc = concat!("[`stream_engine`] of 2-D tensor copies as [`super::", stringify!($kernel), "`] says.")]
+        ///
+        /// # Safety
+        /// `x` and `y` are tensor maps of two buffers of `n` floats (`n % 4 == 0`) with the
+        /// view and box of [`super::TensorView::of`] for this kernel's tile; sm_90.
+        #[cfg(target_feature = "sm_90")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(x: TensorMap, y: TensorMap, n: u32) {
+            const KERNEL: StreamKernel = super::$kernel;
+            let (x, y) = (tensor_map_param!($name, 0, x), tensor_map_param!($name, 1, y));
+            let view = super::TensorView::of(n, KERNEL.tile_floats());
+            let Some(box_bytes) = AlignedSize::<16>::new(view.box_floats() * 4) else {
+                // Row of 4 floats or more (n % 4 == 0): never taken.
+                ptx::trap()
+            };
+            if ptx::thread_idx_x() == 0 {
+                ptx::prefetch_tensormap(x);
+                ptx::prefetch_tensormap(y);
+            }
+            let tiles = TensorTiles { x, y, rows: view.rows, box_rows: view.box_rows, box_bytes };
+            // SAFETY: forwarded; the box fits a stage (TensorView::of).
+            unsafe { stream_engine::<{ KERNEL.style.stages() as usize }>(&KERNEL, &tiles) }
+        }
+    )*};
+}
+
+tensor_entry_points! {
+    stream_tensor_3 = STREAM_TENSOR_3,
+    stream_tensor_3_64k = STREAM_TENSOR_3_64K,
 }

@@ -3,7 +3,8 @@
 //! own device-to-device copy. A bandwidth benchmark: every kernel is persistent (its blocks
 //! walk the tiles `b, b + grid, ...`), and the host sizes the grid from the SM count.
 //!
-//! Kernel parameters: `(x, y, n)`.
+//! Kernel parameters: `(x, y, n)` — device pointers, except for the tensor-copy kernels, which
+//! take tensor maps of `x` and `y` viewed as [`TensorView::of`] says.
 
 use crate::layout::StagedLayout;
 
@@ -27,6 +28,13 @@ pub enum StreamStyle {
         /// Stages in the ring.
         stages: u32,
     },
+    /// The copy engine's tensor copies (sm_90, TMA): as `Bulk`, but each tile is a 2-D box of
+    /// a [`TensorView`] of the arrays, the last one zero-filled past the end by the copy
+    /// engine on the way in and clipped on the way out.
+    Tensor {
+        /// Stages in the ring.
+        stages: u32,
+    },
 }
 
 impl StreamStyle {
@@ -34,7 +42,9 @@ impl StreamStyle {
     pub const fn stages(self) -> u32 {
         match self {
             StreamStyle::Plain => 0,
-            StreamStyle::ThreadPipeline { stages } | StreamStyle::Bulk { stages } => stages,
+            StreamStyle::ThreadPipeline { stages }
+            | StreamStyle::Bulk { stages }
+            | StreamStyle::Tensor { stages } => stages,
         }
     }
 
@@ -44,6 +54,7 @@ impl StreamStyle {
             StreamStyle::Plain => "plain",
             StreamStyle::ThreadPipeline { .. } => "thread_pipeline",
             StreamStyle::Bulk { .. } => "bulk",
+            StreamStyle::Tensor { .. } => "tensor",
         }
     }
 
@@ -56,6 +67,9 @@ impl StreamStyle {
             }
             StreamStyle::Bulk { .. } => {
                 "sm_90 copy engine: cp.async.bulk in (BulkPipeline) and out, one thread per block"
+            }
+            StreamStyle::Tensor { .. } => {
+                "sm_90 TMA: 2-D cp.async.bulk.tensor boxes in (BulkPipeline) and out, one thread"
             }
         }
     }
@@ -79,16 +93,15 @@ pub struct StreamKernel {
 impl StreamKernel {
     /// Its dynamic shared memory: the stages, then their mbarriers where it has them.
     pub const fn layout(&self) -> StagedLayout {
-        StagedLayout::new(
-            self.tile_bytes,
-            self.style.stages(),
-            matches!(self.style, StreamStyle::Bulk { .. }),
-        )
+        StagedLayout::new(self.tile_bytes, self.style.stages(), self.needs_sm90())
     }
 
-    /// Whether it needs sm_90 (bulk copies): absent from the sm_80 PTX.
+    /// Whether it needs sm_90 (the copy engine): absent from the sm_80 PTX.
     pub const fn needs_sm90(&self) -> bool {
-        matches!(self.style, StreamStyle::Bulk { .. })
+        matches!(
+            self.style,
+            StreamStyle::Bulk { .. } | StreamStyle::Tensor { .. }
+        )
     }
 
     /// Floats per tile.
@@ -156,6 +169,61 @@ pub const STREAM_BULK_4_24K: StreamKernel = StreamKernel {
     tile_bytes: 24 * 1024,
 };
 
+/// `stream_tensor_3`: tensor copies, three 32 KiB stages, 2 one-warp blocks per SM.
+pub const STREAM_TENSOR_3: StreamKernel = StreamKernel {
+    name: "stream_tensor_3",
+    style: StreamStyle::Tensor { stages: 3 },
+    threads: 32,
+    blocks_per_sm: 2,
+    tile_bytes: BULK_TILE_BYTES,
+};
+
+/// `stream_tensor_3_64k`: tensor copies, three 64 KiB stages, 1 one-warp block per SM.
+pub const STREAM_TENSOR_3_64K: StreamKernel = StreamKernel {
+    name: "stream_tensor_3_64k",
+    style: StreamStyle::Tensor { stages: 3 },
+    threads: 32,
+    blocks_per_sm: 1,
+    tile_bytes: 64 * 1024,
+};
+
+/// How the tensor-copy kernels see `n` floats: `rows` rows of `row_floats` (the largest power
+/// of two up to 256 that divides `n`, so the rows tile the array exactly), copied in boxes of
+/// `row_floats x box_rows` (at most a tile, at most 256 rows). The last box may hang past the
+/// last row: the copy engine fills it with zeros on loads and drops it on stores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorView {
+    /// Floats per row (a power of two, 4..=256 for `n % 4 == 0`).
+    pub row_floats: u32,
+    /// Rows.
+    pub rows: u32,
+    /// Rows per box.
+    pub box_rows: u32,
+}
+
+impl TensorView {
+    /// The view of `n` floats for tiles of `tile_floats` (a multiple of 256).
+    pub const fn of(n: u32, tile_floats: u32) -> TensorView {
+        let row_floats = if n == 0 {
+            256
+        } else {
+            let pow2 = 1 << n.trailing_zeros();
+            if pow2 < 256 { pow2 } else { 256 }
+        };
+        let box_rows = tile_floats / row_floats;
+        TensorView {
+            row_floats,
+            rows: n / row_floats,
+            box_rows: if box_rows < 256 { box_rows } else { 256 },
+        }
+    }
+
+    /// Floats of one box.
+    pub const fn box_floats(self) -> u32 {
+        self.row_floats * self.box_rows
+    }
+}
+
 /// Every streaming kernel (a `static`: one address per entry).
 pub static STREAM_KERNELS: &[StreamKernel] = &[
     STREAM_PLAIN,
@@ -164,6 +232,8 @@ pub static STREAM_KERNELS: &[StreamKernel] = &[
     STREAM_BULK_4,
     STREAM_BULK_3_64K,
     STREAM_BULK_4_24K,
+    STREAM_TENSOR_3,
+    STREAM_TENSOR_3_64K,
 ];
 
 #[cfg(test)]
@@ -182,5 +252,35 @@ mod tests {
         }
         let bulk = &STREAM_BULK_4;
         assert_eq!(bulk.layout().bytes, 4 * 32768 + 4 * 16);
+    }
+
+    #[test]
+    fn tensor_views_tile_the_array_and_boxes_fit_a_stage() {
+        let big = TensorView::of(1 << 29, STREAM_TENSOR_3.tile_floats());
+        assert_eq!((big.row_floats, big.rows, big.box_rows), (256, 1 << 21, 32));
+        assert_eq!(big.box_floats() * 4, BULK_TILE_BYTES);
+        let ragged = TensorView::of(8192 * 5 + 4, STREAM_TENSOR_3.tile_floats());
+        assert_eq!((ragged.row_floats, ragged.box_rows), (4, 256));
+        for n in [
+            4,
+            12,
+            1000,
+            8192 * 5 + 4,
+            (3 << 20) + 12,
+            65540,
+            u32::MAX - 3,
+        ] {
+            for k in STREAM_KERNELS
+                .iter()
+                .filter(|k| k.style.label() == "tensor")
+            {
+                let v = TensorView::of(n, k.tile_floats());
+                assert_eq!(v.rows * v.row_floats, n, "{n}");
+                assert!(v.row_floats >= 4 && v.row_floats <= 256 && v.row_floats.is_power_of_two());
+                assert!((1..=256).contains(&v.box_rows));
+                assert!(v.box_floats() <= k.tile_floats(), "{n} {}", k.name);
+                assert_eq!(v.box_floats() % 4, 0);
+            }
+        }
     }
 }
