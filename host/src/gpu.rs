@@ -162,6 +162,9 @@ impl LaunchConfig {
 }
 
 /// One kernel parameter: a device address, a 32-bit value or a tensor map.
+// A launch's few arguments live in a short array for one call; a map is passed by value into
+// the launch, so it is held by value here too.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KernelArg {
     /// A device pointer (`*const T` / `*mut T` in the kernel's signature).

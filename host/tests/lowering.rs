@@ -545,12 +545,17 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
     }
 }
 
-/// The GEMM families: both entry points of each, with the family.
+/// The `cp.async` and sync GEMM families (both archs): both entry points of each, with the
+/// family and the copy size.
 fn gemm_entries()
 -> impl Iterator<Item = (&'static gpu::workloads::gemm::GemmKernel, &'static str, u32)> {
     gpu::workloads::gemm::GEMM_KERNELS
         .iter()
-        .flat_map(|k| [(k, k.entry_aligned, 16), (k, k.entry_any, 4)])
+        .filter(|k| !k.style.needs_sm90())
+        .flat_map(|k| {
+            let any = k.entry_any.expect("copy styles have a 4-byte entry point");
+            [(k, k.entry_aligned, 16), (k, any, 4)]
+        })
 }
 
 /// Aligned GEMM tiles are copied with 16-byte `cp.async.cg` (plain inside the matrix, the
@@ -628,6 +633,7 @@ fn gemm_styles_wait_as_documented() {
                     assert!(!view.has_ptx("mbarrier"), "{entry} ({arch})");
                     assert!(has_sass(view, "BAR.SYNC"), "{entry} ({arch})");
                 }
+                GemmStyle::Tma { .. } => unreachable!("not in gemm_entries"),
             }
         }
     }
@@ -713,7 +719,7 @@ fn tensor_copies_lower_to_tma_with_maps_read_in_place() {
     let text = host::device_code::module_text(Arch::Sm90);
     for k in tensor {
         assert!(
-            inspection(Arch::Sm80).kernels.get(k.name).is_none(),
+            !inspection(Arch::Sm80).kernels.contains_key(k.name),
             "{} is in the sm_80 PTX",
             k.name
         );
@@ -756,5 +762,57 @@ fn tensor_copies_lower_to_tma_with_maps_read_in_place() {
             let decl = format!(".param .align 64 .b8 {}_param_{i}[128]", k.name);
             assert!(text.contains(&decl), "{}: no `{decl}`", k.name);
         }
+    }
+}
+
+/// The tensor-copy GEMM (sm_90 only): two 2-D tensor loads per k-tile from one thread, the
+/// maps read in place, no `cp.async` and no block-wide barrier in the mainloop, whole k-tiles
+/// of FFMA.
+#[test]
+fn the_tma_gemm_loads_tiles_with_tensor_copies() {
+    use gpu::workloads::gemm::{BK, GEMM_KERNELS};
+    let families: Vec<_> = GEMM_KERNELS
+        .iter()
+        .filter(|k| k.style.needs_sm90())
+        .collect();
+    assert!(!families.is_empty(), "no tensor-copy GEMM in the table");
+    for family in families {
+        let entry = family.entry_aligned;
+        assert!(family.entry_any.is_none(), "{entry}");
+        assert!(
+            inspection(Arch::Sm80).kernel(entry).is_none(),
+            "{entry} in the sm_80 PTX"
+        );
+        let view = kernel(Arch::Sm90, entry);
+        let loads = view
+            .ptx
+            .iter()
+            .filter(|i| {
+                i.opcode
+                    .starts_with("cp.async.bulk.tensor.2d.shared::cluster.global")
+            })
+            .count();
+        // One A box and one B box per k-tile (the prologue's copies may be inlined apart).
+        assert!(
+            loads >= 2 && loads % 2 == 0,
+            "{entry}: {loads} tensor loads"
+        );
+        assert!(
+            !view.has_ptx("cp.async.cg") && !view.has_ptx("cp.async.ca"),
+            "{entry}"
+        );
+        assert!(view.has_ptx("mbarrier.try_wait.parity"), "{entry}");
+        let sass = sass_ops(view);
+        let utmaldg = sass.iter().filter(|o| *o == "UTMALDG.2D").count();
+        assert!(utmaldg >= 2 && utmaldg % 2 == 0, "{entry}: {utmaldg}");
+        assert!(!sass.iter().any(|o| o.starts_with("LDGSTS")), "{entry}");
+        // One block barrier: the one after the pipeline's mbarrier initialization.
+        let barriers = sass.iter().filter(|o| o.starts_with("BAR.SYNC")).count();
+        assert_eq!(barriers, 1, "{entry}: {barriers} BAR.SYNC");
+        let per_tile = (family.tile.thread_m * family.tile.thread_n * BK) as usize;
+        let ffma = sass.iter().filter(|o| *o == "FFMA").count();
+        assert!(ffma > 0 && ffma % per_tile == 0, "{entry}: {ffma} FFMA");
+        let resources = view.resources.as_ref().expect("ptxas report");
+        assert_eq!(resources.stack_frame_bytes, 0, "{entry}");
     }
 }

@@ -11,12 +11,14 @@
 use crate::check::{self, CheckReport, POISON, Tolerance};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use crate::gpu::{Gpu, KernelArg, LaunchConfig};
+use crate::tensor_map::{ElementType, TensorMapBuilder};
 use anyhow::{Result, bail, ensure};
 use cudarc::cublas::sys as cublas;
 use cudarc::driver::CudaSlice;
 use gpu::workloads::gemm::{
     GEMM_KERNELS, GemmKernel, MAX_DIM, REFERENCE_KERNEL, REFERENCE_THREADS, REFERENCE_TILE,
 };
+use ptx_builder::Arch;
 use std::fmt;
 use std::sync::LazyLock;
 
@@ -89,7 +91,15 @@ impl Experiment for GemmExperiment {
     fn entry_points(&self) -> Vec<&'static str> {
         match self {
             GemmExperiment::Cublas => Vec::new(),
-            GemmExperiment::Kernel(k) => vec![k.entry_aligned, k.entry_any],
+            GemmExperiment::Kernel(k) => std::iter::once(k.entry_aligned)
+                .chain(k.entry_any)
+                .collect(),
+        }
+    }
+    fn archs(&self) -> &'static [Arch] {
+        match self {
+            GemmExperiment::Kernel(k) if k.style.needs_sm90() => &[Arch::Sm90],
+            _ => &Arch::ALL,
         }
     }
 }
@@ -338,8 +348,12 @@ impl GemmProblem {
 
 impl Problem<GemmExperiment> for GemmProblem {
     fn unavailable(&self, experiment: &GemmExperiment) -> Option<String> {
+        let Mnk { n, k, .. } = self.size;
         match (experiment, &self.cublas) {
             (GemmExperiment::Cublas, Err(why)) => Some(why.clone()),
+            (GemmExperiment::Kernel(kernel), _) if kernel.entry_for(n, k).is_none() => {
+                Some("tensor maps need 16-byte aligned rows: K and N multiples of 4".to_string())
+            }
             _ => None,
         }
     }
@@ -357,19 +371,44 @@ impl Problem<GemmExperiment> for GemmProblem {
                     threads: kernel.threads(),
                     shared_bytes: kernel.layout().bytes,
                 };
+                let Some(entry) = kernel.entry_for(n, k) else {
+                    bail!("{} has no entry point for {}", kernel.name, self.size);
+                };
+                let (a, b) = (gpu.address(&self.a), gpu.address(&self.b));
+                let (a, b) = if kernel.style.needs_sm90() {
+                    // Innermost dimension first: A is k wide and m tall, B n wide and k tall.
+                    let map = |address, (cols, rows): (u32, u32), (w, h): (u32, u32)| {
+                        TensorMapBuilder::new(
+                            ElementType::F32,
+                            address,
+                            &[cols as u64, rows as u64],
+                        )
+                        .box_dims(&[w, h])
+                        .encode()
+                    };
+                    (
+                        KernelArg::TensorMap(map(a, (k, m), kernel.a_box())?),
+                        KernelArg::TensorMap(map(b, (n, k), kernel.b_box())?),
+                    )
+                } else {
+                    (KernelArg::Ptr(a), KernelArg::Ptr(b))
+                };
                 let args = [
-                    KernelArg::Ptr(gpu.address(&self.a)),
-                    KernelArg::Ptr(gpu.address(&self.b)),
+                    a,
+                    b,
                     KernelArg::Ptr(gpu.address(&self.c)),
                     KernelArg::U32(m),
                     KernelArg::U32(n),
                     KernelArg::U32(k),
                 ];
                 // SAFETY: GEMM kernels take (a, b, c, m, n, k) with A m x k, B k x n and C
-                // m x n f32, which the buffers hold, 256-byte aligned (driver allocations);
-                // the entry point is the 16-byte one only when k and n are multiples of 4;
-                // the geometry is the table's; 1 <= m, n, k <= MAX_DIM (parse_mnk).
-                unsafe { gpu.launch(kernel.entry_for(n, k), config, &args)? };
+                // m x n f32, which the buffers hold, 256-byte aligned (driver allocations) —
+                // A and B as pointers, or (tensor copies) as maps of the whole matrices with
+                // the family's boxes; the entry point is the aligned one only when k and n
+                // are multiples of 4 (the only one of tensor-copy families); the geometry is
+                // the table's; 1 <= m, n, k <= MAX_DIM (parse_mnk); sm_90 kernels only on the
+                // sm_90 PTX (unavailable otherwise).
+                unsafe { gpu.launch(entry, config, &args)? };
             }
             GemmExperiment::Cublas => {
                 let handle = match &self.cublas {
@@ -478,13 +517,20 @@ mod tests {
     }
 
     #[test]
-    fn cublas_is_the_baseline_and_every_family_has_two_entry_points() {
+    fn cublas_is_the_baseline_and_copy_families_have_two_entry_points() {
         assert_eq!(Gemm.baseline().unwrap().name(), CUBLAS);
         assert!(GemmExperiment::Cublas.entry_points().is_empty());
         for e in AnyWorkload::experiments(&Gemm).into_iter().skip(1) {
             let entries = e.entry_points();
+            if e.style() == "tma" {
+                // One entry point, sm_90 only; unavailable where rows are not 16-byte aligned.
+                assert_eq!(entries, [e.name()]);
+                assert_eq!(e.archs(), [Arch::Sm90]);
+                continue;
+            }
             assert_eq!(entries.len(), 2, "{}", e.name());
             assert!(entries[0].ends_with("_a16") && entries[1].ends_with("_a4"));
+            assert_eq!(e.archs(), Arch::ALL);
         }
         assert_eq!(Gemm.default_sizes().len(), 7);
         assert!(

@@ -22,6 +22,12 @@ use crate::memcpy_async::{
 use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
 use crate::ptx;
 use crate::shared::Shared;
+#[cfg(target_feature = "sm_90")]
+use crate::{
+    memcpy_async::{AlignedSize, memcpy_async_tensor},
+    pipeline::BulkPipeline,
+    tensor_map::TensorMapRef,
+};
 
 /// The operands and this block's tile of C.
 #[derive(Clone, Copy)]
@@ -578,6 +584,89 @@ pub unsafe fn warp_specialized<
         // SAFETY: launch contract.
         unsafe { block.store::<ALIGN>(f, &acc) };
     }
+}
+
+/// [`GemmStyle::Tma`]: one elected thread of warp 0 loads each k-tile with two tensor copies
+/// (A's `bm x BK` box and B's `BK x bn` box, zero-filled past the matrix by the copy engine)
+/// into a `BulkPipeline` stage, whose `full` phase completes on their bytes; every thread
+/// waits for the stage, multiplies, and releases it; the elected thread then refills the
+/// stage released a k-tile earlier. No block-wide barrier, no copy instruction in the other
+/// threads.
+///
+/// # Safety
+/// The GEMM launch contract (module docs) with `k % 4 == 0`, `n % 4 == 0`, and `a`, `b` tensor
+/// maps of A and B with the family's boxes (`GemmKernel::a_box`, `GemmKernel::b_box`).
+#[cfg(target_feature = "sm_90")]
+pub unsafe fn tma<
+    const TM: usize,
+    const TN: usize,
+    const WM: u32,
+    const WN: u32,
+    const STAGES: usize,
+>(
+    a: TensorMapRef,
+    b: TensorMapRef,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    const { assert!(STAGES >= 2) };
+    type Geo<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
+        Geometry<TM, TN, WM, WN>;
+    let style = GemmStyle::Tma {
+        stages: STAGES as u32,
+    };
+    let no_pointer = core::ptr::null();
+    let block = BlockTile::<TM, TN, WM, WN>::new(style, (no_pointer, no_pointer, c), (m, n, k));
+    let (m0, n0) = (block.p.m0 as i32, block.p.n0 as i32);
+    let tiles = block.p.k_tiles();
+    let thread = ptx::thread_idx_x();
+    let f = Fragment::of::<TM, TN, WN>(thread);
+    let a_bytes = AlignedSize::<16>::of(Geo::<TM, TN, WM, WN>::A_BYTES);
+    let b_bytes = AlignedSize::<16>::of(Geo::<TM, TN, WM, WN>::TILE.b_tile_bytes());
+    // SAFETY: every thread calls it; one thread produces, every compute thread consumes; the
+    // layout reserves the barriers.
+    let mut pipeline = unsafe {
+        BulkPipeline::<STAGES>::init(block.barriers(), Geo::<TM, TN, WM, WN>::COMPUTE_THREADS)
+    };
+    let (mut producer, mut consumer) = pipeline.split();
+    // All of warp 0 votes (converged here); one lane issues every copy.
+    let producing = thread < 32 && ptx::elect_one();
+    if producing {
+        ptx::prefetch_tensormap(a);
+        ptx::prefetch_tensormap(b);
+    }
+    let mut produce = |t: u32| {
+        if !producing {
+            return;
+        }
+        let stage = producer.producer_acquire();
+        if t < tiles {
+            let (a_dst, b_dst) = block.stage(stage.index());
+            let k0 = (t * BK) as i32;
+            // SAFETY: the stage is free (acquired); the maps describe A and B with these
+            // boxes (launch contract); its full phase expects this thread's commit below.
+            unsafe {
+                memcpy_async_tensor(a_dst, a, [k0, m0], a_bytes, &stage);
+                memcpy_async_tensor(b_dst, b, [n0, k0], b_bytes, &stage);
+            }
+        }
+        stage.producer_commit();
+    };
+    for t in 0..STAGES as u32 - 1 {
+        produce(t);
+    }
+    let mut acc = [[0.0f32; TN]; TM];
+    for t in 0..tiles {
+        let ready = consumer.consumer_wait();
+        // SAFETY: the stage's phase completed: both boxes landed.
+        unsafe { block.multiply(ready.index(), f, &mut acc) };
+        ready.consumer_release();
+        produce(t + STAGES as u32 - 1);
+    }
+    // SAFETY: launch contract (n % 4 == 0).
+    unsafe { block.store::<16>(f, &acc) };
 }
 
 /// Up to four floats of one copy chunk of a tile, loaded into registers: the part inside the

@@ -8,7 +8,8 @@
 //! thread multiplies its `thread_m x thread_n` fragment with `LDS.128` reads and FFMAs. The
 //! styles ([`GemmStyle`]) differ only in how the stages are filled and awaited.
 //!
-//! Kernel parameters: `(a, b, c, m, n, k)`; `a` is `m x k`, `b` is `k x n`, `c` is `m x n`.
+//! Kernel parameters: `(a, b, c, m, n, k)`; `a` is `m x k`, `b` is `k x n`, `c` is `m x n`
+//! (the tensor-copy style, sm_90: tensor maps of A and B in place of `a` and `b`).
 //! Grid: [`GemmKernel::grid`], blocks of [`GemmKernel::threads`], dynamic shared memory
 //! [`GemmKernel::layout`].
 
@@ -32,66 +33,123 @@ macro_rules! gemm_kernels {
                 name: stringify!($name),
                 style: GemmStyle::$style { $($param: $value),* },
                 tile: GemmTile { warps_m: $wm, warps_n: $wn, thread_m: $tm, thread_n: $tn },
-                entry_aligned: concat!(stringify!($name), "_a16"),
-                entry_any: concat!(stringify!($name), "_a4"),
+                entry_aligned: gemm_entry_names!($style $name).0,
+                entry_any: gemm_entry_names!($style $name).1,
             },)*
         ];
 
-        /// Two entry points per family, `NAME_a16` (16-byte copies) and `NAME_a4` (4-byte
-        /// copies): each calls its style's body with the tile, the style's parameters in
-        /// table order, and the copy size as const generics.
+        /// The entry points of each family (see [`gemm_entry_points`]).
         #[cfg(target_arch = "nvptx64")]
         mod entry_points {
-            $(
-                #[allow(non_snake_case)]
-                mod $name {
-                    const THREADS: u32 = super::super::GemmKernel {
-                        name: "",
-                        style: super::super::GemmStyle::$style { $($param: $value),* },
-                        tile: super::super::GemmTile {
-                            warps_m: $wm, warps_n: $wn, thread_m: $tm, thread_n: $tn,
-                        },
-                        entry_aligned: "",
-                        entry_any: "",
-                    }
-                    .threads();
-                    crate::max_threads!(aligned, THREADS);
-                    crate::max_threads!(any, THREADS);
+            $(gemm_entry_points!($style $name { $($param: $value),* } ($tm, $tn, $wm, $wn) $body);)*
+        }
+    };
+}
 
-                    /// GEMM kernel, 16-byte copies (see [`super::super::GEMM_KERNELS`]).
-                    ///
-                    /// # Safety
-                    /// The GEMM launch contract (module docs), with `k % 4 == 0` and
-                    /// `n % 4 == 0`, every buffer 16-byte aligned.
-                    #[unsafe(export_name = concat!(stringify!($name), "_a16"))]
-                    pub unsafe extern "ptx-kernel" fn aligned(
-                        a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32,
-                    ) {
-                        // SAFETY: forwarded launch contract.
-                        unsafe {
-                            super::super::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)* 16>(
-                                a, b, c, m, n, k,
-                            )
-                        }
-                    }
+/// A family's entry-point names: `NAME_a16` and `NAME_a4` for the copy styles, `NAME` alone
+/// for tensor copies.
+macro_rules! gemm_entry_names {
+    (Tma $name:ident) => {
+        (stringify!($name), None::<&str>)
+    };
+    ($style:ident $name:ident) => {
+        (
+            concat!(stringify!($name), "_a16"),
+            Some(concat!(stringify!($name), "_a4")),
+        )
+    };
+}
 
-                    /// GEMM kernel, 4-byte copies: any size.
-                    ///
-                    /// # Safety
-                    /// The GEMM launch contract (module docs).
-                    #[unsafe(export_name = concat!(stringify!($name), "_a4"))]
-                    pub unsafe extern "ptx-kernel" fn any(
-                        a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32,
-                    ) {
-                        // SAFETY: forwarded launch contract.
-                        unsafe {
-                            super::super::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)* 4>(
-                                a, b, c, m, n, k,
-                            )
-                        }
-                    }
+/// A family's entry points, each calling its style's body with the tile, the style's
+/// parameters in table order (and, for the copy styles, the copy size) as const generics:
+/// `NAME_a16` (16-byte copies) and `NAME_a4` (4-byte copies), or for tensor copies (sm_90)
+/// `NAME`, which takes tensor maps of A and B.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! gemm_entry_points {
+    (@threads $style:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal)) => {
+        crate::workloads::gemm::GemmKernel {
+            name: "",
+            style: crate::workloads::gemm::GemmStyle::$style { $($param: $value),* },
+            tile: crate::workloads::gemm::GemmTile {
+                warps_m: $wm, warps_n: $wn, thread_m: $tm, thread_n: $tn,
+            },
+            entry_aligned: "",
+            entry_any: None,
+        }
+        .threads()
+    };
+    (Tma $name:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal) $body:ident) => {
+        #[cfg(target_feature = "sm_90")]
+        #[allow(non_snake_case)]
+        mod $name {
+            use crate::tensor_map::TensorMap;
+            const THREADS: u32 = gemm_entry_points!(
+                @threads Tma { $($param: $value),* } ($tm, $tn, $wm, $wn)
+            );
+            crate::max_threads!(entry, THREADS);
+
+            /// GEMM kernel, tensor copies (see [`super::super::GEMM_KERNELS`]).
+            ///
+            /// # Safety
+            /// The GEMM launch contract (module docs) with `k % 4 == 0` and `n % 4 == 0`, and
+            /// `a`, `b` tensor maps of A (`k x m`, innermost first) and B (`n x k`) with the
+            /// family's `a_box` / `b_box`, zero fill, no swizzle.
+            #[unsafe(export_name = stringify!($name))]
+            pub unsafe extern "ptx-kernel" fn entry(
+                a: TensorMap, b: TensorMap, c: *mut f32, m: u32, n: u32, k: u32,
+            ) {
+                let a = crate::tensor_map_param!(entry, 0, a);
+                let b = crate::tensor_map_param!(entry, 1, b);
+                // SAFETY: forwarded launch contract.
+                unsafe {
+                    super::super::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)*>(
+                        a, b, c, m, n, k,
+                    )
                 }
-            )*
+            }
+        }
+    };
+    ($style:ident $name:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal) $body:ident) => {
+        #[allow(non_snake_case)]
+        mod $name {
+            const THREADS: u32 = gemm_entry_points!(
+                @threads $style { $($param: $value),* } ($tm, $tn, $wm, $wn)
+            );
+            crate::max_threads!(aligned, THREADS);
+            crate::max_threads!(any, THREADS);
+
+            /// GEMM kernel, 16-byte copies (see [`super::super::GEMM_KERNELS`]).
+            ///
+            /// # Safety
+            /// The GEMM launch contract (module docs), with `k % 4 == 0` and
+            /// `n % 4 == 0`, every buffer 16-byte aligned.
+            #[unsafe(export_name = concat!(stringify!($name), "_a16"))]
+            pub unsafe extern "ptx-kernel" fn aligned(
+                a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32,
+            ) {
+                // SAFETY: forwarded launch contract.
+                unsafe {
+                    super::super::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)* 16>(
+                        a, b, c, m, n, k,
+                    )
+                }
+            }
+
+            /// GEMM kernel, 4-byte copies: any size.
+            ///
+            /// # Safety
+            /// The GEMM launch contract (module docs).
+            #[unsafe(export_name = concat!(stringify!($name), "_a4"))]
+            pub unsafe extern "ptx-kernel" fn any(
+                a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32,
+            ) {
+                // SAFETY: forwarded launch contract.
+                unsafe {
+                    super::super::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)* 4>(
+                        a, b, c, m, n, k,
+                    )
+                }
+            }
         }
     };
 }
@@ -130,6 +188,9 @@ gemm_kernels! {
     gemm_warp_specialized_5_1p => WarpSpecialized { stages: 5, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
     gemm_warp_specialized_4_2p => WarpSpecialized { stages: 4, producer_warps: 2 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
     gemm_thread_pipeline_4_64x64 => ThreadPipeline { stages: 4 } tile (2 x 2 warps of 8 x 4) by thread_pipeline,
+    gemm_tma_2 => Tma { stages: 2 } tile (2 x 2 warps of 16 x 8) by tma,
+    gemm_tma_3 => Tma { stages: 3 } tile (2 x 2 warps of 16 x 8) by tma,
+    gemm_tma_4 => Tma { stages: 4 } tile (2 x 2 warps of 16 x 8) by tma,
 }
 
 #[cfg(test)]
@@ -156,9 +217,14 @@ mod tests {
             (64, 64, 128)
         );
         assert_eq!(wide.grid(4095, 4097), (17, 32));
-        assert_eq!(k.entry_for(4096, 4096), "gemm_thread_pipeline_4_a16");
-        assert_eq!(k.entry_for(4097, 4096), "gemm_thread_pipeline_4_a4");
-        assert_eq!(k.entry_for(4096, 1023), "gemm_thread_pipeline_4_a4");
+        assert_eq!(k.entry_for(4096, 4096), Some("gemm_thread_pipeline_4_a16"));
+        assert_eq!(k.entry_for(4097, 4096), Some("gemm_thread_pipeline_4_a4"));
+        assert_eq!(k.entry_for(4096, 1023), Some("gemm_thread_pipeline_4_a4"));
+        let tma = find("gemm_tma_3").unwrap();
+        assert_eq!(tma.entry_for(4096, 4096), Some("gemm_tma_3"));
+        assert_eq!(tma.entry_for(4096, 1023), None);
+        assert_eq!((tma.a_box(), tma.b_box()), ((8, 128), (128, 8)));
+        assert_eq!(tma.layout().bytes, 3 * 8192 + 3 * 16);
     }
 
     #[test]

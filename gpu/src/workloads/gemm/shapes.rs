@@ -88,6 +88,15 @@ pub enum GemmStyle {
         /// Warps that copy (after the compute warps).
         producer_warps: u32,
     },
+    /// Hopper's copy engine (sm_90, TMA): one elected thread loads each k-tile's A and B
+    /// boxes through 2-D tensor maps (the copy engine zero-fills what hangs over the edges)
+    /// into a [`BulkPipeline`](crate::pipeline::BulkPipeline) of `stages` buffers, the
+    /// bytes completing the stage; every thread computes; mbarriers only. The maps need rows
+    /// 16-byte aligned: `K` and `N` multiples of 4.
+    Tma {
+        /// Buffers in the ring.
+        stages: u32,
+    },
 }
 
 impl GemmStyle {
@@ -97,7 +106,8 @@ impl GemmStyle {
             GemmStyle::Sync => 2,
             GemmStyle::ThreadPipeline { stages }
             | GemmStyle::BlockPipeline { stages }
-            | GemmStyle::WarpSpecialized { stages, .. } => stages,
+            | GemmStyle::WarpSpecialized { stages, .. }
+            | GemmStyle::Tma { stages } => stages,
         }
     }
 
@@ -105,8 +115,15 @@ impl GemmStyle {
     pub const fn has_stage_barriers(self) -> bool {
         matches!(
             self,
-            GemmStyle::BlockPipeline { .. } | GemmStyle::WarpSpecialized { .. }
+            GemmStyle::BlockPipeline { .. }
+                | GemmStyle::WarpSpecialized { .. }
+                | GemmStyle::Tma { .. }
         )
+    }
+
+    /// Whether the style needs sm_90 (tensor copies): absent from the sm_80 PTX.
+    pub const fn needs_sm90(self) -> bool {
+        matches!(self, GemmStyle::Tma { .. })
     }
 
     /// Warps that only copy.
@@ -124,6 +141,7 @@ impl GemmStyle {
             GemmStyle::ThreadPipeline { .. } => "thread_pipeline",
             GemmStyle::BlockPipeline { .. } => "block_pipeline",
             GemmStyle::WarpSpecialized { .. } => "warp_specialized",
+            GemmStyle::Tma { .. } => "tma",
         }
     }
 
@@ -140,13 +158,16 @@ impl GemmStyle {
             GemmStyle::WarpSpecialized { .. } => {
                 "producer warps copy, compute warps multiply, through a BlockPipeline"
             }
+            GemmStyle::Tma { .. } => {
+                "sm_90 TMA: one thread loads 2-D tensor-map boxes into a BulkPipeline, all compute"
+            }
         }
     }
 }
 
 /// One GEMM kernel family: a style and a tile, built twice — with 16-byte copies for
 /// operands whose rows are 16-byte aligned (K and N multiples of 4), and with 4-byte copies
-/// for any size.
+/// for any size — except the tensor-copy style, whose one entry point needs aligned rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmKernel {
     /// The family's name.
@@ -155,10 +176,13 @@ pub struct GemmKernel {
     pub style: GemmStyle,
     /// How it cuts C.
     pub tile: GemmTile,
-    /// Entry point with 16-byte `cp.async.cg` copies (`K % 4 == 0 && N % 4 == 0`).
+    /// Entry point for rows 16-byte aligned (`K % 4 == 0 && N % 4 == 0`): 16-byte
+    /// `cp.async.cg` copies, or tensor copies. Parameters `(a, b, c, m, n, k)`; the tensor-copy
+    /// style takes tensor maps of A and B instead of `a` and `b` ([`GemmKernel::a_box`],
+    /// [`GemmKernel::b_box`]).
     pub entry_aligned: &'static str,
-    /// Entry point with 4-byte copies: any `M, N, K`.
-    pub entry_any: &'static str,
+    /// Entry point with 4-byte copies, for any `M, N, K` (none for tensor copies).
+    pub entry_any: Option<&'static str>,
 }
 
 impl GemmKernel {
@@ -181,14 +205,24 @@ impl GemmKernel {
         (n.div_ceil(self.tile.bn()), m.div_ceil(self.tile.bm()))
     }
 
-    /// The entry point for `n` columns of B and `k` columns of A: 16-byte copies when every
-    /// row of both starts 16-byte aligned.
-    pub const fn entry_for(&self, n: u32, k: u32) -> &'static str {
+    /// The entry point for `n` columns of B and `k` columns of A: the aligned one when every
+    /// row of both starts 16-byte aligned; `None` when the family has none for these sizes.
+    pub const fn entry_for(&self, n: u32, k: u32) -> Option<&'static str> {
         if n.is_multiple_of(4) && k.is_multiple_of(4) {
-            self.entry_aligned
+            Some(self.entry_aligned)
         } else {
             self.entry_any
         }
+    }
+
+    /// The box of A one tensor copy loads: `(BK, bm)` (columns, rows) of the `m x k` matrix.
+    pub const fn a_box(&self) -> (u32, u32) {
+        (BK, self.tile.bm())
+    }
+
+    /// The box of B one tensor copy loads: `(bn, BK)` (columns, rows) of the `k x n` matrix.
+    pub const fn b_box(&self) -> (u32, u32) {
+        (self.tile.bn(), BK)
     }
 }
 
