@@ -40,6 +40,15 @@ fn study_kernels(
         .filter(move |k| k.style == style)
 }
 
+/// The study kernels an arch's PTX holds (the tensor style is sm_90 only).
+fn study_kernels_of(
+    arch: Arch,
+) -> impl Iterator<Item = &'static gpu::workloads::study::StudyKernel> {
+    gpu::workloads::study::STUDY_KERNELS
+        .iter()
+        .filter(move |k| arch == Arch::Sm90 || !k.style.needs_sm90())
+}
+
 fn sass_ops(k: &KernelView) -> Vec<String> {
     k.sass
         .as_ref()
@@ -135,7 +144,7 @@ fn no_kernel_spills_or_needs_a_stack() {
 fn study_kernels_cannot_trap() {
     // Bounds checks and the pipelines' misuse checks must fold away in the study's loops.
     for arch in Arch::ALL {
-        for k in gpu::workloads::study::STUDY_KERNELS {
+        for k in study_kernels_of(arch) {
             let view = kernel(arch, k.name);
             assert!(!view.has_ptx("trap"), "{} ({arch}) can trap", k.name);
             assert!(!has_sass(view, "BPT"), "{} ({arch}) can trap", k.name);
@@ -146,7 +155,7 @@ fn study_kernels_cannot_trap() {
 #[test]
 fn study_kernels_use_only_the_dynamic_shared_memory_they_register() {
     for arch in Arch::ALL {
-        for k in gpu::workloads::study::STUDY_KERNELS {
+        for k in study_kernels_of(arch) {
             let r = kernel(arch, k.name).resources.as_ref().expect("resources");
             assert_eq!(
                 r.shared_bytes, 0,
@@ -814,5 +823,37 @@ fn the_tma_gemm_loads_tiles_with_tensor_copies() {
         assert!(ffma > 0 && ffma % per_tile == 0, "{entry}: {ffma} FFMA");
         let resources = view.resources.as_ref().expect("ptxas report");
         assert_eq!(resources.stack_frame_bytes, 0, "{entry}");
+    }
+}
+
+/// The study's tensor style (sm_90 only): per stage one tensor copy of A's box and one bulk
+/// copy of B's rows, no `cp.async`, the map read in place.
+#[test]
+fn the_study_tensor_style_uses_the_copy_engine() {
+    use gpu::workloads::study::Style;
+    let kernels: Vec<_> = study_kernels(Style::Tensor).collect();
+    assert!(!kernels.is_empty());
+    for k in kernels {
+        assert!(
+            !inspection(Arch::Sm80).kernels.contains_key(k.name),
+            "{}",
+            k.name
+        );
+        let view = kernel(Arch::Sm90, k.name);
+        let sass = sass_ops(view);
+        assert!(
+            sass.iter().any(|o| o == "UTMALDG.2D"),
+            "{}: {sass:?}",
+            k.name
+        );
+        assert!(
+            sass.iter().any(|o| o.starts_with("UBLKCP.S.G")),
+            "{}",
+            k.name
+        );
+        assert!(!sass.iter().any(|o| o.starts_with("LDGSTS")), "{}", k.name);
+        assert!(view.has_ptx("cvta.param"), "{}", k.name);
+        let resources = view.resources.as_ref().expect("ptxas report");
+        assert_eq!(resources.stack_frame_bytes, 0, "{}", k.name);
     }
 }

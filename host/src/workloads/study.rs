@@ -4,9 +4,11 @@
 use crate::check::{self, CheckReport, POISON, Tolerance};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use crate::gpu::{Gpu, KernelArg, LaunchConfig};
-use anyhow::Result;
+use crate::tensor_map::{ElementType, TensorMapBuilder};
+use anyhow::{Result, ensure};
 use cudarc::driver::CudaSlice;
-use gpu::workloads::study::{M, MAX_K, N, STUDY_KERNELS, StudyKernel, Style};
+use gpu::workloads::study::{M, MAX_K, N, STUDY_KERNELS, StudyKernel, Style, TENSOR_STEPS};
+use ptx_builder::Arch;
 use std::fmt;
 
 /// The study workload.
@@ -37,6 +39,13 @@ impl Experiment for StudyKernel {
     }
     fn summary(&self) -> &'static str {
         self.style.summary()
+    }
+    fn archs(&self) -> &'static [Arch] {
+        if self.style.needs_sm90() {
+            &[Arch::Sm90]
+        } else {
+            &Arch::ALL
+        }
     }
     fn counterpart(&self) -> Option<&'static dyn Experiment> {
         let raw = self.style.raw_counterpart()?;
@@ -102,10 +111,11 @@ impl Workload for Study {
     }
     fn test_cases(&self) -> Vec<(Values, K)> {
         // 777: not a power of two, not a multiple of any stage count; 4096: a power of two.
-        // Exact: 1-5 steps (fewer than the stages), and past 2^16.
+        // Exact: 1-5 steps (fewer than the stages), and past 2^16; multiples of 4 for the
+        // tensor style (unavailable at the others): one stage of 4 steps, and past 2^16.
         [(Values::Random, 777), (Values::Random, 4096)]
             .into_iter()
-            .chain([1, 2, 3, 5, 65539].map(|k| (Values::SmallIntegers, k)))
+            .chain([1, 2, 3, 4, 5, 65539, 65540].map(|k| (Values::SmallIntegers, k)))
             .map(|(values, k)| (values, K(k)))
             .collect()
     }
@@ -185,15 +195,33 @@ impl StudyProblem {
     /// Queues `kernel` with an explicit geometry (the GPU tests use it to provoke a refused
     /// launch).
     pub fn launch_with(&self, gpu: &Gpu, kernel: &StudyKernel, config: LaunchConfig) -> Result<()> {
+        let a = gpu.address(&self.a);
+        let a = if kernel.style == Style::Tensor {
+            ensure!(
+                self.k.is_multiple_of(TENSOR_STEPS),
+                "{} needs K to be a multiple of {TENSOR_STEPS} (K = {})",
+                kernel.name,
+                self.k
+            );
+            // A is K floats wide, 32 rows tall; a box is 4 steps of all 32 rows.
+            let map = TensorMapBuilder::new(ElementType::F32, a, &[self.k as u64, M as u64])
+                .box_dims(&[TENSOR_STEPS, M])
+                .encode()?;
+            KernelArg::TensorMap(map)
+        } else {
+            KernelArg::Ptr(a)
+        };
         let args = [
-            KernelArg::Ptr(gpu.address(&self.a)),
+            a,
             KernelArg::Ptr(gpu.address(&self.b)),
             KernelArg::Ptr(gpu.address(&self.c)),
             KernelArg::U32(self.k),
         ];
         // SAFETY: study kernels take (a: *const f32, b: *const f32, c: *mut f32, k: u32) and
         // read 32*k, k*32 and write 32*32 floats, which the buffers hold (16-byte aligned,
-        // as every driver allocation is); 1 <= k <= MAX_K (parse_size). A geometry other than
+        // as every driver allocation is); 1 <= k <= MAX_K (parse_size); the tensor style
+        // takes a map of A (its box as the kernel expects) and k % 4 == 0 (checked above),
+        // sm_90 kernels only on the sm_90 PTX (unavailable otherwise). A geometry other than
         // `launch_config`'s is for refused launches only.
         unsafe { gpu.launch(kernel.name, config, &args)? };
         Ok(())
@@ -201,6 +229,12 @@ impl StudyProblem {
 }
 
 impl Problem<StudyKernel> for StudyProblem {
+    fn unavailable(&self, kernel: &StudyKernel) -> Option<String> {
+        (kernel.style == Style::Tensor && !self.k.is_multiple_of(TENSOR_STEPS)).then(|| {
+            format!("tensor-map rows must be 16-byte aligned: K a multiple of {TENSOR_STEPS}")
+        })
+    }
+
     fn poison(&mut self, gpu: &Gpu, _: &StudyKernel) -> Result<()> {
         Ok(gpu.fill_words(&mut self.c, POISON.to_bits(), "C")?)
     }

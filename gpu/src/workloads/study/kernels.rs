@@ -18,6 +18,8 @@
 //!
 //! The kernels are one warp (two for [`warp_specialized`]): a thread's row of C is its lane.
 
+#[cfg(target_feature = "sm_90")]
+use super::shapes::TENSOR_STEPS;
 use super::shapes::{M, N, Style, WARP_SIZE, shared_layout};
 use crate::barrier::Barrier;
 use crate::layout::{Mbarrier, PipelineSharedState};
@@ -28,6 +30,12 @@ use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
 use crate::pipeline_state::PipelineState;
 use crate::ptx;
 use crate::shared::Shared;
+#[cfg(target_feature = "sm_90")]
+use crate::{
+    memcpy_async::{memcpy_async_bulk, memcpy_async_tensor},
+    pipeline::BulkPipeline,
+    tensor_map::TensorMapRef,
+};
 
 /// The operands as one thread sees them.
 #[derive(Clone, Copy)]
@@ -554,4 +562,84 @@ pub unsafe fn warp_specialized<const STAGES: usize>(
         // SAFETY: launch contract.
         unsafe { store_row(c, warp.lane(), &acc) };
     }
+}
+
+/// [`Style::Tensor`] (sm_90): the copy engine brings [`TENSOR_STEPS`] steps per stage — A's
+/// `32 x 4` box (rows of 4 floats: a tensor copy, since A's columns are strided) and B's 4
+/// rows (512 contiguous bytes: a 1-D bulk copy) — both completing the stage's `full` phase
+/// on their bytes. One elected lane issues every copy; every lane reads a stage's operands
+/// (one `LDS.128` of A, 32 of B), releases it, lets the elected lane refill it, then does the
+/// 128 FMAs.
+///
+/// # Safety
+/// The study's launch contract (module docs) with `k % 4 == 0` and `a` a tensor map of A
+/// (dimensions `(k, 32)`, box `(4, 32)`).
+#[cfg(target_feature = "sm_90")]
+pub unsafe fn tensor<const STAGES: usize>(a: TensorMapRef, b: *const f32, c: *mut f32, k: u32) {
+    const STEPS: usize = TENSOR_STEPS as usize;
+    const A_BOX: AlignedSize<16> = AlignedSize::of(M * TENSOR_STEPS * 4);
+    const B_ROWS: AlignedSize<16> = AlignedSize::of(TENSOR_STEPS * N * 4);
+    let layout = shared_layout(Style::Tensor, STAGES as u32);
+    let groups = k / TENSOR_STEPS;
+    let lane = ptx::thread_idx_x();
+    // SAFETY: every thread calls it; one lane produces, every lane consumes, every stage.
+    let mut pipeline = unsafe { BulkPipeline::<STAGES>::init(layout.barriers(), WARP_SIZE) };
+    let (mut producer, mut consumer) = pipeline.split();
+    let producing = ptx::elect_one();
+    if producing {
+        ptx::prefetch_tensormap(a);
+    }
+    let mut produce = |group: u32| {
+        if !producing {
+            return;
+        }
+        let stage = producer.producer_acquire();
+        if group < groups {
+            let buffer = layout.stage::<f32>(stage.index());
+            let step = group * TENSOR_STEPS;
+            // SAFETY: the stage is free (acquired) and holds A's box then B's rows; the map
+            // describes A with this box, and B has rows `step..step + 4` (k % 4 == 0); the
+            // full phase expects this lane's commit below.
+            unsafe {
+                memcpy_async_tensor(buffer, a, [step as i32, 0], A_BOX, &stage);
+                let rows = b.wrapping_add((step * N) as usize);
+                memcpy_async_bulk(buffer.add(M * TENSOR_STEPS), rows, B_ROWS, &stage);
+            }
+        }
+        stage.producer_commit();
+    };
+    for group in 0..STAGES as u32 {
+        produce(group);
+    }
+    let mut acc = [0.0; N as usize];
+    for group in 0..groups {
+        let ready = consumer.consumer_wait();
+        let buffer = layout.stage::<f32>(ready.index());
+        // SAFETY: the stage's phase completed: both copies landed. A's box is row-major
+        // (row `lane` holds its 4 steps, 16-byte aligned), B's 4 rows follow it.
+        let (a_quad, b_rows) = unsafe {
+            let a_quad = buffer.add(lane * TENSOR_STEPS).cast::<[f32; 4]>().read();
+            let mut b_rows = [[[0.0f32; 4]; N as usize / 4]; STEPS];
+            for (s, row) in (0..).zip(b_rows.iter_mut()) {
+                for (quad, b) in (0..).zip(row.iter_mut()) {
+                    let at = M * TENSOR_STEPS + s * N + 4 * quad;
+                    *b = buffer.add(at).cast::<[f32; 4]>().read();
+                }
+            }
+            (a_quad, b_rows)
+        };
+        ready.consumer_release();
+        produce(group + STAGES as u32);
+        for s in 0..STEPS {
+            accumulate(
+                &mut acc,
+                &StepOperands {
+                    a: a_quad[s],
+                    b: b_rows[s],
+                },
+            );
+        }
+    }
+    // SAFETY: launch contract.
+    unsafe { store_row(c, lane, &acc) };
 }

@@ -15,7 +15,8 @@
 //! what the device defines.
 //!
 //! Matrices are row-major `f32`: `A[i][k]` at `a[i * K + k]`, `B[k][j]` at `b[k * 32 + j]`,
-//! `C[i][j]` at `c[i * 32 + j]`. Kernel parameters: `(a, b, c, k)`.
+//! `C[i][j]` at `c[i * 32 + j]`. Kernel parameters: `(a, b, c, k)` (the tensor style, sm_90:
+//! a tensor map of A in place of `a`).
 
 mod shapes;
 pub use shapes::*;
@@ -39,19 +40,46 @@ macro_rules! study_kernels {
         /// The kernels' entry points; each runs its style's body from `kernels`.
         #[cfg(target_arch = "nvptx64")]
         mod entry_points {
-            $(
-                /// Study kernel (see [`super::STUDY_KERNELS`]): `a` is 32xK, `b` is Kx32,
-                /// `c` is 32x32, all row-major f32; one block.
-                ///
-                /// # Safety
-                /// Launched by the host with the geometry [`super::StudyKernel`] gives, on
-                /// valid device buffers of those sizes, `1 <= k <= MAX_K`.
-                #[unsafe(no_mangle)]
-                pub unsafe extern "ptx-kernel" fn $name(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
-                    // SAFETY: forwarded launch contract.
-                    unsafe { super::kernels::$body::<$stages>(a, b, c, k) }
-                }
-            )*
+            $(study_entry_point!($style $name $stages $body);)*
+        }
+    };
+}
+
+/// One study kernel's entry point: `(a, b, c, k)` as pointers, or for the tensor style (sm_90)
+/// with a tensor map of A in place of `a`.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! study_entry_point {
+    (Tensor $name:ident $stages:literal $body:ident) => {
+        /// Study kernel (see [`super::STUDY_KERNELS`]), tensor copies: `a` is a tensor map of
+        /// A (`k x 32`, innermost first, box `4 x 32`, zero fill), `b` is Kx32, `c` 32x32.
+        ///
+        /// # Safety
+        /// Launched by the host with the geometry [`super::StudyKernel`] gives, on valid
+        /// device buffers of those sizes, `1 <= k <= MAX_K`, `k % 4 == 0`.
+        #[cfg(target_feature = "sm_90")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            a: crate::tensor_map::TensorMap,
+            b: *const f32,
+            c: *mut f32,
+            k: u32,
+        ) {
+            let a = crate::tensor_map_param!($name, 0, a);
+            // SAFETY: forwarded launch contract.
+            unsafe { super::kernels::$body::<$stages>(a, b, c, k) }
+        }
+    };
+    ($style:ident $name:ident $stages:literal $body:ident) => {
+        /// Study kernel (see [`super::STUDY_KERNELS`]): `a` is 32xK, `b` is Kx32,
+        /// `c` is 32x32, all row-major f32; one block.
+        ///
+        /// # Safety
+        /// Launched by the host with the geometry [`super::StudyKernel`] gives, on valid
+        /// device buffers of those sizes, `1 <= k <= MAX_K`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
+            // SAFETY: forwarded launch contract.
+            unsafe { super::kernels::$body::<$stages>(a, b, c, k) }
         }
     };
 }
@@ -76,6 +104,9 @@ study_kernels! {
     warp_specialized_2 => WarpSpecialized<2> by warp_specialized,
     warp_specialized_3 => WarpSpecialized<3> by warp_specialized,
     warp_specialized_4 => WarpSpecialized<4> by warp_specialized,
+    tensor_2 => Tensor<2> by tensor,
+    tensor_3 => Tensor<3> by tensor,
+    tensor_4 => Tensor<4> by tensor,
 }
 
 #[cfg(test)]
@@ -102,7 +133,7 @@ mod tests {
             } else {
                 0
             };
-            assert_eq!(layout.bytes, k.stages * STAGE_BYTES + barriers);
+            assert_eq!(layout.bytes, k.stages * k.style.stage_bytes() + barriers);
         }
     }
 

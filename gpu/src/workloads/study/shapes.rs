@@ -11,6 +11,9 @@ pub const N: u32 = 32;
 pub const WARP_SIZE: u32 = 32;
 /// One stage buffer: column k of A (32 floats), then row k of B (32 floats).
 pub const STAGE_BYTES: u32 = (M + N) * 4;
+/// Steps per stage of [`Style::Tensor`]: a tensor copy's box has rows of at least 16 bytes,
+/// so one box of A is 4 of its columns (4 steps), and B comes 4 rows at a time.
+pub const TENSOR_STEPS: u32 = 4;
 /// Largest K a kernel accepts: A and B are then 512 MiB each, and `row * K + k` stays far
 /// from `u32` overflow.
 pub const MAX_K: u32 = 1 << 22;
@@ -36,6 +39,11 @@ pub enum Style {
     /// A producer warp feeds a consumer warp through a
     /// [`BlockPipeline`](crate::pipeline::BlockPipeline).
     WarpSpecialized,
+    /// Hopper's copy engine (sm_90): per stage of [`TENSOR_STEPS`] steps, one elected thread
+    /// loads A's `32 x 4` box with a 2-D tensor copy and B's 4 rows with a 1-D bulk copy into a
+    /// [`BulkPipeline`](crate::pipeline::BulkPipeline); K must be a multiple of 4 (tensor-map
+    /// rows are 16-byte aligned).
+    Tensor,
 }
 
 impl Style {
@@ -54,8 +62,23 @@ impl Style {
             Style::RawMbarrier
             | Style::SplitBarrier
             | Style::BlockPipeline
-            | Style::WarpSpecialized => true,
+            | Style::WarpSpecialized
+            | Style::Tensor => true,
         }
+    }
+
+    /// Bytes of one stage buffer: one step's operands ([`STAGE_BYTES`]), or
+    /// [`TENSOR_STEPS`] steps' for the tensor style (A's box, then B's rows).
+    pub const fn stage_bytes(self) -> u32 {
+        match self {
+            Style::Tensor => TENSOR_STEPS * STAGE_BYTES,
+            _ => STAGE_BYTES,
+        }
+    }
+
+    /// Whether the style needs sm_90 (the copy engine): absent from the sm_80 PTX.
+    pub const fn needs_sm90(self) -> bool {
+        matches!(self, Style::Tensor)
     }
 
     /// Whether the style is hand-written PTX (the yardstick of the library styles).
@@ -70,7 +93,7 @@ impl Style {
             Style::BlockPipeline | Style::SplitBarrier | Style::WarpSpecialized => {
                 Some(Style::RawMbarrier)
             }
-            Style::SyncBaseline | Style::RawAsyncGroup | Style::RawMbarrier => None,
+            Style::SyncBaseline | Style::RawAsyncGroup | Style::RawMbarrier | Style::Tensor => None,
         }
     }
 
@@ -84,6 +107,7 @@ impl Style {
             Style::ThreadPipeline => "thread_pipeline",
             Style::BlockPipeline => "block_pipeline",
             Style::WarpSpecialized => "warp_specialized",
+            Style::Tensor => "tensor",
         }
     }
 
@@ -97,14 +121,17 @@ impl Style {
             Style::ThreadPipeline => "ThreadPipeline (async-groups) + barrier.sync",
             Style::BlockPipeline => "BlockPipeline (mbarriers), all threads produce and consume",
             Style::WarpSpecialized => "producer warp -> consumer warp through a BlockPipeline",
+            Style::Tensor => {
+                "sm_90: one thread, 4 steps per stage: A box by tensor copy, B rows by bulk copy"
+            }
         }
     }
 }
 
-/// A study kernel's dynamic shared memory: `stages` buffers of [`STAGE_BYTES`], then the
-/// `full` / `empty` mbarriers for styles that have them.
+/// A study kernel's dynamic shared memory: `stages` buffers of [`Style::stage_bytes`], then
+/// the `full` / `empty` mbarriers for styles that have them.
 pub const fn shared_layout(style: Style, stages: u32) -> StagedLayout {
-    StagedLayout::new(STAGE_BYTES, stages, style.has_stage_barriers())
+    StagedLayout::new(style.stage_bytes(), stages, style.has_stage_barriers())
 }
 
 /// One study kernel: its entry-point name, style and pipeline depth.
