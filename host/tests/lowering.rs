@@ -465,6 +465,7 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
         ("barrier_sync", "barrier.sync", BOTH),
         ("barrier_sync_threads", "barrier.sync", BOTH),
         ("shfl_sync_idx", "shfl.sync.idx", BOTH),
+        ("syncwarp", "bar.warp.sync", SM90),
         (
             "cp_async_bulk_global_to_shared",
             "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",

@@ -3,8 +3,7 @@
 //! No other fence is needed by this crate's copies: `cp.async` writes through the generic
 //! proxy, `mbarrier.arrive` has release and `mbarrier.test_wait` / `try_wait` acquire
 //! semantics at CTA scope, and `barrier.sync` orders shared memory among the threads it joins.
-//! (Only the bulk/tensor copies of sm_90, which this crate does not use, need
-//! `fence.proxy.async`.)
+//! (Only the copy engine's bulk/tensor copies of sm_90 need `fence.proxy.async`; see `bulk`.)
 
 use core::arch::asm;
 
@@ -41,6 +40,15 @@ pub fn barrier_sync_threads<const ID: u32>(threads: u32) {
             options(nostack, preserves_flags)
         )
     }
+}
+
+/// `bar.warp.sync 0xffffffff;` — waits until all 32 lanes of the warp reach it
+/// (`__syncwarp()`): reconverges a warp after one lane ran alone (an elected lane issuing a
+/// copy), so the warp's next work runs once for all lanes instead of once per diverged path.
+#[inline(always)]
+pub fn syncwarp() {
+    // SAFETY: a warp barrier has no memory-safety preconditions; all 32 lanes must reach it.
+    unsafe { asm!("bar.warp.sync 0xffffffff;", options(nostack, preserves_flags)) }
 }
 
 /// `shfl.sync.idx.b32 d, value, lane, 0x1f, 0xffffffff;` — every lane of the warp gets

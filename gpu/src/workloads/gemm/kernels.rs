@@ -590,8 +590,8 @@ pub unsafe fn warp_specialized<
 /// (A's `bm x BK` box and B's `BK x bn` box, zero-filled past the matrix by the copy engine)
 /// into a `BulkPipeline` stage, whose `full` phase completes on their bytes; every thread
 /// waits for the stage, multiplies, and releases it; the elected thread then refills the
-/// stage released a k-tile earlier. No block-wide barrier, no copy instruction in the other
-/// threads.
+/// stage released a k-tile earlier, and `__syncwarp` reconverges its warp. No block-wide
+/// barrier, no copy instruction in the other threads.
 ///
 /// # Safety
 /// The GEMM launch contract (module docs) with `k % 4 == 0`, `n % 4 == 0`, and `a`, `b` tensor
@@ -664,6 +664,9 @@ pub unsafe fn tma<
         unsafe { block.multiply(ready.index(), f, &mut acc) };
         ready.consumer_release();
         produce(t + STAGES as u32 - 1);
+        // The elected lane rejoins its warp: left diverged, warp 0 would run the next
+        // multiply twice (once for it, once for the other 31 lanes).
+        ptx::syncwarp();
     }
     // SAFETY: launch contract (n % 4 == 0).
     unsafe { block.store::<16>(f, &acc) };

@@ -630,6 +630,8 @@ pub unsafe fn tensor<const STAGES: usize>(a: TensorMapRef, b: *const f32, c: *mu
         };
         ready.consumer_release();
         produce(group + STAGES as u32);
+        // The elected lane rejoins the warp before the math (else it runs it apart).
+        ptx::syncwarp();
         for s in 0..STEPS {
             accumulate(
                 &mut acc,
