@@ -536,6 +536,8 @@ impl BulkCompletion for Barrier {
 /// barrier, then `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes` (SASS
 /// `UBLKCP.S.G`). The barrier's phase completes when its arrivals are in and the bytes have
 /// landed. One elected thread issues it for the whole buffer ([`crate::ptx::elect_one`]).
+/// `l2`: an L2 policy for the reads of `src` (`.L2::cache_hint`, e.g.
+/// [`crate::ptx::l2_policy_evict_first`] for data read once), or `None`.
 ///
 /// # Safety
 /// 1. `src` holds `size.bytes()` (a non-zero multiple of 16) readable bytes of global memory,
@@ -551,19 +553,30 @@ pub unsafe fn memcpy_async_bulk<T, U, C: BulkCompletion>(
     src: *const U,
     size: AlignedSize<16>,
     completion: &C,
+    l2: Option<ptx::L2Policy>,
 ) {
     let bar = completion.transaction_barrier();
     // SAFETY: forwarded contract: the phase is open and expects these bytes from now on.
     unsafe {
         ptx::mbarrier_expect_tx(bar, size.bytes());
-        ptx::cp_async_bulk_global_to_shared(dst.addr(), src.cast(), size.bytes(), bar);
+        match l2 {
+            None => ptx::cp_async_bulk_global_to_shared(dst.addr(), src.cast(), size.bytes(), bar),
+            Some(policy) => ptx::cp_async_bulk_global_to_shared_l2_hint(
+                dst.addr(),
+                src.cast(),
+                size.bytes(),
+                bar,
+                policy,
+            ),
+        }
     }
 }
 
 /// This thread copies `size` bytes from `src` (shared) to `dst` (global) with one bulk copy
 /// (sm_90: `cp.async.bulk.global.shared::cta.bulk_group`, SASS `UBLKCP.G.S`), in this thread's
 /// current bulk async-group: [`crate::ptx::bulk_commit_group`] closes it and
-/// [`crate::ptx::bulk_wait_group_read`] says when `src` may be written again.
+/// [`crate::ptx::bulk_wait_group_read`] says when `src` may be written again. `l2`: an L2
+/// policy for the writes of `dst` (`.L2::cache_hint`), or `None`.
 ///
 /// # Safety
 /// 1. As [`memcpy_async_bulk`] (1) with the directions swapped; nothing else touches `dst`
@@ -577,9 +590,24 @@ pub unsafe fn memcpy_async_bulk<T, U, C: BulkCompletion>(
 /// 3. `src` is not written until a `bulk_wait_group_read` covering this copy returned.
 #[cfg(target_feature = "sm_90")]
 #[inline(always)]
-pub unsafe fn store_async_bulk<T, U>(dst: *mut U, src: Shared<T>, size: AlignedSize<16>) {
+pub unsafe fn store_async_bulk<T, U>(
+    dst: *mut U,
+    src: Shared<T>,
+    size: AlignedSize<16>,
+    l2: Option<ptx::L2Policy>,
+) {
     // SAFETY: forwarded contract.
-    unsafe { ptx::cp_async_bulk_shared_to_global(dst.cast(), src.addr(), size.bytes()) }
+    unsafe {
+        match l2 {
+            None => ptx::cp_async_bulk_shared_to_global(dst.cast(), src.addr(), size.bytes()),
+            Some(policy) => ptx::cp_async_bulk_shared_to_global_l2_hint(
+                dst.cast(),
+                src.addr(),
+                size.bytes(),
+                policy,
+            ),
+        }
+    }
 }
 
 /// This thread alone copies the box at `coords` of the tensor `map` describes into `dst`

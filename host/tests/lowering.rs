@@ -502,6 +502,21 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
             SM90,
         ),
         ("prefetch_tensormap", "prefetch.tensormap", SM90),
+        (
+            "l2_policy_evict_first",
+            "createpolicy.fractional.L2::evict_first",
+            SM90,
+        ),
+        (
+            "cp_async_bulk_global_to_shared_l2_hint",
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint",
+            SM90,
+        ),
+        (
+            "cp_async_bulk_shared_to_global_l2_hint",
+            "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint",
+            SM90,
+        ),
     ];
     // The wrappers defined in the instruction layer's sources.
     let dir = ptx_builder::workspace_root().join("gpu/src/ptx");

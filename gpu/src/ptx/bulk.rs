@@ -43,6 +43,82 @@ pub unsafe fn cp_async_bulk_global_to_shared(
     }
 }
 
+/// An L2 cache policy for a copy's global accesses: a 64-bit descriptor made by
+/// `createpolicy` ([`l2_policy_evict_first`]), given to a copy's `.L2::cache_hint` operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct L2Policy(u64);
+
+/// `createpolicy.fractional.L2::evict_first.b64 policy, 1.0;` — a policy under which the lines
+/// a copy touches are the first L2 evicts: data read or written once (a stream) then does not
+/// push out data that is reused.
+#[inline(always)]
+#[must_use]
+pub fn l2_policy_evict_first() -> L2Policy {
+    let policy: u64;
+    // SAFETY: computes a descriptor in a register; touches no memory.
+    unsafe {
+        asm!(
+            "createpolicy.fractional.L2::evict_first.b64 {p}, 1.0;",
+            p = out(reg64) policy,
+            options(pure, nomem, nostack, preserves_flags)
+        )
+    }
+    L2Policy(policy)
+}
+
+/// [`cp_async_bulk_global_to_shared`] with an L2 policy for the reads of `src`:
+/// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [dst],
+/// [src], bytes, [bar], policy;`.
+///
+/// # Safety
+/// As [`cp_async_bulk_global_to_shared`].
+#[inline(always)]
+pub unsafe fn cp_async_bulk_global_to_shared_l2_hint(
+    dst: u32,
+    src: *const u8,
+    bytes: u32,
+    bar: Shared<Mbarrier>,
+    policy: L2Policy,
+) {
+    // SAFETY: the caller upholds the contract of `cp_async_bulk_global_to_shared`.
+    unsafe {
+        asm!(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [{dst}], [{src}], {bytes}, [{bar}], {policy};",
+            dst = in(reg32) dst,
+            src = in(reg64) src,
+            bytes = in(reg32) bytes,
+            bar = in(reg32) bar.addr(),
+            policy = in(reg64) policy.0,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+/// [`cp_async_bulk_shared_to_global`] with an L2 policy for the writes of `dst`:
+/// `cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [dst], [src], bytes, policy;`.
+///
+/// # Safety
+/// As [`cp_async_bulk_shared_to_global`].
+#[inline(always)]
+pub unsafe fn cp_async_bulk_shared_to_global_l2_hint(
+    dst: *mut u8,
+    src: u32,
+    bytes: u32,
+    policy: L2Policy,
+) {
+    // SAFETY: the caller upholds the contract of `cp_async_bulk_shared_to_global`.
+    unsafe {
+        asm!(
+            "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [{dst}], [{src}], {bytes}, {policy};",
+            dst = in(reg64) dst,
+            src = in(reg32) src,
+            bytes = in(reg32) bytes,
+            policy = in(reg64) policy.0,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
 /// `cp.async.bulk.global.shared::cta.bulk_group [dst], [src], bytes;` — the copy engine copies
 /// `bytes` from shared `src` to global `dst`, tracked by this thread's bulk async-groups
 /// ([`bulk_commit_group`], [`bulk_wait_group_read`]).

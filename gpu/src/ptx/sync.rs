@@ -48,7 +48,12 @@ pub fn barrier_sync_threads<const ID: u32>(threads: u32) {
 #[inline(always)]
 pub fn syncwarp() {
     // SAFETY: a warp barrier has no memory-safety preconditions; all 32 lanes must reach it.
-    unsafe { asm!("bar.warp.sync 0xffffffff;", options(nostack, preserves_flags)) }
+    unsafe {
+        asm!(
+            "bar.warp.sync 0xffffffff;",
+            options(nostack, preserves_flags)
+        )
+    }
 }
 
 /// `shfl.sync.idx.b32 d, value, lane, 0x1f, 0xffffffff;` — every lane of the warp gets

@@ -136,6 +136,8 @@ struct BulkTiles {
     y: *mut f32,
     n: u32,
     tile: u32,
+    /// The L2 policy of every copy, if any.
+    l2: Option<ptx::L2Policy>,
 }
 
 #[cfg(target_feature = "sm_90")]
@@ -162,13 +164,13 @@ impl EngineTiles for BulkTiles {
     unsafe fn load<C: BulkCompletion>(&self, t: u32, dst: Shared<f32>, stage: &C) {
         let (base, size) = self.span(t);
         // SAFETY: `size` bytes of x exist from `base` (t < count); the caller's stage contract.
-        unsafe { memcpy_async_bulk(dst, self.x.wrapping_add(base), size, stage) }
+        unsafe { memcpy_async_bulk(dst, self.x.wrapping_add(base), size, stage, self.l2) }
     }
     #[inline(always)]
     unsafe fn store(&self, t: u32, src: Shared<f32>) {
         let (base, size) = self.span(t);
         // SAFETY: y has `size` bytes from `base`; the caller's source contract.
-        unsafe { store_async_bulk(self.y.wrapping_add(base), src, size) }
+        unsafe { store_async_bulk(self.y.wrapping_add(base), src, size, self.l2) }
     }
 }
 
@@ -266,7 +268,11 @@ macro_rules! bulk_entry_points {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(x: *const f32, y: *mut f32, n: u32) {
             const KERNEL: StreamKernel = super::$kernel;
-            let tiles = BulkTiles { x, y, n, tile: KERNEL.tile_floats() };
+            let l2 = match KERNEL.style {
+                super::StreamStyle::Bulk { evict_first: true, .. } => Some(ptx::l2_policy_evict_first()),
+                _ => None,
+            };
+            let tiles = BulkTiles { x, y, n, tile: KERNEL.tile_floats(), l2 };
             // SAFETY: forwarded.
             unsafe { stream_engine::<{ KERNEL.style.stages() as usize }>(&KERNEL, &tiles) }
         }
@@ -278,6 +284,7 @@ bulk_entry_points! {
     stream_bulk_4 = STREAM_BULK_4,
     stream_bulk_3_64k = STREAM_BULK_3_64K,
     stream_bulk_4_24k = STREAM_BULK_4_24K,
+    stream_bulk_3_64k_evict_first = STREAM_BULK_3_64K_EVICT_FIRST,
 }
 
 /// One entry point per tensor kernel of the table: [`stream_engine`] over [`TensorTiles`].

@@ -27,6 +27,9 @@ pub enum StreamStyle {
     Bulk {
         /// Stages in the ring.
         stages: u32,
+        /// Whether the copies ask L2 to evict their lines first (`createpolicy
+        /// .L2::evict_first` on the loads and the stores: every byte is touched once).
+        evict_first: bool,
     },
     /// The copy engine's tensor copies (sm_90, TMA): as `Bulk`, but each tile is a 2-D box of
     /// a [`TensorView`] of the arrays, the last one zero-filled past the end by the copy
@@ -43,7 +46,7 @@ impl StreamStyle {
         match self {
             StreamStyle::Plain => 0,
             StreamStyle::ThreadPipeline { stages }
-            | StreamStyle::Bulk { stages }
+            | StreamStyle::Bulk { stages, .. }
             | StreamStyle::Tensor { stages } => stages,
         }
     }
@@ -53,7 +56,12 @@ impl StreamStyle {
         match self {
             StreamStyle::Plain => "plain",
             StreamStyle::ThreadPipeline { .. } => "thread_pipeline",
-            StreamStyle::Bulk { .. } => "bulk",
+            StreamStyle::Bulk {
+                evict_first: false, ..
+            } => "bulk",
+            StreamStyle::Bulk {
+                evict_first: true, ..
+            } => "bulk_evict_first",
             StreamStyle::Tensor { .. } => "tensor",
         }
     }
@@ -65,9 +73,12 @@ impl StreamStyle {
             StreamStyle::ThreadPipeline { .. } => {
                 "cp.async 16 B tiles through a ThreadPipeline, then LDS.128 -> STG.128"
             }
-            StreamStyle::Bulk { .. } => {
-                "sm_90 copy engine: cp.async.bulk in (BulkPipeline) and out, one thread per block"
-            }
+            StreamStyle::Bulk {
+                evict_first: false, ..
+            } => "sm_90 copy engine: cp.async.bulk in (BulkPipeline) and out, one thread per block",
+            StreamStyle::Bulk {
+                evict_first: true, ..
+            } => "as bulk, every copy with an L2 evict_first policy (.L2::cache_hint)",
             StreamStyle::Tensor { .. } => {
                 "sm_90 TMA: 2-D cp.async.bulk.tensor boxes in (BulkPipeline) and out, one thread"
             }
@@ -136,7 +147,10 @@ pub const STREAM_THREAD_PIPELINE_4: StreamKernel = StreamKernel {
 /// `stream_bulk_3`: bulk copies, three 32 KiB stages, 2 one-warp blocks per SM.
 pub const STREAM_BULK_3: StreamKernel = StreamKernel {
     name: "stream_bulk_3",
-    style: StreamStyle::Bulk { stages: 3 },
+    style: StreamStyle::Bulk {
+        stages: 3,
+        evict_first: false,
+    },
     threads: 32,
     blocks_per_sm: 2,
     tile_bytes: BULK_TILE_BYTES,
@@ -145,7 +159,10 @@ pub const STREAM_BULK_3: StreamKernel = StreamKernel {
 /// `stream_bulk_4`: bulk copies, four 32 KiB stages, 1 one-warp block per SM.
 pub const STREAM_BULK_4: StreamKernel = StreamKernel {
     name: "stream_bulk_4",
-    style: StreamStyle::Bulk { stages: 4 },
+    style: StreamStyle::Bulk {
+        stages: 4,
+        evict_first: false,
+    },
     threads: 32,
     blocks_per_sm: 1,
     tile_bytes: BULK_TILE_BYTES,
@@ -154,7 +171,10 @@ pub const STREAM_BULK_4: StreamKernel = StreamKernel {
 /// `stream_bulk_3_64k`: bulk copies, three 64 KiB stages, 1 one-warp block per SM.
 pub const STREAM_BULK_3_64K: StreamKernel = StreamKernel {
     name: "stream_bulk_3_64k",
-    style: StreamStyle::Bulk { stages: 3 },
+    style: StreamStyle::Bulk {
+        stages: 3,
+        evict_first: false,
+    },
     threads: 32,
     blocks_per_sm: 1,
     tile_bytes: 64 * 1024,
@@ -163,10 +183,26 @@ pub const STREAM_BULK_3_64K: StreamKernel = StreamKernel {
 /// `stream_bulk_4_24k`: bulk copies, four 24 KiB stages, 2 one-warp blocks per SM.
 pub const STREAM_BULK_4_24K: StreamKernel = StreamKernel {
     name: "stream_bulk_4_24k",
-    style: StreamStyle::Bulk { stages: 4 },
+    style: StreamStyle::Bulk {
+        stages: 4,
+        evict_first: false,
+    },
     threads: 32,
     blocks_per_sm: 2,
     tile_bytes: 24 * 1024,
+};
+
+/// `stream_bulk_3_64k_evict_first`: as `stream_bulk_3_64k`, every copy with an L2
+/// `evict_first` policy.
+pub const STREAM_BULK_3_64K_EVICT_FIRST: StreamKernel = StreamKernel {
+    name: "stream_bulk_3_64k_evict_first",
+    style: StreamStyle::Bulk {
+        stages: 3,
+        evict_first: true,
+    },
+    threads: 32,
+    blocks_per_sm: 1,
+    tile_bytes: 64 * 1024,
 };
 
 /// `stream_tensor_3`: tensor copies, three 32 KiB stages, 2 one-warp blocks per SM.
@@ -232,6 +268,7 @@ pub static STREAM_KERNELS: &[StreamKernel] = &[
     STREAM_BULK_4,
     STREAM_BULK_3_64K,
     STREAM_BULK_4_24K,
+    STREAM_BULK_3_64K_EVICT_FIRST,
     STREAM_TENSOR_3,
     STREAM_TENSOR_3_64K,
 ];

@@ -603,7 +603,7 @@ pub unsafe fn tensor<const STAGES: usize>(a: TensorMapRef, b: *const f32, c: *mu
             unsafe {
                 memcpy_async_tensor(buffer, a, [step as i32, 0], A_BOX, &stage);
                 let rows = b.wrapping_add((step * N) as usize);
-                memcpy_async_bulk(buffer.add(M * TENSOR_STEPS), rows, B_ROWS, &stage);
+                memcpy_async_bulk(buffer.add(M * TENSOR_STEPS), rows, B_ROWS, &stage, None);
             }
         }
         stage.producer_commit();
