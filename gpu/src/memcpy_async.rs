@@ -35,8 +35,9 @@
 //!
 //! All of them issue the same copies; they differ in how a thread learns the data landed
 //! (on sm_90, [`memcpy_async_bulk`] instead has the copy engine move a whole buffer for one
-//! thread, its bytes completing a phase of a [`Barrier`] or a
-//! [`BulkPipeline`](crate::pipeline::BulkPipeline) stage):
+//! thread, and [`memcpy_async_tensor`] a box of a tensor described by a tensor map, their bytes
+//! completing a phase of a [`Barrier`] or a [`BulkPipeline`](crate::pipeline::BulkPipeline)
+//! stage):
 //!
 //! - **Async-groups** ([`ThreadPipeline`](crate::pipeline::ThreadPipeline),
 //!   `cp.async.commit_group` / `wait_group`): per-thread and the cheapest bookkeeping (no shared
