@@ -519,6 +519,40 @@ pub trait BulkCompletion {
     /// The mbarrier the bytes complete on.
     #[doc(hidden)]
     fn transaction_barrier(&self) -> Shared<crate::layout::Mbarrier>;
+
+    /// Makes a copy's `bytes` expected on the barrier's current phase, before the copy is
+    /// issued: `mbarrier.expect_tx` (the bytes alone), unless the binding says otherwise.
+    ///
+    /// # Safety
+    /// The barrier is initialized and its current phase still open.
+    #[doc(hidden)]
+    #[inline(always)]
+    unsafe fn expect(&self, bytes: u32) {
+        // SAFETY: forwarded contract.
+        unsafe { ptx::mbarrier_expect_tx(self.transaction_barrier(), bytes) }
+    }
+}
+
+/// Binds a bulk or tensor copy to a [`Barrier`] as one of its arrivals, like a bound `cp.async`
+/// copy: `mbarrier.arrive.expect_tx` of the copy's bytes (the issuing thread's arrival and the
+/// expectation in one instruction, as CUTLASS's producers do), then the copy. The barrier's
+/// expected count includes one arrival per copy bound this way; the issuing thread still makes
+/// its own arrival too if the count says so.
+#[cfg(target_feature = "sm_90")]
+pub struct Arriving<'b>(pub &'b Barrier);
+
+#[cfg(target_feature = "sm_90")]
+impl BulkCompletion for Arriving<'_> {
+    #[inline(always)]
+    fn transaction_barrier(&self) -> Shared<crate::layout::Mbarrier> {
+        self.0.slot()
+    }
+
+    #[inline(always)]
+    unsafe fn expect(&self, bytes: u32) {
+        // SAFETY: forwarded contract; the phase expects this arrival (the binding's contract).
+        let _state = unsafe { ptx::mbarrier_arrive_expect_tx(self.0.slot(), bytes) };
+    }
 }
 
 /// The barrier itself: the bytes are expected on its current phase, not counted as arrivals
@@ -545,7 +579,8 @@ impl BulkCompletion for Barrier {
 ///    `dst` as many of this block's shared memory, both 16-byte aligned.
 /// 2. The completion's barrier is initialized, its initialization made visible to the copy
 ///    engine ([`crate::ptx::fence_mbarrier_init`] then a block barrier), and its current phase
-///    still expects an arrival that comes after this call (so it cannot complete early).
+///    still expects an arrival that comes after this call (so it cannot complete early) — or,
+///    bound with [`Arriving`], this call's own arrival.
 /// 3. Nothing reads or writes `dst` until that phase completed.
 #[cfg(target_feature = "sm_90")]
 #[inline(always)]
@@ -559,7 +594,7 @@ pub unsafe fn memcpy_async_bulk<T, U, C: BulkCompletion>(
     let bar = completion.transaction_barrier();
     // SAFETY: forwarded contract: the phase is open and expects these bytes from now on.
     unsafe {
-        ptx::mbarrier_expect_tx(bar, size.bytes());
+        completion.expect(size.bytes());
         match l2 {
             None => ptx::cp_async_bulk_global_to_shared(dst.addr(), src.cast(), size.bytes(), bar),
             Some(policy) => ptx::cp_async_bulk_global_to_shared_l2_hint(
@@ -638,7 +673,7 @@ pub unsafe fn memcpy_async_tensor<T, C: ptx::TensorCoords, B: BulkCompletion>(
     let bar = completion.transaction_barrier();
     // SAFETY: forwarded contract: the phase is open and expects the box's bytes from now on.
     unsafe {
-        ptx::mbarrier_expect_tx(bar, box_bytes.bytes());
+        completion.expect(box_bytes.bytes());
         ptx::cp_async_bulk_tensor_global_to_shared(dst.addr(), map, coords, bar);
     }
 }

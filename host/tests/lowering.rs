@@ -485,6 +485,11 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
         ("bulk_wait_group", "cp.async.bulk.wait_group", SM90),
         ("mbarrier_expect_tx", "mbarrier.expect_tx", SM90),
         (
+            "mbarrier_arrive_expect_tx",
+            "mbarrier.arrive.expect_tx",
+            SM90,
+        ),
+        (
             "fence_proxy_async_shared",
             "fence.proxy.async.shared::cta",
             SM90,

@@ -203,6 +203,29 @@ pub unsafe fn mbarrier_expect_tx(bar: Shared<Mbarrier>, bytes: u32) {
     }
 }
 
+/// `mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 state, [bar], bytes;` — this thread
+/// arrives on `bar` and the current phase also waits for `bytes` of transaction count, in one
+/// instruction (`SYNCS.ARRIVE.TRANS64.RED`): the arrival of a thread that is about to issue bulk
+/// copies of those bytes. Returns the arrival's phase state.
+///
+/// # Safety
+/// `bar` holds an initialized mbarrier whose current phase still expects this arrival.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_expect_tx(bar: Shared<Mbarrier>, bytes: u32) -> u64 {
+    let state: u64;
+    // SAFETY: the caller upholds the contract above.
+    unsafe {
+        asm!(
+            "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 {state}, [{bar}], {bytes};",
+            state = out(reg64) state,
+            bar = in(reg32) bar.addr(),
+            bytes = in(reg32) bytes,
+            options(nostack, preserves_flags)
+        )
+    }
+    state
+}
+
 /// `fence.proxy.async.shared::cta;` — orders this thread's ordinary accesses to shared memory
 /// before later accesses by the copy engine (the async proxy): after writing a buffer that a
 /// bulk store will read.

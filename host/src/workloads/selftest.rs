@@ -11,6 +11,7 @@ use gpu::workloads::selftest::{
     BARRIER_OPS, BARRIER_OPS_OUTPUTS, BARRIER_OPS_THREADS, BarrierObservation, COPY_KERNELS,
     CopyForm, CopyKernel, HANG_KERNEL, HANG_THREADS, TILE_FLOATS, TILES_PER_BLOCK,
 };
+use ptx_builder::Arch;
 use rand::{Rng, SeedableRng};
 use std::fmt;
 use std::sync::LazyLock;
@@ -55,6 +56,8 @@ impl Experiment for SelftestExperiment {
                 CopyForm::BarrierPerThread { .. } => "barrier",
                 CopyForm::BarrierGroup => "barrier_group",
                 CopyForm::BarrierUncounted => "barrier_uncounted",
+                CopyForm::BulkBarrier { arriving: false } => "bulk_barrier",
+                CopyForm::BulkBarrier { arriving: true } => "bulk_barrier_arriving",
                 CopyForm::ZeroFill { .. } => "zero_fill",
             },
             SelftestExperiment::BarrierOps => "barrier_ops",
@@ -78,6 +81,12 @@ impl Experiment for SelftestExperiment {
             SelftestExperiment::BarrierOps => 0,
         })
     }
+    fn archs(&self) -> &'static [Arch] {
+        match self {
+            SelftestExperiment::Copy(k) if k.form.needs_sm90() => &[Arch::Sm90],
+            _ => &Arch::ALL,
+        }
+    }
     fn summary(&self) -> &'static str {
         match self {
             SelftestExperiment::Copy(k) => match k.form {
@@ -92,6 +101,12 @@ impl Experiment for SelftestExperiment {
                 CopyForm::BarrierGroup => "memcpy_async over the warp bound to Barriers (.noinc)",
                 CopyForm::BarrierUncounted => {
                     "memcpy_async over the warp bound Uncounted (incrementing arrive)"
+                }
+                CopyForm::BulkBarrier { arriving: false } => {
+                    "sm_90: one bulk copy per tile bound to Barriers (expect_tx)"
+                }
+                CopyForm::BulkBarrier { arriving: true } => {
+                    "sm_90: one bulk copy per tile bound Arriving (arrive.expect_tx)"
                 }
                 CopyForm::ZeroFill { .. } => "memcpy_async_zfill into a BlockPipeline, any n",
             },

@@ -311,12 +311,13 @@ crate::static_shared!(
 ///
 /// # Safety
 /// The self-test's launch contract; `copy` fills the buffer with the tile, reading only the
-/// tile, bound to the barrier with exactly `bound_arrivals` arrivals per thread.
+/// tile, bound to the barrier so that `expected_arrivals(threads)` arrivals (the bound ones and
+/// every thread's own) complete a phase.
 #[inline(always)]
 unsafe fn stream_barriers(
     dst: *mut f32,
     tiles: u32,
-    bound_arrivals: u32,
+    expected_arrivals: impl Fn(u32) -> u32,
     copy: impl Fn(Shared<f32>, u32, &Barrier),
 ) {
     let t = ptx::thread_idx_x();
@@ -327,8 +328,11 @@ unsafe fn stream_barriers(
     if t == 0 {
         for s in 0..BARRIER_FORM_BUFFERS {
             // SAFETY: reserved static slots; published by the sync below.
-            let _ = unsafe { Barrier::init(slots.at(s), (bound_arrivals + 1) * threads) };
+            let _ = unsafe { Barrier::init(slots.at(s), expected_arrivals(threads)) };
         }
+        // Bulk copies complete on these barriers: the copy engine must see them initialized.
+        #[cfg(target_feature = "sm_90")]
+        ptx::fence_mbarrier_init();
     }
     ptx::barrier_sync();
     // SAFETY: initialized above and ordered by the sync.
@@ -368,14 +372,19 @@ pub unsafe fn barrier_per_thread<const ALIGN: u32>(src: *const f32, dst: *mut f3
     let share = AlignedSize::<ALIGN>::of(32);
     // SAFETY: launch contract (32 threads x 32 bytes = one tile); whole tiles only.
     unsafe {
-        stream_barriers(dst, n / TILE_FLOATS, 1, |buffer, tile, barrier| {
-            memcpy_async(
-                buffer.add(8 * t),
-                tile_src(src, tile).add(8 * t as usize),
-                share,
-                barrier,
-            )
-        })
+        stream_barriers(
+            dst,
+            n / TILE_FLOATS,
+            |threads| 2 * threads,
+            |buffer, tile, barrier| {
+                memcpy_async(
+                    buffer.add(8 * t),
+                    tile_src(src, tile).add(8 * t as usize),
+                    share,
+                    barrier,
+                )
+            },
+        )
     }
 }
 
@@ -388,9 +397,14 @@ pub unsafe fn barrier_group(src: *const f32, dst: *mut f32, n: u32) {
     let warp = Warp::this_warp();
     // SAFETY: launch contract; whole tiles only.
     unsafe {
-        stream_barriers(dst, n / TILE_FLOATS, 1, |buffer, tile, barrier| {
-            memcpy_async_group(&warp, buffer, tile_src(src, tile), TILE, barrier)
-        })
+        stream_barriers(
+            dst,
+            n / TILE_FLOATS,
+            |threads| 2 * threads,
+            |buffer, tile, barrier| {
+                memcpy_async_group(&warp, buffer, tile_src(src, tile), TILE, barrier)
+            },
+        )
     }
 }
 
@@ -403,14 +417,46 @@ pub unsafe fn barrier_uncounted(src: *const f32, dst: *mut f32, n: u32) {
     let warp = Warp::this_warp();
     // SAFETY: launch contract; whole tiles only. The incrementing binding adds no arrival.
     unsafe {
-        stream_barriers(dst, n / TILE_FLOATS, 0, |buffer, tile, barrier| {
-            memcpy_async_group(
-                &warp,
-                buffer,
-                tile_src(src, tile),
-                TILE,
-                &Uncounted(barrier),
-            )
+        stream_barriers(
+            dst,
+            n / TILE_FLOATS,
+            |threads| threads,
+            |buffer, tile, barrier| {
+                memcpy_async_group(
+                    &warp,
+                    buffer,
+                    tile_src(src, tile),
+                    TILE,
+                    &Uncounted(barrier),
+                )
+            },
+        )
+    }
+}
+
+/// [`CopyForm::BulkBarrier`] (sm_90): thread 0 copies each tile with one bulk copy bound to
+/// the tile's barrier — expecting its bytes, or with `ARRIVING` also arriving
+/// ([`Arriving`](crate::memcpy_async::Arriving)), so the barrier then expects one arrival more.
+///
+/// # Safety
+/// The self-test's launch contract (module docs).
+#[cfg(target_feature = "sm_90")]
+pub unsafe fn bulk_barrier<const ARRIVING: bool>(src: *const f32, dst: *mut f32, n: u32) {
+    use crate::memcpy_async::{Arriving, memcpy_async_bulk};
+    const TILE: AlignedSize<16> = AlignedSize::of(TILE_BYTES);
+    let t = ptx::thread_idx_x();
+    let expected = |threads: u32| if ARRIVING { threads + 1 } else { threads };
+    // SAFETY: launch contract; whole tiles only. Thread 0 expects the bytes (or arrives with
+    // them) before its own arrival, so no phase completes before its copy lands.
+    unsafe {
+        stream_barriers(dst, n / TILE_FLOATS, expected, |buffer, tile, barrier| {
+            if t == 0 {
+                if ARRIVING {
+                    memcpy_async_bulk(buffer, tile_src(src, tile), TILE, &Arriving(barrier), None);
+                } else {
+                    memcpy_async_bulk(buffer, tile_src(src, tile), TILE, barrier, None);
+                }
+            }
         })
     }
 }

@@ -60,6 +60,14 @@ pub enum CopyForm {
     /// `cp.async.mbarrier.arrive`: the barriers expect the threads' own arrivals only). 32
     /// threads.
     BarrierUncounted,
+    /// sm_90: one thread copies each tile with one bulk copy (`memcpy_async_bulk`) bound to
+    /// two `Barrier`s — as the barrier's expected bytes (`mbarrier.expect_tx`), or with
+    /// `arriving`, as one of its arrivals too (`Arriving`: `mbarrier.arrive.expect_tx`). 32
+    /// threads.
+    BulkBarrier {
+        /// Whether the copy is bound with `Arriving`.
+        arriving: bool,
+    },
     /// `memcpy_async_zfill` of `align`-byte chunks over the block into a `BlockPipeline`;
     /// any `n`, the last tile padded with zeros. 64 threads.
     ZeroFill {
@@ -77,7 +85,8 @@ impl CopyForm {
             CopyForm::ThreadPipeline { .. }
             | CopyForm::BarrierPerThread { .. }
             | CopyForm::BarrierGroup
-            | CopyForm::BarrierUncounted => 32,
+            | CopyForm::BarrierUncounted
+            | CopyForm::BulkBarrier { .. } => 32,
             CopyForm::BlockPipeline { .. }
             | CopyForm::WarpSpecialized { .. }
             | CopyForm::ZeroFill { .. } => 64,
@@ -93,7 +102,8 @@ impl CopyForm {
             | CopyForm::ZeroFill { stages, .. } => stages,
             CopyForm::BarrierPerThread { .. }
             | CopyForm::BarrierGroup
-            | CopyForm::BarrierUncounted => BARRIER_FORM_BUFFERS,
+            | CopyForm::BarrierUncounted
+            | CopyForm::BulkBarrier { .. } => BARRIER_FORM_BUFFERS,
         }
     }
 
@@ -111,12 +121,18 @@ impl CopyForm {
         match self {
             CopyForm::BarrierPerThread { .. }
             | CopyForm::BarrierGroup
-            | CopyForm::BarrierUncounted => StagedLayout::new(TILE_BYTES, 0, false),
+            | CopyForm::BarrierUncounted
+            | CopyForm::BulkBarrier { .. } => StagedLayout::new(TILE_BYTES, 0, false),
             CopyForm::ThreadPipeline { stages } => StagedLayout::new(TILE_BYTES, stages, false),
             CopyForm::BlockPipeline { stages }
             | CopyForm::WarpSpecialized { stages }
             | CopyForm::ZeroFill { stages, .. } => StagedLayout::new(TILE_BYTES, stages, true),
         }
+    }
+
+    /// Whether it needs sm_90 (bulk copies): absent from the sm_80 PTX.
+    pub const fn needs_sm90(self) -> bool {
+        matches!(self, CopyForm::BulkBarrier { .. })
     }
 
     /// Whether `n` need not be a multiple of [`TILE_FLOATS`].
@@ -155,7 +171,7 @@ impl CopyKernel {
 }
 
 macro_rules! copy_kernels {
-    ($($name:ident => $form:ident $({ $($param:ident : $value:literal),* })? by $body:ident,)*) => {
+    ($($(#[$attr:meta])* $name:ident => $form:ident $({ $($param:ident : $value:literal),* })? by $body:ident,)*) => {
         /// Every copy kernel of the self-test (a `static`: one address per entry).
         pub static COPY_KERNELS: &[CopyKernel] = &[
             $(CopyKernel {
@@ -174,6 +190,7 @@ macro_rules! copy_kernels {
                 /// # Safety
                 /// Launched with the geometry [`super::CopyKernel`] gives for `n`, `src`
                 /// holding `n` floats and `dst` `output_len(n)` floats, 16-byte aligned.
+                $(#[$attr])*
                 #[unsafe(no_mangle)]
                 pub unsafe extern "ptx-kernel" fn $name(src: *const f32, dst: *mut f32, n: u32) {
                     // SAFETY: forwarded launch contract.
@@ -207,6 +224,10 @@ copy_kernels! {
     copy_barrier_16 => BarrierPerThread { align: 16 } by barrier_per_thread,
     copy_barrier_group => BarrierGroup by barrier_group,
     copy_barrier_uncounted => BarrierUncounted by barrier_uncounted,
+    #[cfg(target_feature = "sm_90")]
+    copy_bulk_barrier => BulkBarrier { arriving: false } by bulk_barrier,
+    #[cfg(target_feature = "sm_90")]
+    copy_bulk_barrier_arriving => BulkBarrier { arriving: true } by bulk_barrier,
     copy_zfill_4 => ZeroFill { stages: 3, align: 4 } by zero_fill,
     copy_zfill_8 => ZeroFill { stages: 3, align: 8 } by zero_fill,
     copy_zfill_16 => ZeroFill { stages: 3, align: 16 } by zero_fill,
