@@ -105,11 +105,23 @@ fn unique() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Whether a PTX instruction is part of async copying or synchronization.
+/// Whether a PTX instruction is part of async copying or synchronization (with, for the copy
+/// engine, the elected issuer, the tensor map's address and prefetch, and cache policies).
 pub fn is_async_ptx(opcode: &str) -> bool {
-    ["cp.async", "mbarrier", "barrier", "bar.", "fence", "trap"]
-        .iter()
-        .any(|p| opcode.starts_with(p))
+    [
+        "cp.async",
+        "mbarrier",
+        "barrier",
+        "bar.",
+        "fence",
+        "trap",
+        "elect",
+        "cvta.param",
+        "prefetch.tensormap",
+        "createpolicy",
+    ]
+    .iter()
+    .any(|p| opcode.starts_with(p))
 }
 
 /// Whether a SASS instruction is part of async copying or synchronization.
@@ -303,6 +315,9 @@ mod tests {
         assert!(is_async_ptx("cp.async.commit_group"));
         assert!(is_async_ptx("mbarrier.try_wait.parity.shared.b64"));
         assert!(!is_async_ptx("fma.rn.f32"));
+        // How a kernel reaches its tensor map (in place, as a parameter) is shown too.
+        assert!(is_async_ptx("cvta.param.u64"));
+        assert!(is_async_ptx("prefetch.tensormap"));
         assert!(is_async_sass("LDGSTS.E.BYPASS.128"));
         assert!(is_async_sass("SYNCS.PHASECHK.TRANS64.TRYWAIT"));
         assert!(!is_async_sass("FFMA"));
