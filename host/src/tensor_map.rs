@@ -422,6 +422,43 @@ impl fmt::Display for TensorMapBuilder {
     }
 }
 
+/// The maps of one problem, each encoded once and reused by every later launch that asks
+/// for the same parameters (a map depends on nothing else), so the launch path does not call
+/// the driver's encoder again.
+#[derive(Default)]
+pub struct TensorMaps {
+    encoded: std::sync::Mutex<Vec<(TensorMapBuilder, TensorMap)>>,
+}
+
+impl TensorMaps {
+    /// The map `builder` describes: encoded the first time, then from the cache.
+    pub fn get(&self, builder: TensorMapBuilder) -> Result<TensorMap, TensorMapError> {
+        let mut encoded = self.encoded.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, map)) = encoded.iter().find(|(b, _)| *b == builder) {
+            return Ok(*map);
+        }
+        let map = builder.encode()?;
+        encoded.push((builder, map));
+        Ok(map)
+    }
+
+    /// The map of a row-major `f32` matrix at `address`, `rows` rows of `cols` floats (packed),
+    /// in boxes of `box_cols x box_rows`, with `swizzle`.
+    pub fn f32_matrix(
+        &self,
+        address: u64,
+        (cols, rows): (u32, u32),
+        (box_cols, box_rows): (u32, u32),
+        swizzle: Swizzle,
+    ) -> Result<TensorMap, TensorMapError> {
+        self.get(
+            TensorMapBuilder::new(ElementType::F32, address, &[cols as u64, rows as u64])
+                .box_dims(&[box_cols, box_rows])
+                .swizzle(swizzle),
+        )
+    }
+}
+
 /// What a watchdog report says about a map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Summary {
@@ -482,6 +519,25 @@ mod tests {
         assert_eq!(m.box_bytes(), 8 * 32 * 4);
         let full = TensorMapBuilder::new(ElementType::F32, 0x1000, &[1000, 3]);
         assert_eq!(full.box_dims, vec![256, 3]);
+    }
+
+    #[test]
+    fn a_refused_map_is_not_cached_and_the_error_repeats() {
+        let maps = TensorMaps::default();
+        // Refused before the driver is called: no driver is needed for this test.
+        let err = maps.f32_matrix(0x1000, (1023, 8), (8, 8), Swizzle::None);
+        assert!(matches!(
+            err,
+            Err(TensorMapError::Stride {
+                dim: 1,
+                bytes: 4092
+            })
+        ));
+        assert!(
+            maps.f32_matrix(0x1000, (1023, 8), (8, 8), Swizzle::None)
+                .is_err()
+        );
+        assert!(maps.encoded.lock().unwrap().is_empty());
     }
 
     #[test]

@@ -544,6 +544,31 @@ fn kernel_symbols(llvm: &LlvmTools, objects: &[PathBuf]) -> Result<Vec<String>> 
     Ok(kernels)
 }
 
+/// The `MARKER KERNEL VALUE` comment lines (left by module-level asm of the `gpu` macros) of
+/// the kernels in `kernels`, as `(kernel, value, line)`; markers of kernels the link dropped
+/// are skipped, a line with other than two fields is an error.
+fn kernel_markers<'a>(
+    ptx: &'a str,
+    marker: &str,
+    kernels: &[String],
+) -> Result<Vec<(&'a str, &'a str, &'a str)>> {
+    let mut found = Vec::new();
+    for line in ptx.lines() {
+        let Some(rest) = line.trim_start().strip_prefix(marker) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let (Some(kernel), Some(value), None) = (fields.next(), fields.next(), fields.next())
+        else {
+            bail!("malformed marker `{line}`: expected `{marker}KERNEL VALUE`");
+        };
+        if kernels.iter().any(|k| k == kernel) {
+            found.push((kernel, value, line));
+        }
+    }
+    Ok(found)
+}
+
 /// The marker `gpu::max_threads!` leaves in the PTX (a comment line from module-level asm):
 /// `// max-threads KERNEL N`.
 pub const MAX_THREADS_MARKER: &str = "// max-threads ";
@@ -555,22 +580,13 @@ pub const MAX_THREADS_MARKER: &str = "// max-threads ";
 /// in the module (a dependency's, dropped by the link) are ignored.
 pub fn apply_max_threads(ptx: &str, kernels: &[String]) -> Result<String> {
     let mut bounds = Vec::new();
-    for line in ptx.lines() {
-        let Some(rest) = line.trim_start().strip_prefix(MAX_THREADS_MARKER) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let (Some(name), Some(threads)) = (fields.next(), fields.next()) else {
-            bail!("malformed launch-bounds marker `{line}`");
-        };
+    for (name, threads, line) in kernel_markers(ptx, MAX_THREADS_MARKER, kernels)? {
         let threads: u32 = threads
             .parse()
             .ok()
             .filter(|t| (1..=1024).contains(t))
             .with_context(|| format!("`{line}`: threads must be 1..=1024"))?;
-        if kernels.iter().any(|k| k == name) {
-            bounds.push((name.to_string(), threads));
-        }
+        bounds.push((name.to_string(), threads));
     }
     if bounds.is_empty() {
         return Ok(ptx.to_string());
@@ -618,21 +634,11 @@ pub const TENSOR_MAP_PARAM_MARKER: &str = "// tensor-map-param ";
 /// macro was given the wrong index); markers of kernels not in the module are ignored.
 pub fn apply_tensor_map_params(ptx: &str, kernels: &[String]) -> Result<String> {
     let mut params = Vec::new();
-    for line in ptx.lines() {
-        let Some(rest) = line.trim_start().strip_prefix(TENSOR_MAP_PARAM_MARKER) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let (Some(kernel), Some(index), None) = (fields.next(), fields.next(), fields.next())
-        else {
-            bail!("malformed tensor-map marker `{line}`");
-        };
+    for (kernel, index, line) in kernel_markers(ptx, TENSOR_MAP_PARAM_MARKER, kernels)? {
         let index: u32 = index
             .parse()
             .with_context(|| format!("`{line}`: the parameter index is not a number"))?;
-        if kernels.iter().any(|k| k == kernel) {
-            params.push((kernel.to_string(), format!("{kernel}_param_{index}")));
-        }
+        params.push((kernel.to_string(), format!("{kernel}_param_{index}")));
     }
     params.sort();
     params.dedup();

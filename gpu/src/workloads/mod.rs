@@ -13,3 +13,10 @@ pub mod gemm;
 pub mod selftest;
 pub mod stream;
 pub mod study;
+
+/// Four floats moved as one 16-byte access (`ld.global.v4.f32` / `st.global.v4.f32`): how the
+/// workloads' kernels read and write global memory a `float4` at a time.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Quad([f32; 4]);

@@ -11,7 +11,7 @@
 use crate::check::{self, CheckReport, POISON, Tolerance};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use crate::gpu::{Gpu, KernelArg, LaunchConfig};
-use crate::tensor_map::{ElementType, TensorMapBuilder};
+use crate::tensor_map::{Swizzle, TensorMaps};
 use anyhow::{Result, bail, ensure};
 use cudarc::cublas::sys as cublas;
 use cudarc::driver::CudaSlice;
@@ -291,6 +291,8 @@ pub struct GemmProblem {
     c: CudaSlice<f32>,
     reference: Vec<f64>,
     cublas: Result<Cublas, String>,
+    /// The tensor-copy kernels' maps of A and B, encoded at their first launch.
+    maps: TensorMaps,
 }
 
 impl GemmProblem {
@@ -342,6 +344,7 @@ impl GemmProblem {
             c,
             reference,
             cublas: Cublas::open(gpu),
+            maps: TensorMaps::default(),
         })
     }
 }
@@ -376,19 +379,21 @@ impl Problem<GemmExperiment> for GemmProblem {
                 };
                 let (a, b) = (gpu.address(&self.a), gpu.address(&self.b));
                 let (a, b) = if kernel.style.needs_sm90() {
-                    // Innermost dimension first: A is k wide and m tall, B n wide and k tall.
-                    let map = |address, (cols, rows): (u32, u32), (w, h): (u32, u32)| {
-                        TensorMapBuilder::new(
-                            ElementType::F32,
-                            address,
-                            &[cols as u64, rows as u64],
-                        )
-                        .box_dims(&[w, h])
-                        .encode()
-                    };
+                    // A is k wide and m tall, B n wide and k tall.
+                    let maps = &self.maps;
                     (
-                        KernelArg::TensorMap(map(a, (k, m), kernel.a_box())?),
-                        KernelArg::TensorMap(map(b, (n, k), kernel.b_box())?),
+                        KernelArg::TensorMap(maps.f32_matrix(
+                            a,
+                            (k, m),
+                            kernel.a_box(),
+                            Swizzle::None,
+                        )?),
+                        KernelArg::TensorMap(maps.f32_matrix(
+                            b,
+                            (n, k),
+                            kernel.b_box(),
+                            Swizzle::None,
+                        )?),
                     )
                 } else {
                     (KernelArg::Ptr(a), KernelArg::Ptr(b))

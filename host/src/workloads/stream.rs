@@ -6,7 +6,7 @@
 use crate::check::{self, CheckReport, POISON};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use crate::gpu::{Context as _, Gpu, KernelArg, LaunchConfig};
-use crate::tensor_map::{ElementType, TensorMap, TensorMapBuilder};
+use crate::tensor_map::{Swizzle, TensorMaps};
 use anyhow::Result;
 use cudarc::driver::{CudaSlice, sys};
 use gpu::workloads::stream::{STREAM_KERNELS, StreamKernel, StreamStyle, TensorView};
@@ -175,6 +175,7 @@ impl Workload for Stream {
             x_device: gpu.upload(&x, "x")?,
             y: gpu.zeros(size.0 as usize, "y")?,
             x,
+            maps: TensorMaps::default(),
         })
     }
 }
@@ -198,24 +199,14 @@ fn random_bits(len: usize, inputs: Inputs) -> Vec<f32> {
         .collect()
 }
 
-/// The tensor map of the `view.rows x view.row_floats` floats at `address`, in boxes of
-/// `view.box_rows` rows.
-fn tensor_map(address: sys::CUdeviceptr, view: TensorView) -> Result<TensorMap> {
-    Ok(TensorMapBuilder::new(
-        ElementType::F32,
-        address,
-        &[view.row_floats as u64, view.rows as u64],
-    )
-    .box_dims(&[view.row_floats, view.box_rows])
-    .encode()?)
-}
-
 /// x on the host and the GPU, and y.
 pub struct StreamProblem {
     n: u32,
     x: Vec<f32>,
     x_device: CudaSlice<f32>,
     y: CudaSlice<f32>,
+    /// The tensor kernels' maps of x and y, encoded at their first launch.
+    maps: TensorMaps,
 }
 
 impl Problem<StreamExperiment> for StreamProblem {
@@ -242,10 +233,19 @@ impl Problem<StreamExperiment> for StreamProblem {
                 );
                 let args = match kernel.style {
                     StreamStyle::Tensor { .. } => {
+                        // Rows of `row_floats`, boxes of `box_rows` rows.
                         let view = TensorView::of(self.n, kernel.tile_floats());
+                        let map = |address| {
+                            self.maps.f32_matrix(
+                                address,
+                                (view.row_floats, view.rows),
+                                (view.row_floats, view.box_rows),
+                                Swizzle::None,
+                            )
+                        };
                         [
-                            KernelArg::TensorMap(tensor_map(x, view)?),
-                            KernelArg::TensorMap(tensor_map(y, view)?),
+                            KernelArg::TensorMap(map(x)?),
+                            KernelArg::TensorMap(map(y)?),
                             KernelArg::U32(self.n),
                         ]
                     }

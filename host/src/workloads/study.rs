@@ -4,7 +4,7 @@
 use crate::check::{self, CheckReport, POISON, Tolerance};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use crate::gpu::{Gpu, KernelArg, LaunchConfig};
-use crate::tensor_map::{ElementType, TensorMapBuilder};
+use crate::tensor_map::{Swizzle, TensorMaps};
 use anyhow::{Result, ensure};
 use cudarc::driver::CudaSlice;
 use gpu::workloads::study::{M, MAX_K, N, STUDY_KERNELS, StudyKernel, Style, TENSOR_STEPS};
@@ -129,6 +129,7 @@ impl Workload for Study {
             b: gpu.upload(&host.b, "B")?,
             c: gpu.zeros((M * N) as usize, "C")?,
             reference,
+            maps: TensorMaps::default(),
         })
     }
 }
@@ -184,6 +185,8 @@ pub struct StudyProblem {
     b: CudaSlice<f32>,
     c: CudaSlice<f32>,
     reference: Vec<f64>,
+    /// A's tensor map (the tensor style), encoded at its first launch.
+    maps: TensorMaps,
 }
 
 impl StudyProblem {
@@ -204,9 +207,9 @@ impl StudyProblem {
                 self.k
             );
             // A is K floats wide, 32 rows tall; a box is 4 steps of all 32 rows.
-            let map = TensorMapBuilder::new(ElementType::F32, a, &[self.k as u64, M as u64])
-                .box_dims(&[TENSOR_STEPS, M])
-                .encode()?;
+            let map = self
+                .maps
+                .f32_matrix(a, (self.k, M), (TENSOR_STEPS, M), Swizzle::None)?;
             KernelArg::TensorMap(map)
         } else {
             KernelArg::Ptr(a)

@@ -22,6 +22,7 @@ use crate::memcpy_async::{
 use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
 use crate::ptx;
 use crate::shared::Shared;
+use crate::workloads::Quad;
 #[cfg(target_feature = "sm_90")]
 use crate::{
     memcpy_async::{AlignedSize, memcpy_async_tensor},
@@ -279,10 +280,6 @@ unsafe fn multiply_k_quad<const TM: usize, const TN: usize>(
         }
     }
 }
-
-/// Four floats with 16-byte alignment, so a row of a fragment is written with `st.global.v4`.
-#[repr(C, align(16))]
-struct Quad([f32; 4]);
 
 /// Writes this thread's fragment of C, clipped to the matrix.
 ///

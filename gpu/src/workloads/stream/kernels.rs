@@ -6,6 +6,7 @@ use super::StreamKernel;
 use crate::memcpy_async::{AlignedSize, Block, Group, memcpy_async_zfill};
 use crate::pipeline::{Consumer, Producer, ThreadPipeline};
 use crate::ptx;
+use crate::workloads::Quad;
 #[cfg(target_feature = "sm_90")]
 use crate::{
     memcpy_async::{
@@ -17,11 +18,6 @@ use crate::{
     tensor_map::{TensorMap, TensorMapRef},
     tensor_map_param,
 };
-
-/// Four floats moved as one 16-byte access.
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-struct Quad([f32; 4]);
 
 /// This block's tiles of `tiles`: `first, first + step, ...`, `count` of them.
 #[inline(always)]

@@ -200,27 +200,23 @@ pub const STREAM_BULK_3_64K_EVICT_FIRST: StreamKernel = StreamKernel {
         stages: 3,
         evict_first: true,
     },
-    threads: 32,
-    blocks_per_sm: 1,
-    tile_bytes: 64 * 1024,
+    ..STREAM_BULK_3_64K
 };
 
-/// `stream_tensor_3`: tensor copies, three 32 KiB stages, 2 one-warp blocks per SM.
+/// `stream_tensor_3`: tensor copies, three 32 KiB stages, 2 one-warp blocks per SM (the
+/// geometry of `stream_bulk_3`).
 pub const STREAM_TENSOR_3: StreamKernel = StreamKernel {
     name: "stream_tensor_3",
     style: StreamStyle::Tensor { stages: 3 },
-    threads: 32,
-    blocks_per_sm: 2,
-    tile_bytes: BULK_TILE_BYTES,
+    ..STREAM_BULK_3
 };
 
-/// `stream_tensor_3_64k`: tensor copies, three 64 KiB stages, 1 one-warp block per SM.
+/// `stream_tensor_3_64k`: tensor copies, three 64 KiB stages, 1 one-warp block per SM (the
+/// geometry of `stream_bulk_3_64k`).
 pub const STREAM_TENSOR_3_64K: StreamKernel = StreamKernel {
     name: "stream_tensor_3_64k",
     style: StreamStyle::Tensor { stages: 3 },
-    threads: 32,
-    blocks_per_sm: 1,
-    tile_bytes: 64 * 1024,
+    ..STREAM_BULK_3_64K
 };
 
 /// How the tensor-copy kernels see `n` floats: `rows` rows of `row_floats` (the largest power

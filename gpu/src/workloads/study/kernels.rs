@@ -30,6 +30,7 @@ use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
 use crate::pipeline_state::PipelineState;
 use crate::ptx;
 use crate::shared::Shared;
+use crate::workloads::Quad;
 #[cfg(target_feature = "sm_90")]
 use crate::{
     memcpy_async::{memcpy_async_bulk, memcpy_async_tensor},
@@ -110,10 +111,6 @@ fn accumulate(acc: &mut [f32; N as usize], ops: &StepOperands) {
         }
     }
 }
-
-/// Four floats with 16-byte alignment, so a row of C is written with `st.global.v4`.
-#[repr(C, align(16))]
-struct Quad([f32; 4]);
 
 /// `C[row][..] = acc`.
 ///
