@@ -511,6 +511,63 @@ pub unsafe fn memcpy_async_tile<G: Group, T, U, C: Completion, const ALIGN: u32>
     unsafe { completion.bind_copies() };
 }
 
+/// Like [`memcpy_async_tile`], but the tile lands transposed: element `(r, c)` of `src` (each
+/// element `ALIGN` bytes: a `T`) goes to `dst + c * dst_row_bytes + r * ALIGN`, so the
+/// source's columns become the destination's rows. The reads stay coalesced (chunk `i`,
+/// row-major over the source tile, goes to the thread of rank `i % group size`); every copy
+/// moves one element (`cp.async.ca` of 4 or 8 bytes, `LDGSTS.E` / `LDGSTS.E.64`, or 16). For a
+/// GEMM operand stored k-major in shared memory, so that one `LDS.128` reads four
+/// consecutive rows of one column. Whether the scattered stores conflict in shared-memory
+/// banks is the caller's layout: rows of the destination padded by one 16-byte step, with
+/// four source rows per warp instruction, keep them conflict-free.
+///
+/// # Safety
+/// As [`memcpy_async_tile`], with `dst` spanning `shape.row_bytes / ALIGN` rows of
+/// `dst_row_bytes` (each at least `shape.rows * ALIGN`), and `size_of::<T>() == ALIGN`.
+#[inline(always)]
+pub unsafe fn memcpy_async_tile_transposed<G: Group, T, C: Completion, const ALIGN: u32>(
+    group: &G,
+    dst: Shared<T>,
+    dst_row_bytes: u32,
+    src: GlobalTile<T>,
+    shape: TileShape,
+    completion: &C,
+) {
+    let () = AlignedSize::<ALIGN>::VALID;
+    const {
+        assert!(
+            size_of::<T>() == ALIGN as usize,
+            "one copy moves one element"
+        )
+    };
+    let per_row = shape.row_bytes / ALIGN;
+    let chunks = shape.rows * per_row;
+    let base = src.base.cast::<u8>();
+    let dst = dst.addr();
+    let inside = src.valid_rows >= shape.rows && src.valid_row_bytes >= shape.row_bytes;
+    for round in 0..chunks.div_ceil(group.size()) {
+        let chunk = group.thread_rank() + round * group.size();
+        if chunk >= chunks {
+            break;
+        }
+        let (row, col) = (chunk / per_row, chunk % per_row);
+        let to = dst + col * dst_row_bytes + row * ALIGN;
+        let from = base.wrapping_add(row as usize * src.row_stride + (col * ALIGN) as usize);
+        if inside {
+            // SAFETY: the whole tile is readable (caller); `to` is inside `dst`.
+            unsafe { copy_chunk::<ALIGN>(to, from) };
+        } else {
+            let valid = row < src.valid_rows && (col + 1) * ALIGN <= src.valid_row_bytes;
+            // An element past the edge reads nothing: point it at the tile's (valid) base.
+            let (from, bytes) = if valid { (from, ALIGN) } else { (base, 0) };
+            // SAFETY: `from` has `bytes` readable bytes (caller); `to` is inside `dst`.
+            unsafe { copy_chunk_zfill::<ALIGN>(to, from, bytes) };
+        }
+    }
+    // SAFETY: the completion is open (caller).
+    unsafe { completion.bind_copies() };
+}
+
 /// What a bulk copy's completion is bound to (sm_90): an mbarrier whose current phase counts
 /// the copy's bytes. Implemented by [`Barrier`] and by a
 /// [`BulkPipeline`](crate::pipeline::BulkPipeline)'s producer stage.

@@ -14,10 +14,11 @@
 //! [`GemmKernel::threads`]: super::GemmKernel::threads
 //! [`GemmKernel::layout`]: super::GemmKernel::layout
 
-use super::shapes::{BK, GemmStyle, GemmTile, LANES_M, LANES_N, REFERENCE_TILE};
+use super::shapes::{ALayout, BK, GemmStyle, GemmTile, LANES_M, LANES_N, REFERENCE_TILE};
 use crate::layout::{PipelineSharedState, StagedLayout};
 use crate::memcpy_async::{
     Completion, GlobalTile, Group, Threads, TileShape, Unbound, Warp, memcpy_async_tile,
+    memcpy_async_tile_transposed,
 };
 use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
 use crate::ptx;
@@ -117,7 +118,6 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> Geometry<TM
     const BM: u32 = Self::TILE.bm();
     const BN: u32 = Self::TILE.bn();
     const COMPUTE_THREADS: u32 = Self::TILE.compute_threads();
-    const A_BYTES: u32 = Self::TILE.a_tile_bytes();
     const A_SHAPE: TileShape = TileShape {
         rows: Self::BM,
         row_bytes: BK * 4,
@@ -137,7 +137,7 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> Geometry<TM
     /// [`GemmKernel::layout`]: super::GemmKernel::layout
     const fn layout(style: GemmStyle) -> StagedLayout {
         StagedLayout::new(
-            Self::TILE.stage_bytes(),
+            Self::TILE.stage_bytes(style.a_layout()),
             style.stages(),
             style.has_stage_barriers(),
         )
@@ -171,6 +171,7 @@ unsafe fn copy_k_tile<
     p: &Problem,
     t: u32,
     (a_dst, b_dst): (Shared<f32>, Shared<f32>),
+    a_layout: ALayout,
     completion: &C,
 ) {
     type G4<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
@@ -180,14 +181,25 @@ unsafe fn copy_k_tile<
     // SAFETY: both tiles are clipped to their matrices; rows of A are K floats apart and of B
     // N floats, multiples of ALIGN (launch contract); the stage is free (caller).
     unsafe {
-        memcpy_async_tile::<_, _, _, _, ALIGN>(
-            group,
-            a_dst,
-            BK * 4,
-            a,
-            G4::<TM, TN, WM, WN>::A_SHAPE,
-            &Unbound,
-        );
+        match a_layout {
+            ALayout::MMajor => memcpy_async_tile::<_, _, _, _, ALIGN>(
+                group,
+                a_dst,
+                BK * 4,
+                a,
+                G4::<TM, TN, WM, WN>::A_SHAPE,
+                &Unbound,
+            ),
+            // One float per copy whatever ALIGN says: a transposing copy moves elements.
+            ALayout::KMajor => memcpy_async_tile_transposed::<_, _, _, 4>(
+                group,
+                a_dst,
+                G4::<TM, TN, WM, WN>::TILE.a_k_row_floats() * 4,
+                a,
+                G4::<TM, TN, WM, WN>::A_SHAPE,
+                &Unbound,
+            ),
+        }
         memcpy_async_tile::<_, _, _, _, ALIGN>(
             group,
             b_dst,
@@ -199,26 +211,46 @@ unsafe fn copy_k_tile<
     }
 }
 
-/// Where a compute thread's fragment sits in the block tile: rows `row + 4 i` (`i < TM`),
-/// columns `col + 32 j .. +4` (`j < TN / 4`). Lanes `l` and `l + 1` take adjacent rows, so
-/// the four rows a warp reads at once sit 32 bytes apart (no bank conflict), and the eight
-/// column groups 16 bytes apart.
+/// Where a compute thread's fragment sits in the block tile: columns `col + 32 j .. +4`
+/// (`j < TN / 4`), the eight column groups of a warp 16 bytes apart; rows
+/// ([`Fragment::row_of`]) by how A is stored. With A m-major, rows `row + 4 i`: lanes `l` and
+/// `l + 1` take adjacent rows, so the four rows a warp reads at once sit 32 bytes apart (no
+/// bank conflict). With A k-major, rows `row + 16 (i / 4) + i % 4`: four consecutive rows per
+/// `LDS.128`, the four lanes' quads side by side.
 #[derive(Clone, Copy)]
 struct Fragment {
     row: u32,
     col: u32,
+    a_layout: ALayout,
 }
 
 impl Fragment {
     /// The fragment of compute thread `thread` (its warp `thread / 32` in a `WM x WN`
-    /// arrangement, row-major).
+    /// arrangement, row-major) when stages hold A in `a_layout`.
     #[inline(always)]
-    fn of<const TM: usize, const TN: usize, const WN: u32>(thread: u32) -> Fragment {
+    fn of<const TM: usize, const TN: usize, const WN: u32>(
+        thread: u32,
+        a_layout: ALayout,
+    ) -> Fragment {
         let (warp, lane) = (thread / 32, thread % 32);
         let (wm, wn) = (warp / WN, warp % WN);
+        let lane_row = match a_layout {
+            ALayout::MMajor => lane % LANES_M,
+            ALayout::KMajor => lane % LANES_M * 4,
+        };
         Fragment {
-            row: wm * LANES_M * TM as u32 + lane % LANES_M,
+            row: wm * LANES_M * TM as u32 + lane_row,
             col: wn * LANES_N * TN as u32 + lane / LANES_M * 4,
+            a_layout,
+        }
+    }
+
+    /// The block-tile row of the fragment's row `i`.
+    #[inline(always)]
+    fn row_of(&self, i: u32) -> u32 {
+        match self.a_layout {
+            ALayout::MMajor => self.row + 4 * i,
+            ALayout::KMajor => self.row + 4 * LANES_M * (i / 4) + i % 4,
         }
     }
 }
@@ -281,6 +313,58 @@ unsafe fn multiply_k_quad<const TM: usize, const TN: usize>(
     }
 }
 
+/// One k's operands for a thread's fragment, with A stored k-major: the `TM` values of A's
+/// column k in the fragment's rows and the `TN` values of B's row k in its columns.
+#[derive(Clone, Copy)]
+struct KFragment<const TM: usize, const TN: usize> {
+    a: [f32; TM],
+    b: [f32; TN],
+}
+
+impl<const TM: usize, const TN: usize> KFragment<TM, TN> {
+    /// Reads k `kk` of a stage whose A is k-major, rows `a_row_floats` apart: `TM / 4` and
+    /// `TN / 4` `LDS.128`.
+    ///
+    /// # Safety
+    /// As [`multiply_stage`]; `kk < BK`; `TM % 4 == 0`.
+    #[inline(always)]
+    unsafe fn load(
+        (a, b): (Shared<f32>, Shared<f32>),
+        (a_row_floats, bn): (u32, u32),
+        f: Fragment,
+        kk: u32,
+    ) -> Self {
+        let mut frag = KFragment {
+            a: [0.0; TM],
+            b: [0.0; TN],
+        };
+        for q in 0..TM / 4 {
+            let at = kk * a_row_floats + f.row_of(4 * q as u32);
+            // SAFETY: inside the A tile (rows row_of(4 q) .. +4 < bm); 16-byte aligned (row
+            // and row length multiples of 4).
+            let v = unsafe { a.add(at).cast::<[f32; 4]>().read() };
+            frag.a[4 * q..4 * q + 4].copy_from_slice(&v);
+        }
+        for g in 0..TN / 4 {
+            let at = kk * bn + f.col + 32 * g as u32;
+            // SAFETY: inside the B tile; 16-byte aligned.
+            let v = unsafe { b.add(at).cast::<[f32; 4]>().read() };
+            frag.b[4 * g..4 * g + 4].copy_from_slice(&v);
+        }
+        frag
+    }
+
+    /// `acc += a b^T`: `TM x TN` FFMAs.
+    #[inline(always)]
+    fn multiply(&self, acc: &mut [[f32; TN]; TM]) {
+        for (out, &a_value) in acc.iter_mut().zip(&self.a) {
+            for (o, &b_value) in out.iter_mut().zip(&self.b) {
+                *o = ptx::fma_f32(a_value, b_value, *o);
+            }
+        }
+    }
+}
+
 /// Writes this thread's fragment of C, clipped to the matrix.
 ///
 /// # Safety
@@ -292,7 +376,7 @@ unsafe fn store_fragment<const TM: usize, const TN: usize, const ALIGN: u32>(
     acc: &[[f32; TN]; TM],
 ) {
     for (i, out) in acc.iter().enumerate() {
-        let row = p.m0 + f.row + 4 * i as u32;
+        let row = p.m0 + f.row_of(i as u32);
         if row >= p.m {
             continue;
         }
@@ -322,6 +406,7 @@ unsafe fn store_fragment<const TM: usize, const TN: usize, const ALIGN: u32>(
 struct BlockTile<const TM: usize, const TN: usize, const WM: u32, const WN: u32> {
     p: Problem,
     layout: StagedLayout,
+    a_layout: ALayout,
 }
 
 impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<TM, TN, WM, WN> {
@@ -340,7 +425,14 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
         BlockTile {
             p: Problem::for_block(a, b, c, mnk, bm_bn),
             layout: Geometry::<TM, TN, WM, WN>::layout(style),
+            a_layout: style.a_layout(),
         }
+    }
+
+    /// Compute thread `thread`'s fragment of the tile.
+    #[inline(always)]
+    fn fragment(&self, thread: u32) -> Fragment {
+        Fragment::of::<TM, TN, WN>(thread, self.a_layout)
     }
 
     /// The threads that compute, as a copy group (a compute thread's rank is its `%tid.x`).
@@ -352,7 +444,8 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
     /// Stage `s`'s A and B tiles.
     #[inline(always)]
     fn stage(&self, s: u32) -> (Shared<f32>, Shared<f32>) {
-        stage_tiles(self.layout, Geometry::<TM, TN, WM, WN>::A_BYTES, s)
+        let a_bytes = Geometry::<TM, TN, WM, WN>::TILE.a_tile_bytes(self.a_layout);
+        stage_tiles(self.layout, a_bytes, s)
     }
 
     /// The pipeline's mbarriers, after the stages.
@@ -375,7 +468,14 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
     ) {
         // SAFETY: forwarded.
         unsafe {
-            copy_k_tile::<_, _, TM, TN, WM, WN, ALIGN>(group, &self.p, t, self.stage(s), completion)
+            copy_k_tile::<_, _, TM, TN, WM, WN, ALIGN>(
+                group,
+                &self.p,
+                t,
+                self.stage(s),
+                self.a_layout,
+                completion,
+            )
         }
     }
 
@@ -387,6 +487,20 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
     unsafe fn multiply(&self, s: u32, f: Fragment, acc: &mut [[f32; TN]; TM]) {
         // SAFETY: forwarded.
         unsafe { multiply_stage::<TM, TN>(self.stage(s), Geometry::<TM, TN, WM, WN>::BN, f, acc) }
+    }
+
+    /// Fragment `f`'s operands at k `kk` of stage `s` (A k-major).
+    ///
+    /// # Safety
+    /// As [`multiply_stage`]; the tile stores A k-major.
+    #[inline(always)]
+    unsafe fn load_k(&self, s: u32, f: Fragment, kk: u32) -> KFragment<TM, TN> {
+        let strides = (
+            Geometry::<TM, TN, WM, WN>::TILE.a_k_row_floats(),
+            Geometry::<TM, TN, WM, WN>::BN,
+        );
+        // SAFETY: forwarded.
+        unsafe { KFragment::load(self.stage(s), strides, f, kk) }
     }
 
     /// Writes fragment `f` of C.
@@ -430,7 +544,7 @@ pub unsafe fn thread_pipeline<
     let tiles = block.p.k_tiles();
     let thread = ptx::thread_idx_x();
     let group = BlockTile::<TM, TN, WM, WN>::compute_group(thread);
-    let f = Fragment::of::<TM, TN, WN>(thread);
+    let f = block.fragment(thread);
 
     let mut pipeline = ThreadPipeline::<STAGES>::new();
     let (mut producer, mut consumer) = pipeline.split();
@@ -455,6 +569,88 @@ pub unsafe fn thread_pipeline<
         // SAFETY: waited and synced above.
         unsafe { block.multiply(ready.index(), f, &mut acc) };
         ready.consumer_release();
+    }
+    // SAFETY: launch contract.
+    unsafe { block.store::<ALIGN>(f, &acc) };
+}
+
+/// [`GemmStyle::ThreadPipelineKMajor`]: the thread pipeline with A k-major and fragments one
+/// k ahead. Per k-tile: refill the stage the last barrier retired; for each k, load the next
+/// k's fragment, then multiply this one's; before the last k, wait for the next k-tile
+/// (`cp.async.wait_group STAGES - 2`) and `barrier.sync`, so the last multiply of a k-tile
+/// covers the first loads of the next.
+///
+/// # Safety
+/// The GEMM launch contract (module docs).
+pub unsafe fn thread_pipeline_kmajor<
+    const TM: usize,
+    const TN: usize,
+    const WM: u32,
+    const WN: u32,
+    const STAGES: usize,
+    const ALIGN: u32,
+>(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    const { assert!(STAGES >= 2 && TM.is_multiple_of(4)) };
+    let style = GemmStyle::ThreadPipelineKMajor {
+        stages: STAGES as u32,
+    };
+    let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k));
+    let tiles = block.p.k_tiles();
+    let thread = ptx::thread_idx_x();
+    let group = BlockTile::<TM, TN, WM, WN>::compute_group(thread);
+    let f = block.fragment(thread);
+
+    let mut pipeline = ThreadPipeline::<STAGES>::new();
+    let (mut producer, mut consumer) = pipeline.split();
+    let mut produce = |t: u32| {
+        let stage = producer.producer_acquire();
+        if t < tiles {
+            // SAFETY: the stage is free: fresh, or its last reads came before a barrier every
+            // thread has passed (see the loop).
+            unsafe { block.copy::<_, _, ALIGN>(&group, t, stage.index(), &stage) };
+        }
+        stage.producer_commit();
+    };
+    for t in 0..STAGES as u32 - 1 {
+        produce(t);
+    }
+    let mut acc = [[0.0f32; TN]; TM];
+    let mut ready = consumer.consumer_wait();
+    // Everyone's copies of k-tile 0 are visible.
+    ptx::barrier_sync();
+    // SAFETY: waited and synced above.
+    let mut frags = [unsafe { block.load_k(ready.index(), f, 0) }; 2];
+    let mut t = 0;
+    loop {
+        // The stage of k-tile t - 1, whose last k every thread loaded before the barrier
+        // that made k-tile t visible.
+        produce(t + STAGES as u32 - 1);
+        for kk in 0..BK - 1 {
+            // SAFETY: k-tile t's stage, waited and synced.
+            frags[(kk as usize + 1) % 2] = unsafe { block.load_k(ready.index(), f, kk + 1) };
+            frags[kk as usize % 2].multiply(&mut acc);
+        }
+        let last = frags[(BK as usize - 1) % 2];
+        ready.consumer_release();
+        t += 1;
+        if t == tiles {
+            last.multiply(&mut acc);
+            break;
+        }
+        ready = consumer.consumer_wait();
+        // Everyone's copies of k-tile t are visible, and everyone has loaded all of k-tile
+        // t - 1, whose stage the next refill reuses.
+        ptx::barrier_sync();
+        // SAFETY: waited and synced above.
+        frags[BK as usize % 2] = unsafe { block.load_k(ready.index(), f, 0) };
+        last.multiply(&mut acc);
     }
     // SAFETY: launch contract.
     unsafe { block.store::<ALIGN>(f, &acc) };
@@ -490,7 +686,7 @@ pub unsafe fn block_pipeline<
     let tiles = block.p.k_tiles();
     let thread = ptx::thread_idx_x();
     let group = BlockTile::<TM, TN, WM, WN>::compute_group(thread);
-    let f = Fragment::of::<TM, TN, WN>(thread);
+    let f = block.fragment(thread);
     // SAFETY: every thread calls it; the layout reserves the barriers after the stages.
     let mut pipeline =
         unsafe { BlockPipeline::<STAGES>::init_all_threads(block.barriers(), group.size()) };
@@ -570,7 +766,7 @@ pub unsafe fn warp_specialized<
         // No copy may outlive the thread that issued it.
         ptx::wait_all();
     } else {
-        let f = Fragment::of::<TM, TN, WN>(thread);
+        let f = block.fragment(thread);
         let mut acc = [[0.0f32; TN]; TM];
         for _ in 0..tiles {
             let ready = consumer.consumer_wait();
@@ -619,8 +815,8 @@ pub unsafe fn tma<
     let (m0, n0) = (block.p.m0 as i32, block.p.n0 as i32);
     let tiles = block.p.k_tiles();
     let thread = ptx::thread_idx_x();
-    let f = Fragment::of::<TM, TN, WN>(thread);
-    let a_bytes = AlignedSize::<16>::of(Geo::<TM, TN, WM, WN>::A_BYTES);
+    let f = block.fragment(thread);
+    let a_bytes = AlignedSize::<16>::of(Geo::<TM, TN, WM, WN>::TILE.a_tile_bytes(ALayout::MMajor));
     let b_bytes = AlignedSize::<16>::of(Geo::<TM, TN, WM, WN>::TILE.b_tile_bytes());
     // SAFETY: every thread calls it; one thread produces, every compute thread consumes; the
     // layout reserves the barriers.
@@ -727,7 +923,7 @@ pub unsafe fn sync<
     let tiles = p.k_tiles();
     let thread = ptx::thread_idx_x();
     let threads = Geo::<TM, TN, WM, WN>::COMPUTE_THREADS;
-    let f = Fragment::of::<TM, TN, WN>(thread);
+    let f = block.fragment(thread);
     let shapes = [
         Geo::<TM, TN, WM, WN>::A_SHAPE,
         Geo::<TM, TN, WM, WN>::B_SHAPE,

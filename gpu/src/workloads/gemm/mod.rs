@@ -173,6 +173,10 @@ gemm_kernels! {
     gemm_thread_pipeline_3 => ThreadPipeline { stages: 3 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
     gemm_thread_pipeline_4 => ThreadPipeline { stages: 4 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
     gemm_thread_pipeline_5 => ThreadPipeline { stages: 5 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
+    gemm_thread_pipeline_kmajor_2 => ThreadPipelineKMajor { stages: 2 } tile (2 x 2 warps of 16 x 8) by thread_pipeline_kmajor,
+    gemm_thread_pipeline_kmajor_3 => ThreadPipelineKMajor { stages: 3 } tile (2 x 2 warps of 16 x 8) by thread_pipeline_kmajor,
+    gemm_thread_pipeline_kmajor_4 => ThreadPipelineKMajor { stages: 4 } tile (2 x 2 warps of 16 x 8) by thread_pipeline_kmajor,
+    gemm_thread_pipeline_kmajor_3_128x256 => ThreadPipelineKMajor { stages: 3 } tile (2 x 4 warps of 16 x 8) by thread_pipeline_kmajor,
     gemm_block_pipeline_2 => BlockPipeline { stages: 2 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
     gemm_block_pipeline_3 => BlockPipeline { stages: 3 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
     gemm_block_pipeline_4 => BlockPipeline { stages: 4 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
@@ -201,7 +205,10 @@ mod tests {
     fn tiles_and_layouts() {
         let k = find("gemm_thread_pipeline_4").unwrap();
         assert_eq!((k.tile.bm(), k.tile.bn(), k.threads()), (128, 128, 128));
-        assert_eq!(k.tile.stage_bytes(), 128 * 8 * 4 + 8 * 128 * 4);
+        assert_eq!(
+            k.tile.stage_bytes(ALayout::MMajor),
+            128 * 8 * 4 + 8 * 128 * 4
+        );
         assert_eq!(k.layout().bytes, 4 * 8192);
         let wide = find("gemm_thread_pipeline_4_128x256").unwrap();
         assert_eq!(

@@ -8,6 +8,23 @@ use crate::layout::StagedLayout;
 /// at once fall in different banks.
 pub const BK: u32 = 8;
 
+/// Floats of padding after each k-row of a k-major A tile ([`ALayout::KMajor`]): rows
+/// `bm + 4` floats apart, so the eight k of the four source rows one warp instruction of the
+/// transposing copy writes land in 32 different banks, and every row stays 16-byte aligned.
+pub const A_K_MAJOR_PAD: u32 = 4;
+
+/// How a stage holds its A tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ALayout {
+    /// As in global memory: `bm` rows of `BK` floats (16-byte copies; a thread reads four k of
+    /// one row with an `LDS.128`).
+    MMajor,
+    /// Transposed: `BK` rows of `bm` floats (plus [`A_K_MAJOR_PAD`]), written by 4-byte
+    /// transposing copies; a thread reads four rows of one k with an `LDS.128`, so one k's
+    /// fragment is a few registers and the next one can load while this one multiplies.
+    KMajor,
+}
+
 /// Lanes of a warp along `m` and along `n`: lane `l` computes rows `l % 4 + 4 i` and column
 /// groups `4 (l / 4) + 32 j` of its warp's tile.
 pub const LANES_M: u32 = 4;
@@ -44,9 +61,17 @@ impl GemmTile {
         self.warps_m * self.warps_n * 32
     }
 
-    /// Bytes of one stage's A tile (`bm x BK`, rows of `BK` floats).
-    pub const fn a_tile_bytes(self) -> u32 {
-        self.bm() * BK * 4
+    /// Bytes of one stage's A tile in `layout`.
+    pub const fn a_tile_bytes(self, layout: ALayout) -> u32 {
+        match layout {
+            ALayout::MMajor => self.bm() * BK * 4,
+            ALayout::KMajor => self.a_k_row_floats() * BK * 4,
+        }
+    }
+
+    /// Floats from one k-row of a k-major A tile to the next.
+    pub const fn a_k_row_floats(self) -> u32 {
+        self.bm() + A_K_MAJOR_PAD
     }
 
     /// Bytes of one stage's B tile (`BK x bn`, rows of `bn` floats).
@@ -54,9 +79,9 @@ impl GemmTile {
         BK * self.bn() * 4
     }
 
-    /// Bytes of one stage: the A tile, then the B tile.
-    pub const fn stage_bytes(self) -> u32 {
-        self.a_tile_bytes() + self.b_tile_bytes()
+    /// Bytes of one stage with A in `layout`: the A tile, then the B tile.
+    pub const fn stage_bytes(self, layout: ALayout) -> u32 {
+        self.a_tile_bytes(layout) + self.b_tile_bytes()
     }
 }
 
@@ -71,6 +96,14 @@ pub enum GemmStyle {
     /// buffers, `stages - 1` k-tiles in flight; every thread copies and computes; one
     /// `barrier.sync` per k-tile (CUTLASS's multistage mainloop).
     ThreadPipeline {
+        /// Buffers in the ring.
+        stages: u32,
+    },
+    /// The thread pipeline with A stored k-major ([`ALayout::KMajor`], 4-byte transposing
+    /// copies) and each k's fragments loaded from shared memory while the previous k
+    /// multiplies, across k-tiles too: the block barrier and the next k-tile's first loads
+    /// overlap the current k-tile's last multiply (CUTLASS's SIMT multistage mainloop).
+    ThreadPipelineKMajor {
         /// Buffers in the ring.
         stages: u32,
     },
@@ -105,6 +138,7 @@ impl GemmStyle {
         match self {
             GemmStyle::Sync => 2,
             GemmStyle::ThreadPipeline { stages }
+            | GemmStyle::ThreadPipelineKMajor { stages }
             | GemmStyle::BlockPipeline { stages }
             | GemmStyle::WarpSpecialized { stages, .. }
             | GemmStyle::Tma { stages } => stages,
@@ -119,6 +153,14 @@ impl GemmStyle {
                 | GemmStyle::WarpSpecialized { .. }
                 | GemmStyle::Tma { .. }
         )
+    }
+
+    /// How the style's stages hold A.
+    pub const fn a_layout(self) -> ALayout {
+        match self {
+            GemmStyle::ThreadPipelineKMajor { .. } => ALayout::KMajor,
+            _ => ALayout::MMajor,
+        }
     }
 
     /// Whether the style needs sm_90 (tensor copies): absent from the sm_80 PTX.
@@ -139,6 +181,7 @@ impl GemmStyle {
         match self {
             GemmStyle::Sync => "sync",
             GemmStyle::ThreadPipeline { .. } => "thread_pipeline",
+            GemmStyle::ThreadPipelineKMajor { .. } => "thread_pipeline_kmajor",
             GemmStyle::BlockPipeline { .. } => "block_pipeline",
             GemmStyle::WarpSpecialized { .. } => "warp_specialized",
             GemmStyle::Tma { .. } => "tma",
@@ -151,6 +194,9 @@ impl GemmStyle {
             GemmStyle::Sync => "global -> registers -> shared, double-buffered, no cp.async",
             GemmStyle::ThreadPipeline { .. } => {
                 "multistage ThreadPipeline, all threads copy + compute, 1 barrier.sync per k-tile"
+            }
+            GemmStyle::ThreadPipelineKMajor { .. } => {
+                "ThreadPipeline, A k-major in shared, fragments loaded one k ahead"
             }
             GemmStyle::BlockPipeline { .. } => {
                 "multistage BlockPipeline, all threads copy + compute, mbarriers only"
@@ -194,7 +240,7 @@ impl GemmKernel {
     /// Its dynamic shared memory: the stage buffers, then the stage mbarriers if it has them.
     pub const fn layout(&self) -> StagedLayout {
         StagedLayout::new(
-            self.tile.stage_bytes(),
+            self.tile.stage_bytes(self.style.a_layout()),
             self.style.stages(),
             self.style.has_stage_barriers(),
         )
