@@ -3,12 +3,15 @@
 //!
 //! Generic parameters, in order: the thread tile `TM x TN`, the warps `WM x WN` (see
 //! [`GemmTile`](super::GemmTile)), the style's own (`STAGES`, and `PRODUCER_WARPS` for warp
-//! specialization), and `ALIGN`, the bytes per copy (16 or 4).
+//! specialization), `ALIGN`, the bytes per copy (16 or 4), and `INTERIOR`: the block's tiles
+//! lie inside the matrices ([`block_is_interior`]; the entry points pick), so its copies and
+//! stores need no bound checks.
 //!
 //! Every body's `# Safety` is the GEMM launch contract: grid [`GemmKernel::grid`], blocks of
 //! [`GemmKernel::threads`] threads with [`GemmKernel::layout`] bytes of dynamic shared memory;
 //! `a` holds `m * k` floats, `b` `k * n`, `c` `m * n`, each 16-byte aligned;
-//! `1 <= m, n, k <= MAX_DIM`; with `ALIGN = 16`, `k` and `n` are multiples of 4.
+//! `1 <= m, n, k <= MAX_DIM`; with `ALIGN = 16`, `k` and `n` are multiples of 4; with
+//! `INTERIOR`, [`block_is_interior`] holds for the block.
 //!
 //! [`GemmKernel::grid`]: super::GemmKernel::grid
 //! [`GemmKernel::threads`]: super::GemmKernel::threads
@@ -44,6 +47,9 @@ struct Problem {
     m0: u32,
     /// First column of this block's tile.
     n0: u32,
+    /// Whether every k-tile of this block lies inside both matrices: then no copy needs a
+    /// bound check or a zero fill, and the clipping below folds away.
+    interior: bool,
 }
 
 impl Problem {
@@ -55,6 +61,7 @@ impl Problem {
         c: *mut f32,
         (m, n, k): (u32, u32, u32),
         (bm, bn): (u32, u32),
+        interior: bool,
     ) -> Problem {
         Problem {
             a,
@@ -65,6 +72,7 @@ impl Problem {
             k,
             m0: ptx::block_idx_y() * bm,
             n0: ptx::block_idx_x() * bn,
+            interior,
         }
     }
 
@@ -83,8 +91,16 @@ impl Problem {
                 .a
                 .wrapping_add(self.m0 as usize * self.k as usize + k0 as usize),
             row_stride: self.k as usize * 4,
-            valid_rows: (self.m - self.m0).min(bm),
-            valid_row_bytes: (self.k - k0).min(BK) * 4,
+            valid_rows: if self.interior {
+                bm
+            } else {
+                (self.m - self.m0).min(bm)
+            },
+            valid_row_bytes: if self.interior {
+                BK * 4
+            } else {
+                (self.k - k0).min(BK) * 4
+            },
         }
     }
 
@@ -97,8 +113,16 @@ impl Problem {
                 .b
                 .wrapping_add(k0 as usize * self.n as usize + self.n0 as usize),
             row_stride: self.n as usize * 4,
-            valid_rows: (self.k - k0).min(BK),
-            valid_row_bytes: (self.n - self.n0).min(bn) * 4,
+            valid_rows: if self.interior {
+                BK
+            } else {
+                (self.k - k0).min(BK)
+            },
+            valid_row_bytes: if self.interior {
+                bn * 4
+            } else {
+                (self.n - self.n0).min(bn) * 4
+            },
         }
     }
 }
@@ -142,6 +166,22 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> Geometry<TM
             style.has_stage_barriers(),
         )
     }
+}
+
+/// Whether this block's every k-tile lies inside both matrices (`k % BK == 0`, and the
+/// block's rows and columns inside C): the entry points then call the body with
+/// `INTERIOR = true`, whose copies compile without bound checks or zero fills.
+#[inline(always)]
+pub fn block_is_interior<const TM: usize, const TN: usize, const WM: u32, const WN: u32>(
+    m: u32,
+    n: u32,
+    k: u32,
+) -> bool {
+    // No overflow: a block exists only where its first row and column are inside the
+    // matrix, and the dimensions are at most MAX_DIM.
+    k.is_multiple_of(BK)
+        && (ptx::block_idx_y() + 1) * Geometry::<TM, TN, WM, WN>::BM <= m
+        && (ptx::block_idx_x() + 1) * Geometry::<TM, TN, WM, WN>::BN <= n
 }
 
 /// Stage `s`'s A tile (`bm` rows of `BK` floats) and B tile (`BK` rows of `bn` floats).
@@ -260,6 +300,7 @@ impl Fragment {
 ///
 /// # Safety
 /// The stage's copies landed and are visible to this thread; nothing writes it meanwhile.
+#[cfg(target_feature = "sm_90")]
 #[inline(always)]
 unsafe fn multiply_stage<const TM: usize, const TN: usize>(
     tiles: (Shared<f32>, Shared<f32>),
@@ -279,6 +320,7 @@ unsafe fn multiply_stage<const TM: usize, const TN: usize>(
 ///
 /// # Safety
 /// As [`multiply_stage`]; `kq < BK / 4`.
+#[cfg(target_feature = "sm_90")]
 #[inline(always)]
 unsafe fn multiply_k_quad<const TM: usize, const TN: usize>(
     (a, b): (Shared<f32>, Shared<f32>),
@@ -365,6 +407,83 @@ impl<const TM: usize, const TN: usize> KFragment<TM, TN> {
     }
 }
 
+/// A thread's operands one k ahead of its multiply (CUTLASS's fragment double-buffering):
+/// while k's fragment multiplies, k + 1's `LDS.128`s are in flight, across k-tiles too — the
+/// next k-tile's first k loads before the current one's last multiplies, so the wait and
+/// block synchronization between k-tiles overlap that multiply. Stages hold A k-major.
+///
+/// A mainloop reads: [`FragmentPipe::start`] on the first stage, then per k-tile
+/// [`FragmentPipe::multiply_all_but_last`] (after which every read of the stage is issued and
+/// it may be released), then [`FragmentPipe::advance`] onto the next stage (waited for), or
+/// [`FragmentPipe::finish`] after the last.
+struct FragmentPipe<const TM: usize, const TN: usize> {
+    f: Fragment,
+    /// Loaded, not yet multiplied.
+    held: KFragment<TM, TN>,
+}
+
+impl<const TM: usize, const TN: usize> FragmentPipe<TM, TN> {
+    /// Loads k 0 of stage `s` for fragment `f`.
+    ///
+    /// # Safety
+    /// The stage's copies landed and are visible to this thread; nothing writes it until it
+    /// is released.
+    #[inline(always)]
+    unsafe fn start<const WM: u32, const WN: u32>(
+        block: &BlockTile<TM, TN, WM, WN>,
+        f: Fragment,
+        s: u32,
+    ) -> Self {
+        // SAFETY: forwarded.
+        let held = unsafe { block.load_k(s, f, 0) };
+        FragmentPipe { f, held }
+    }
+
+    /// Multiplies k 0 .. `BK - 1` of stage `s` (the one started or advanced onto), each after
+    /// issuing the next k's loads, and holds k `BK - 1`.
+    ///
+    /// # Safety
+    /// As [`FragmentPipe::start`], for stage `s`.
+    #[inline(always)]
+    unsafe fn multiply_all_but_last<const WM: u32, const WN: u32>(
+        &mut self,
+        block: &BlockTile<TM, TN, WM, WN>,
+        s: u32,
+        acc: &mut [[f32; TN]; TM],
+    ) {
+        for kk in 1..BK {
+            // SAFETY: forwarded.
+            let loaded = unsafe { block.load_k(s, self.f, kk) };
+            self.held.multiply(acc);
+            self.held = loaded;
+        }
+    }
+
+    /// Loads k 0 of stage `s` (the next k-tile), then multiplies the held last k of the
+    /// previous one.
+    ///
+    /// # Safety
+    /// As [`FragmentPipe::start`], for stage `s`.
+    #[inline(always)]
+    unsafe fn advance<const WM: u32, const WN: u32>(
+        &mut self,
+        block: &BlockTile<TM, TN, WM, WN>,
+        s: u32,
+        acc: &mut [[f32; TN]; TM],
+    ) {
+        // SAFETY: forwarded.
+        let loaded = unsafe { block.load_k(s, self.f, 0) };
+        self.held.multiply(acc);
+        self.held = loaded;
+    }
+
+    /// Multiplies the held last k of the last k-tile.
+    #[inline(always)]
+    fn finish(self, acc: &mut [[f32; TN]; TM]) {
+        self.held.multiply(acc);
+    }
+}
+
 /// Writes this thread's fragment of C, clipped to the matrix.
 ///
 /// # Safety
@@ -377,20 +496,20 @@ unsafe fn store_fragment<const TM: usize, const TN: usize, const ALIGN: u32>(
 ) {
     for (i, out) in acc.iter().enumerate() {
         let row = p.m0 + f.row_of(i as u32);
-        if row >= p.m {
+        if !p.interior && row >= p.m {
             continue;
         }
         for g in 0..TN / 4 {
             let col = p.n0 + f.col + 32 * g as u32;
             let at = p.c.wrapping_add(row as usize * p.n as usize + col as usize);
             let v = [out[4 * g], out[4 * g + 1], out[4 * g + 2], out[4 * g + 3]];
-            if ALIGN == 16 && col < p.n {
+            if ALIGN == 16 && (p.interior || col < p.n) {
                 // SAFETY: n % 4 == 0 and col % 4 == 0, so all four are in the row, and the
                 // address is 16-byte aligned.
                 unsafe { at.cast::<Quad>().write(Quad(v)) };
             } else if ALIGN != 16 {
                 for (e, &value) in v.iter().enumerate() {
-                    if col + (e as u32) < p.n {
+                    if p.interior || col + (e as u32) < p.n {
                         // SAFETY: inside the matrix.
                         unsafe { at.add(e).write(value) };
                     }
@@ -416,6 +535,7 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
         style: GemmStyle,
         (a, b, c): (*const f32, *const f32, *mut f32),
         mnk: (u32, u32, u32),
+        interior: bool,
     ) -> Self {
         let () = Geometry::<TM, TN, WM, WN>::VALID;
         let bm_bn = (
@@ -423,7 +543,7 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
             Geometry::<TM, TN, WM, WN>::BN,
         );
         BlockTile {
-            p: Problem::for_block(a, b, c, mnk, bm_bn),
+            p: Problem::for_block(a, b, c, mnk, bm_bn, interior),
             layout: Geometry::<TM, TN, WM, WN>::layout(style),
             a_layout: style.a_layout(),
         }
@@ -483,6 +603,7 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
     ///
     /// # Safety
     /// As [`multiply_stage`]: the stage's copies landed and are visible to this thread.
+    #[cfg(target_feature = "sm_90")]
     #[inline(always)]
     unsafe fn multiply(&self, s: u32, f: Fragment, acc: &mut [[f32; TN]; TM]) {
         // SAFETY: forwarded.
@@ -514,10 +635,11 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
     }
 }
 
-/// [`GemmStyle::ThreadPipeline`]: prefetch `STAGES - 1` k-tiles; per k-tile wait for the
-/// oldest (`cp.async.wait_group STAGES - 2`), `barrier.sync` (everyone's copies visible, and
-/// everyone done with the stage multiplied last), refill that stage with the k-tile
-/// `STAGES - 1` ahead, multiply.
+/// [`GemmStyle::ThreadPipeline`]: prefetch `STAGES - 1` k-tiles; per k-tile refill the stage
+/// the last barrier retired with the k-tile `STAGES - 1` ahead, multiply all but the last k
+/// (fragments one k ahead, [`FragmentPipe`]), wait for the next k-tile
+/// (`cp.async.wait_group STAGES - 2`) and `barrier.sync` (everyone's copies visible, and
+/// everyone's reads of this stage issued), load its first k, multiply the last.
 ///
 /// # Safety
 /// The GEMM launch contract (module docs).
@@ -528,6 +650,7 @@ pub unsafe fn thread_pipeline<
     const WN: u32,
     const STAGES: usize,
     const ALIGN: u32,
+    const INTERIOR: bool,
 >(
     a: *const f32,
     b: *const f32,
@@ -540,7 +663,7 @@ pub unsafe fn thread_pipeline<
     let style = GemmStyle::ThreadPipeline {
         stages: STAGES as u32,
     };
-    let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k));
+    let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k), INTERIOR);
     let tiles = block.p.k_tiles();
     let thread = ptx::thread_idx_x();
     let group = BlockTile::<TM, TN, WM, WN>::compute_group(thread);
@@ -551,69 +674,8 @@ pub unsafe fn thread_pipeline<
     let mut produce = |t: u32| {
         let stage = producer.producer_acquire();
         if t < tiles {
-            // SAFETY: the stage is free: fresh, or released by everyone (barrier below).
-            unsafe { block.copy::<_, _, ALIGN>(&group, t, stage.index(), &stage) };
-        }
-        stage.producer_commit();
-    };
-    for t in 0..STAGES as u32 - 1 {
-        produce(t);
-    }
-    let mut acc = [[0.0f32; TN]; TM];
-    for t in 0..tiles {
-        let ready = consumer.consumer_wait();
-        // Everyone's copies of k-tile t are visible, and everyone has multiplied k-tile t - 1,
-        // whose stage the refill below reuses.
-        ptx::barrier_sync();
-        produce(t + STAGES as u32 - 1);
-        // SAFETY: waited and synced above.
-        unsafe { block.multiply(ready.index(), f, &mut acc) };
-        ready.consumer_release();
-    }
-    // SAFETY: launch contract.
-    unsafe { block.store::<ALIGN>(f, &acc) };
-}
-
-/// [`GemmStyle::ThreadPipelineKMajor`]: the thread pipeline with A k-major and fragments one
-/// k ahead. Per k-tile: refill the stage the last barrier retired; for each k, load the next
-/// k's fragment, then multiply this one's; before the last k, wait for the next k-tile
-/// (`cp.async.wait_group STAGES - 2`) and `barrier.sync`, so the last multiply of a k-tile
-/// covers the first loads of the next.
-///
-/// # Safety
-/// The GEMM launch contract (module docs).
-pub unsafe fn thread_pipeline_kmajor<
-    const TM: usize,
-    const TN: usize,
-    const WM: u32,
-    const WN: u32,
-    const STAGES: usize,
-    const ALIGN: u32,
->(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
-    const { assert!(STAGES >= 2 && TM.is_multiple_of(4)) };
-    let style = GemmStyle::ThreadPipelineKMajor {
-        stages: STAGES as u32,
-    };
-    let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k));
-    let tiles = block.p.k_tiles();
-    let thread = ptx::thread_idx_x();
-    let group = BlockTile::<TM, TN, WM, WN>::compute_group(thread);
-    let f = block.fragment(thread);
-
-    let mut pipeline = ThreadPipeline::<STAGES>::new();
-    let (mut producer, mut consumer) = pipeline.split();
-    let mut produce = |t: u32| {
-        let stage = producer.producer_acquire();
-        if t < tiles {
-            // SAFETY: the stage is free: fresh, or its last reads came before a barrier every
-            // thread has passed (see the loop).
+            // SAFETY: the stage is free: fresh, or every read of it was issued before a
+            // barrier every thread has passed (see the loop).
             unsafe { block.copy::<_, _, ALIGN>(&group, t, stage.index(), &stage) };
         }
         stage.producer_commit();
@@ -626,32 +688,27 @@ pub unsafe fn thread_pipeline_kmajor<
     // Everyone's copies of k-tile 0 are visible.
     ptx::barrier_sync();
     // SAFETY: waited and synced above.
-    let mut frags = [unsafe { block.load_k(ready.index(), f, 0) }; 2];
+    let mut frags = unsafe { FragmentPipe::start(&block, f, ready.index()) };
     let mut t = 0;
     loop {
-        // The stage of k-tile t - 1, whose last k every thread loaded before the barrier
-        // that made k-tile t visible.
+        // The stage of k-tile t - 1, all of whose reads were issued before the barrier that
+        // made k-tile t visible.
         produce(t + STAGES as u32 - 1);
-        for kk in 0..BK - 1 {
-            // SAFETY: k-tile t's stage, waited and synced.
-            frags[(kk as usize + 1) % 2] = unsafe { block.load_k(ready.index(), f, kk + 1) };
-            frags[kk as usize % 2].multiply(&mut acc);
-        }
-        let last = frags[(BK as usize - 1) % 2];
+        // SAFETY: k-tile t's stage, waited and synced.
+        unsafe { frags.multiply_all_but_last(&block, ready.index(), &mut acc) };
         ready.consumer_release();
         t += 1;
         if t == tiles {
-            last.multiply(&mut acc);
             break;
         }
         ready = consumer.consumer_wait();
-        // Everyone's copies of k-tile t are visible, and everyone has loaded all of k-tile
-        // t - 1, whose stage the next refill reuses.
+        // Everyone's copies of k-tile t are visible, and everyone's reads of k-tile t - 1
+        // are issued.
         ptx::barrier_sync();
         // SAFETY: waited and synced above.
-        frags[BK as usize % 2] = unsafe { block.load_k(ready.index(), f, 0) };
-        last.multiply(&mut acc);
+        unsafe { frags.advance(&block, ready.index(), &mut acc) };
     }
+    frags.finish(&mut acc);
     // SAFETY: launch contract.
     unsafe { block.store::<ALIGN>(f, &acc) };
 }
@@ -670,6 +727,7 @@ pub unsafe fn block_pipeline<
     const WN: u32,
     const STAGES: usize,
     const ALIGN: u32,
+    const INTERIOR: bool,
 >(
     a: *const f32,
     b: *const f32,
@@ -682,7 +740,7 @@ pub unsafe fn block_pipeline<
     let style = GemmStyle::BlockPipeline {
         stages: STAGES as u32,
     };
-    let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k));
+    let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k), INTERIOR);
     let tiles = block.p.k_tiles();
     let thread = ptx::thread_idx_x();
     let group = BlockTile::<TM, TN, WM, WN>::compute_group(thread);
@@ -703,13 +761,25 @@ pub unsafe fn block_pipeline<
         produce(t);
     }
     let mut acc = [[0.0f32; TN]; TM];
-    for t in 0..tiles {
-        let ready = consumer.consumer_wait();
-        // SAFETY: the stage's phase completed: every thread's copies landed.
-        unsafe { block.multiply(ready.index(), f, &mut acc) };
+    let mut ready = consumer.consumer_wait();
+    // SAFETY: the stage's phase completed: every thread's copies landed.
+    let mut frags = unsafe { FragmentPipe::start(&block, f, ready.index()) };
+    let mut t = 0;
+    loop {
+        // SAFETY: as above.
+        unsafe { frags.multiply_all_but_last(&block, ready.index(), &mut acc) };
+        // Every read of the stage is issued; the release orders them before the refill.
         ready.consumer_release();
         produce(t + STAGES as u32 - 1);
+        t += 1;
+        if t == tiles {
+            break;
+        }
+        ready = consumer.consumer_wait();
+        // SAFETY: as above.
+        unsafe { frags.advance(&block, ready.index(), &mut acc) };
     }
+    frags.finish(&mut acc);
     // SAFETY: launch contract.
     unsafe { block.store::<ALIGN>(f, &acc) };
 }
@@ -728,6 +798,7 @@ pub unsafe fn warp_specialized<
     const STAGES: usize,
     const PRODUCER_WARPS: u32,
     const ALIGN: u32,
+    const INTERIOR: bool,
 >(
     a: *const f32,
     b: *const f32,
@@ -740,7 +811,7 @@ pub unsafe fn warp_specialized<
         stages: STAGES as u32,
         producer_warps: PRODUCER_WARPS,
     };
-    let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k));
+    let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k), INTERIOR);
     let tiles = block.p.k_tiles();
     let compute_threads = Geometry::<TM, TN, WM, WN>::COMPUTE_THREADS;
     // SAFETY: every thread calls it; the producer warps fill every stage, the compute
@@ -768,12 +839,23 @@ pub unsafe fn warp_specialized<
     } else {
         let f = block.fragment(thread);
         let mut acc = [[0.0f32; TN]; TM];
-        for _ in 0..tiles {
-            let ready = consumer.consumer_wait();
-            // SAFETY: the stage's phase completed: the producers' copies landed.
-            unsafe { block.multiply(ready.index(), f, &mut acc) };
+        let mut ready = consumer.consumer_wait();
+        // SAFETY: the stage's phase completed: the producers' copies landed.
+        let mut frags = unsafe { FragmentPipe::start(&block, f, ready.index()) };
+        let mut t = 0;
+        loop {
+            // SAFETY: as above.
+            unsafe { frags.multiply_all_but_last(&block, ready.index(), &mut acc) };
             ready.consumer_release();
+            t += 1;
+            if t == tiles {
+                break;
+            }
+            ready = consumer.consumer_wait();
+            // SAFETY: as above.
+            unsafe { frags.advance(&block, ready.index(), &mut acc) };
         }
+        frags.finish(&mut acc);
         // SAFETY: launch contract.
         unsafe { block.store::<ALIGN>(f, &acc) };
     }
@@ -811,7 +893,8 @@ pub unsafe fn tma<
         stages: STAGES as u32,
     };
     let no_pointer = core::ptr::null();
-    let block = BlockTile::<TM, TN, WM, WN>::new(style, (no_pointer, no_pointer, c), (m, n, k));
+    let block =
+        BlockTile::<TM, TN, WM, WN>::new(style, (no_pointer, no_pointer, c), (m, n, k), false);
     let (m0, n0) = (block.p.m0 as i32, block.p.n0 as i32);
     let tiles = block.p.k_tiles();
     let thread = ptx::thread_idx_x();
@@ -907,6 +990,7 @@ pub unsafe fn sync<
     const WM: u32,
     const WN: u32,
     const ALIGN: u32,
+    const INTERIOR: bool,
 >(
     a: *const f32,
     b: *const f32,
@@ -917,7 +1001,7 @@ pub unsafe fn sync<
 ) {
     type Geo<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
         Geometry<TM, TN, WM, WN>;
-    let block = BlockTile::<TM, TN, WM, WN>::new(GemmStyle::Sync, (a, b, c), (m, n, k));
+    let block = BlockTile::<TM, TN, WM, WN>::new(GemmStyle::Sync, (a, b, c), (m, n, k), INTERIOR);
     let p = block.p;
     let bm_bn = (Geo::<TM, TN, WM, WN>::BM, Geo::<TM, TN, WM, WN>::BN);
     let tiles = p.k_tiles();
@@ -972,16 +1056,25 @@ pub unsafe fn sync<
             let per_row = shape.row_bytes / ALIGN;
             for round in 0..chunks(shape) / threads {
                 let chunk = thread + round * threads;
-                let at = dst
-                    .cast::<u8>()
-                    .add(chunk / per_row * shape.row_bytes + chunk % per_row * ALIGN);
-                // SAFETY: inside the stage; no one reads this buffer until the barrier
-                // after the store (its last readers passed the previous barrier).
-                unsafe {
-                    if ALIGN == 16 {
-                        at.cast::<[f32; 4]>().write(regs[slot]);
-                    } else {
-                        at.cast::<f32>().write(regs[slot][0]);
+                let (row, offset) = (chunk / per_row, chunk % per_row * ALIGN);
+                // SAFETY (all three): inside the stage; no one reads this buffer until the
+                // barrier after the store (its last reads were issued before the previous
+                // barrier).
+                if which == 0 && block.a_layout == ALayout::KMajor {
+                    // A lands transposed: the chunk's floats are k `offset / 4 ..` of `row`.
+                    let k_row = Geo::<TM, TN, WM, WN>::TILE.a_k_row_floats();
+                    for e in 0..ALIGN / 4 {
+                        let at = (offset / 4 + e) * k_row + row;
+                        unsafe { dst.add(at).write(regs[slot][e as usize]) };
+                    }
+                } else {
+                    let at = dst.cast::<u8>().add(row * shape.row_bytes + offset);
+                    unsafe {
+                        if ALIGN == 16 {
+                            at.cast::<[f32; 4]>().write(regs[slot]);
+                        } else {
+                            at.cast::<f32>().write(regs[slot][0]);
+                        }
                     }
                 }
                 slot += 1;
@@ -992,16 +1085,23 @@ pub unsafe fn sync<
     store(0, &load(0));
     ptx::barrier_sync();
     let mut acc = [[0.0f32; TN]; TM];
-    for t in 0..tiles {
+    // SAFETY: stored and synced.
+    let mut frags = unsafe { FragmentPipe::start(&block, f, 0) };
+    let mut t = 0;
+    loop {
         let next = (t + 1 < tiles).then(|| load(t + 1));
         // SAFETY: stored and synced.
-        unsafe { block.multiply(t % 2, f, &mut acc) };
-        if let Some(regs) = next {
-            // The other buffer's last readers passed the barrier that ended k-tile t - 1.
-            store((t + 1) % 2, &regs);
-        }
+        unsafe { frags.multiply_all_but_last(&block, t % 2, &mut acc) };
+        t += 1;
+        let Some(regs) = next else { break };
+        // Every read of this buffer (k-tile t - 2) was issued before the barrier that made
+        // k-tile t - 1 visible.
+        store(t % 2, &regs);
         ptx::barrier_sync();
+        // SAFETY: stored and synced.
+        unsafe { frags.advance(&block, t % 2, &mut acc) };
     }
+    frags.finish(&mut acc);
     // SAFETY: launch contract.
     unsafe { block.store::<ALIGN>(f, &acc) };
 }

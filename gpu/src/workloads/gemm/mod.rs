@@ -127,11 +127,14 @@ macro_rules! gemm_entry_points {
             pub unsafe extern "ptx-kernel" fn aligned(
                 a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32,
             ) {
-                // SAFETY: forwarded launch contract.
+                use super::super::kernels::{block_is_interior, $body as body};
+                // SAFETY: forwarded launch contract; INTERIOR only for an interior block.
                 unsafe {
-                    super::super::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)* 16>(
-                        a, b, c, m, n, k,
-                    )
+                    if block_is_interior::<$tm, $tn, $wm, $wn>(m, n, k) {
+                        body::<$tm, $tn, $wm, $wn, $($value,)* 16, true>(a, b, c, m, n, k)
+                    } else {
+                        body::<$tm, $tn, $wm, $wn, $($value,)* 16, false>(a, b, c, m, n, k)
+                    }
                 }
             }
 
@@ -143,11 +146,14 @@ macro_rules! gemm_entry_points {
             pub unsafe extern "ptx-kernel" fn any(
                 a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32,
             ) {
-                // SAFETY: forwarded launch contract.
+                use super::super::kernels::{block_is_interior, $body as body};
+                // SAFETY: forwarded launch contract; INTERIOR only for an interior block.
                 unsafe {
-                    super::super::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)* 4>(
-                        a, b, c, m, n, k,
-                    )
+                    if block_is_interior::<$tm, $tn, $wm, $wn>(m, n, k) {
+                        body::<$tm, $tn, $wm, $wn, $($value,)* 4, true>(a, b, c, m, n, k)
+                    } else {
+                        body::<$tm, $tn, $wm, $wn, $($value,)* 4, false>(a, b, c, m, n, k)
+                    }
                 }
             }
         }
@@ -173,10 +179,6 @@ gemm_kernels! {
     gemm_thread_pipeline_3 => ThreadPipeline { stages: 3 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
     gemm_thread_pipeline_4 => ThreadPipeline { stages: 4 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
     gemm_thread_pipeline_5 => ThreadPipeline { stages: 5 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
-    gemm_thread_pipeline_kmajor_2 => ThreadPipelineKMajor { stages: 2 } tile (2 x 2 warps of 16 x 8) by thread_pipeline_kmajor,
-    gemm_thread_pipeline_kmajor_3 => ThreadPipelineKMajor { stages: 3 } tile (2 x 2 warps of 16 x 8) by thread_pipeline_kmajor,
-    gemm_thread_pipeline_kmajor_4 => ThreadPipelineKMajor { stages: 4 } tile (2 x 2 warps of 16 x 8) by thread_pipeline_kmajor,
-    gemm_thread_pipeline_kmajor_3_128x256 => ThreadPipelineKMajor { stages: 3 } tile (2 x 4 warps of 16 x 8) by thread_pipeline_kmajor,
     gemm_block_pipeline_2 => BlockPipeline { stages: 2 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
     gemm_block_pipeline_3 => BlockPipeline { stages: 3 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
     gemm_block_pipeline_4 => BlockPipeline { stages: 4 } tile (2 x 2 warps of 16 x 8) by block_pipeline,

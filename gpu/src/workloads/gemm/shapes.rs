@@ -99,14 +99,6 @@ pub enum GemmStyle {
         /// Buffers in the ring.
         stages: u32,
     },
-    /// The thread pipeline with A stored k-major ([`ALayout::KMajor`], 4-byte transposing
-    /// copies) and each k's fragments loaded from shared memory while the previous k
-    /// multiplies, across k-tiles too: the block barrier and the next k-tile's first loads
-    /// overlap the current k-tile's last multiply (CUTLASS's SIMT multistage mainloop).
-    ThreadPipelineKMajor {
-        /// Buffers in the ring.
-        stages: u32,
-    },
     /// The same with a [`BlockPipeline`](crate::pipeline::BlockPipeline): stages complete
     /// mbarrier phases, and no block-wide barrier.
     BlockPipeline {
@@ -138,7 +130,6 @@ impl GemmStyle {
         match self {
             GemmStyle::Sync => 2,
             GemmStyle::ThreadPipeline { stages }
-            | GemmStyle::ThreadPipelineKMajor { stages }
             | GemmStyle::BlockPipeline { stages }
             | GemmStyle::WarpSpecialized { stages, .. }
             | GemmStyle::Tma { stages } => stages,
@@ -158,8 +149,8 @@ impl GemmStyle {
     /// How the style's stages hold A.
     pub const fn a_layout(self) -> ALayout {
         match self {
-            GemmStyle::ThreadPipelineKMajor { .. } => ALayout::KMajor,
-            _ => ALayout::MMajor,
+            GemmStyle::Tma { .. } => ALayout::MMajor,
+            _ => ALayout::KMajor,
         }
     }
 
@@ -181,7 +172,6 @@ impl GemmStyle {
         match self {
             GemmStyle::Sync => "sync",
             GemmStyle::ThreadPipeline { .. } => "thread_pipeline",
-            GemmStyle::ThreadPipelineKMajor { .. } => "thread_pipeline_kmajor",
             GemmStyle::BlockPipeline { .. } => "block_pipeline",
             GemmStyle::WarpSpecialized { .. } => "warp_specialized",
             GemmStyle::Tma { .. } => "tma",
@@ -194,9 +184,6 @@ impl GemmStyle {
             GemmStyle::Sync => "global -> registers -> shared, double-buffered, no cp.async",
             GemmStyle::ThreadPipeline { .. } => {
                 "multistage ThreadPipeline, all threads copy + compute, 1 barrier.sync per k-tile"
-            }
-            GemmStyle::ThreadPipelineKMajor { .. } => {
-                "ThreadPipeline, A k-major in shared, fragments loaded one k ahead"
             }
             GemmStyle::BlockPipeline { .. } => {
                 "multistage BlockPipeline, all threads copy + compute, mbarriers only"
