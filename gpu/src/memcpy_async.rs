@@ -14,7 +14,9 @@
 //! [`memcpy_async_zfill`] adds what `cuda::memcpy_async` lacks: a ragged source whose tail is
 //! filled with zeros by the copy itself (`cp.async`'s `src-size` operand), with no branch; and
 //! [`memcpy_async_tile`] copies a 2-D tile of strided rows (a GEMM operand tile) the same way,
-//! zero-filling whatever hangs over the edge of its matrix.
+//! zero-filling whatever hangs over the edge of its matrix, and
+//! [`memcpy_async_tile_transposed`] lands such a tile transposed, one element per copy (a GEMM
+//! operand stored k-major, so that one `LDS.128` reads four rows of one column).
 //!
 //! # Size and alignment pick the instruction
 //!

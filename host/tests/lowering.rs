@@ -107,21 +107,10 @@ fn registry_and_ptx_agree() {
     }
 }
 
-/// Kernels allowed to use local memory, and why: ptxas output on one arch only.
-const KNOWN_SPILLS: &[(&str, Arch, &str)] = &[
-    (
-        "gemm_sync_a16",
-        Arch::Sm80,
-        "128 accumulators and 16 staged registers per thread: ptxas for sm_80 spills 44 \
-         bytes, for sm_90 none",
-    ),
-    (
-        "gemm_sync_a4",
-        Arch::Sm90,
-        "128 accumulators and 16 staged registers per thread: ptxas for sm_90 spills 56 \
-         bytes, for sm_80 none",
-    ),
-];
+/// Kernels allowed to use local memory, and why: ptxas output on one arch only. None today
+/// (the sync GEMM's 44 / 56 spilled bytes went with A's k-major layout); a new spill anywhere
+/// fails the test below until it is understood and recorded here.
+const KNOWN_SPILLS: &[(&str, Arch, &str)] = &[];
 
 #[test]
 fn no_kernel_spills_or_needs_a_stack() {

@@ -2,11 +2,14 @@
 //! pipelines — the kernel the async-copy machinery exists for.
 //!
 //! A block computes a `bm x bn` tile of C ([`GemmTile`]) walking K in steps of [`BK`]: each
-//! step's A tile (`bm x BK`) and B tile (`BK x bn`) go to a shared-memory stage with
-//! `memcpy_async_tile` (16-byte `cp.async.cg` copies, or 4-byte ones when K or N is not a
-//! multiple of 4; tiles hanging over the matrix edge are zero-filled by the copies), and every
-//! thread multiplies its `thread_m x thread_n` fragment with `LDS.128` reads and FFMAs. The
-//! styles ([`GemmStyle`]) differ only in how the stages are filled and awaited.
+//! step's B tile (`BK x bn`) goes to a shared-memory stage with `memcpy_async_tile` (16-byte
+//! `cp.async.cg` copies, or 4-byte ones when K or N is not a multiple of 4) and its A tile
+//! (`bm x BK`) k-major with `memcpy_async_tile_transposed` ([`ALayout`]); tiles hanging over
+//! the matrix edge are zero-filled by the copies. Every thread multiplies its
+//! `thread_m x thread_n` fragment with `LDS.128` reads and FFMAs, each k's operands loaded
+//! while the previous k multiplies, across k-tiles too. The styles ([`GemmStyle`]) differ only
+//! in how the stages are filled and awaited (the tensor-copy style, whose boxes keep A
+//! m-major, multiplies four k per load instead).
 //!
 //! Kernel parameters: `(a, b, c, m, n, k)`; `a` is `m x k`, `b` is `k x n`, `c` is `m x n`
 //! (the tensor-copy style, sm_90: tensor maps of A and B in place of `a` and `b`).

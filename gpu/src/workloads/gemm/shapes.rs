@@ -4,8 +4,8 @@
 use crate::layout::StagedLayout;
 
 /// The k-extent of a block's tile: one pipeline stage holds `BK` columns of A and `BK` rows of
-/// B. Eight floats make an A row 32 bytes, so the four rows the four `m` lanes of a warp read
-/// at once fall in different banks.
+/// B. Stored m-major, eight floats make an A row 32 bytes, so the four rows the four `m` lanes
+/// of a warp read at once fall in different banks.
 pub const BK: u32 = 8;
 
 /// Floats of padding after each k-row of a k-major A tile ([`ALayout::KMajor`]): rows
@@ -25,8 +25,9 @@ pub enum ALayout {
     KMajor,
 }
 
-/// Lanes of a warp along `m` and along `n`: lane `l` computes rows `l % 4 + 4 i` and column
-/// groups `4 (l / 4) + 32 j` of its warp's tile.
+/// Lanes of a warp along `m` and along `n`: lane `l` computes column groups `4 (l / 4) + 32 j`
+/// of its warp's tile, and rows `l % 4 + 4 i` (A m-major) or `4 (l % 4) + 16 (i / 4) + i % 4`
+/// (A k-major: four consecutive rows per load).
 pub const LANES_M: u32 = 4;
 /// See [`LANES_M`].
 pub const LANES_N: u32 = 8;
