@@ -214,7 +214,10 @@ mod tests {
             k.tile.stage_bytes(ALayout::MMajor),
             128 * 8 * 4 + 8 * 128 * 4
         );
-        assert_eq!(k.layout().bytes, 4 * 8192);
+        // A k-major: 8 rows of 128 + 4 floats, then B's 8 rows of 128.
+        let stage = (128 + A_K_MAJOR_PAD) * 8 * 4 + 8 * 128 * 4;
+        assert_eq!(k.tile.stage_bytes(ALayout::KMajor), stage);
+        assert_eq!(k.layout().bytes, 4 * stage);
         let wide = find("gemm_thread_pipeline_4_128x256").unwrap();
         assert_eq!(
             (wide.tile.bm(), wide.tile.bn(), wide.threads()),
@@ -222,7 +225,7 @@ mod tests {
         );
         let ws = find("gemm_warp_specialized_4_2p").unwrap();
         assert_eq!(ws.threads(), 320);
-        assert_eq!(ws.layout().bytes, 4 * 8192 + 4 * 16);
+        assert_eq!(ws.layout().bytes, 4 * stage + 4 * 16);
         let small = find("gemm_thread_pipeline_4_64x64").unwrap();
         assert_eq!(
             (small.tile.bm(), small.tile.bn(), small.threads()),
