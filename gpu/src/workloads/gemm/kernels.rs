@@ -454,8 +454,7 @@ impl<const TM: usize, const TN: usize> FragmentPipe<TM, TN> {
         for kk in 1..BK {
             // SAFETY: forwarded.
             let loaded = unsafe { block.load_k(s, self.f, kk) };
-            self.held.multiply(acc);
-            self.held = loaded;
+            self.multiply_then_hold(loaded, acc);
         }
     }
 
@@ -473,6 +472,13 @@ impl<const TM: usize, const TN: usize> FragmentPipe<TM, TN> {
     ) {
         // SAFETY: forwarded.
         let loaded = unsafe { block.load_k(s, self.f, 0) };
+        self.multiply_then_hold(loaded, acc);
+    }
+
+    /// Multiplies the held k, then holds `loaded` (whose loads were issued first, so they
+    /// overlap the FFMAs).
+    #[inline(always)]
+    fn multiply_then_hold(&mut self, loaded: KFragment<TM, TN>, acc: &mut [[f32; TN]; TM]) {
         self.held.multiply(acc);
         self.held = loaded;
     }

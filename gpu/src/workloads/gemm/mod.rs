@@ -65,8 +65,9 @@ macro_rules! gemm_entry_names {
 
 /// A family's entry points, each calling its style's body with the tile, the style's
 /// parameters in table order (and, for the copy styles, the copy size) as const generics:
-/// `NAME_a16` (16-byte copies) and `NAME_a4` (4-byte copies), or for tensor copies (sm_90)
-/// `NAME`, which takes tensor maps of A and B.
+/// `NAME_a16` (16-byte copies) and `NAME_a4` (4-byte copies), each choosing per block the
+/// body with `INTERIOR` true or false (`@body`), or for tensor copies (sm_90) `NAME`, which
+/// takes tensor maps of A and B.
 #[cfg(target_arch = "nvptx64")]
 macro_rules! gemm_entry_points {
     (@threads $style:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal)) => {
@@ -81,6 +82,16 @@ macro_rules! gemm_entry_points {
         }
         .threads()
     };
+    (@body $body:ident ($tm:literal, $tn:literal, $wm:literal, $wn:literal) [$($value:literal),*]
+        $align:literal ($a:ident, $b:ident, $c:ident, $m:ident, $n:ident, $k:ident)) => {{
+        use super::super::kernels::{block_is_interior, $body as body};
+        // SAFETY (caller's): the launch contract; INTERIOR only for an interior block.
+        if block_is_interior::<$tm, $tn, $wm, $wn>($m, $n, $k) {
+            body::<$tm, $tn, $wm, $wn, $($value,)* $align, true>($a, $b, $c, $m, $n, $k)
+        } else {
+            body::<$tm, $tn, $wm, $wn, $($value,)* $align, false>($a, $b, $c, $m, $n, $k)
+        }
+    }};
     (Tma $name:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal) $body:ident) => {
         #[cfg(target_feature = "sm_90")]
         #[allow(non_snake_case)]
@@ -130,14 +141,11 @@ macro_rules! gemm_entry_points {
             pub unsafe extern "ptx-kernel" fn aligned(
                 a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32,
             ) {
-                use super::super::kernels::{block_is_interior, $body as body};
-                // SAFETY: forwarded launch contract; INTERIOR only for an interior block.
+                // SAFETY: forwarded launch contract.
                 unsafe {
-                    if block_is_interior::<$tm, $tn, $wm, $wn>(m, n, k) {
-                        body::<$tm, $tn, $wm, $wn, $($value,)* 16, true>(a, b, c, m, n, k)
-                    } else {
-                        body::<$tm, $tn, $wm, $wn, $($value,)* 16, false>(a, b, c, m, n, k)
-                    }
+                    gemm_entry_points!(
+                        @body $body ($tm, $tn, $wm, $wn) [$($value),*] 16 (a, b, c, m, n, k)
+                    )
                 }
             }
 
@@ -149,14 +157,11 @@ macro_rules! gemm_entry_points {
             pub unsafe extern "ptx-kernel" fn any(
                 a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32,
             ) {
-                use super::super::kernels::{block_is_interior, $body as body};
-                // SAFETY: forwarded launch contract; INTERIOR only for an interior block.
+                // SAFETY: forwarded launch contract.
                 unsafe {
-                    if block_is_interior::<$tm, $tn, $wm, $wn>(m, n, k) {
-                        body::<$tm, $tn, $wm, $wn, $($value,)* 4, true>(a, b, c, m, n, k)
-                    } else {
-                        body::<$tm, $tn, $wm, $wn, $($value,)* 4, false>(a, b, c, m, n, k)
-                    }
+                    gemm_entry_points!(
+                        @body $body ($tm, $tn, $wm, $wn) [$($value),*] 4 (a, b, c, m, n, k)
+                    )
                 }
             }
         }
