@@ -56,13 +56,15 @@
 //! | split barrier | [`barrier`] | `cuda::barrier<thread_scope_block>` | `mbarrier.*` |
 //! | pipelines | [`pipeline`], [`pipeline_state`] | `cuda::pipeline<thread_scope_thread / _block>` | `cp.async.commit_group` / `wait_group`, or `cp.async.mbarrier.arrive.noinc` + parity waits |
 //! | copies | [`memcpy_async`] | `cuda::memcpy_async` | `cp.async.ca` (4/8 B), `cp.async.cg` (16 B); sm_90: `cp.async.bulk` (1-D) and `cp.async.bulk.tensor` (TMA) |
+//! | tile order | [`schedule`] | a persistent kernel's tile scheduler (CUTLASS) | block-index arithmetic, or `atom.global.add` on a counter the grid shares |
 //! | tensor maps (sm_90) | `tensor_map` | `const __grid_constant__ CUtensorMap` | a kernel parameter, `cvta.param` |
 //!
 //! Which completion mechanism to use is discussed in [`memcpy_async`]'s module docs.
 //!
-//! [`layout`] and [`pipeline_state`] are plain Rust and also build for the host, so a host
-//! program launches with exactly the shared memory the device code carves up; everything that
-//! emits PTX is compiled only for `nvptx64-nvidia-cuda`. [`max_threads!`] is this crate's
+//! [`layout`], [`pipeline_state`] and the host-side parts of [`schedule`] are plain Rust and
+//! also build for the host, so a host program launches with exactly the shared memory and queue
+//! state the device code uses; everything that emits PTX is compiled only for
+//! `nvptx64-nvidia-cuda`. [`max_threads!`] is this crate's
 //! `__launch_bounds__`.
 //!
 //! Apart from the library, the module `workloads` (feature `workloads`) holds what this
@@ -79,6 +81,7 @@
 
 pub mod layout;
 pub mod pipeline_state;
+pub mod schedule;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod barrier;

@@ -439,6 +439,17 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
         ("mbarrier_wait_parity", "mbarrier.test_wait.parity", SM80),
         ("trap", "trap", BOTH),
         ("fma_f32", "fma.rn.f32", BOTH),
+        (
+            "atom_add_relaxed_gpu",
+            "atom.relaxed.gpu.global.add.u32",
+            BOTH,
+        ),
+        (
+            "atom_add_acq_rel_gpu",
+            "atom.acq_rel.gpu.global.add.u32",
+            BOTH,
+        ),
+        ("st_relaxed_gpu", "st.relaxed.gpu.global.u32", BOTH),
         ("as_generic_ptr", "cvta.shared", BOTH),
         ("shared_to_generic", "cvta.shared", BOTH),
         ("read", "ld.shared", BOTH),
@@ -880,5 +891,44 @@ fn the_study_tensor_style_uses_the_copy_engine() {
         assert!(view.has_ptx("cvta.param"), "{}", k.name);
         let resources = view.resources.as_ref().expect("ptxas report");
         assert_eq!(resources.stack_frame_bytes, 0, "{}", k.name);
+    }
+}
+
+/// The streaming kernels that take tiles from a `TileQueue` do it with global atomics (one
+/// relaxed add per tile, one acquire-release add when a block retires); the grid-strided ones
+/// touch no atomics.
+#[test]
+fn queued_stream_kernels_take_tiles_with_atomics() {
+    for k in gpu::workloads::stream::STREAM_KERNELS {
+        let arch = if k.needs_sm90() {
+            Arch::Sm90
+        } else {
+            Arch::Sm80
+        };
+        let view = kernel(arch, k.name);
+        if k.takes_queue() {
+            assert!(
+                view.has_ptx("atom.relaxed.gpu.global.add.u32"),
+                "{}",
+                k.name
+            );
+            assert!(
+                view.has_ptx("atom.acq_rel.gpu.global.add.u32"),
+                "{}",
+                k.name
+            );
+            let sass = sass_ops(view);
+            assert!(
+                sass.iter().filter(|o| o.starts_with("ATOMG")).count() >= 2,
+                "{}: {sass:?}",
+                k.name
+            );
+        } else {
+            assert!(
+                !view.ptx.iter().any(|i| i.opcode.starts_with("atom")),
+                "{}",
+                k.name
+            );
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! Functions are `unsafe` where a wrong argument is undefined behaviour (a bad address, a
 //! barrier that is not initialized); instructions that only wait or order are safe.
 
+mod atomic;
 #[cfg(target_feature = "sm_90")]
 mod bulk;
 mod cp_async;
@@ -21,6 +22,7 @@ mod sync;
 #[cfg(target_feature = "sm_90")]
 mod tensor;
 
+pub use atomic::*;
 #[cfg(target_feature = "sm_90")]
 pub use bulk::*;
 pub use cp_async::*;

@@ -3,12 +3,13 @@
 //! copy (`cuMemcpyDtoDAsync`, what `cudaMemcpy` does) on the same buffers; every result is
 //! checked bit for bit.
 
-use crate::check::{self, CheckReport, POISON};
+use crate::check::{self, CheckReport, Mismatch, POISON};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use crate::gpu::{Context as _, Gpu, KernelArg, LaunchConfig};
 use crate::tensor_map::{Swizzle, TensorMaps};
 use anyhow::Result;
 use cudarc::driver::{CudaSlice, sys};
+use gpu::schedule::TileQueueState;
 use gpu::workloads::stream::{STREAM_KERNELS, StreamKernel, StreamStyle, TensorView};
 use ptx_builder::Arch;
 use std::fmt;
@@ -67,13 +68,13 @@ impl Experiment for StreamExperiment {
     fn shared_bytes(&self) -> Option<u32> {
         match self {
             StreamExperiment::DriverCopy => None,
-            StreamExperiment::Kernel(k) => Some(k.layout().bytes),
+            StreamExperiment::Kernel(k) => Some(k.shared_bytes()),
         }
     }
     fn summary(&self) -> &'static str {
         match self {
             StreamExperiment::DriverCopy => "cuMemcpyDtoDAsync (cudaMemcpy device to device)",
-            StreamExperiment::Kernel(k) => k.style.summary(),
+            StreamExperiment::Kernel(k) => k.summary(),
         }
     }
     fn archs(&self) -> &'static [Arch] {
@@ -174,6 +175,7 @@ impl Workload for Stream {
             n: size.0,
             x_device: gpu.upload(&x, "x")?,
             y: gpu.zeros(size.0 as usize, "y")?,
+            queue: gpu.zeros(TileQueueState::WORDS, "the tile queue")?,
             x,
             maps: TensorMaps::default(),
         })
@@ -199,12 +201,30 @@ fn random_bits(len: usize, inputs: Inputs) -> Vec<f32> {
         .collect()
 }
 
-/// x on the host and the GPU, and y.
+/// `report`, failed if the tile queue's state (`[next, retired]`) is not back at zero after a
+/// launch: the next launch would find no tiles.
+fn queue_left_zeroed(mut report: CheckReport, state: &[u32]) -> CheckReport {
+    if let Some((index, &word)) = state.iter().enumerate().find(|(_, w)| **w != 0) {
+        report.passed = false;
+        report.wrong += 1;
+        report.first_failure.get_or_insert(Mismatch {
+            index,
+            got: word as f64,
+            expected: 0.0,
+            what: Some("tile queue state, not reset by the launch"),
+        });
+    }
+    report
+}
+
+/// x on the host and the GPU, y, and the queue the kernels take tiles from.
 pub struct StreamProblem {
     n: u32,
     x: Vec<f32>,
     x_device: CudaSlice<f32>,
     y: CudaSlice<f32>,
+    /// A `TileQueueState`: zeroed once here, and left zeroed by every launch.
+    queue: CudaSlice<u32>,
     /// The tensor kernels' maps of x and y, encoded at their first launch.
     maps: TensorMaps,
 }
@@ -229,9 +249,9 @@ impl Problem<StreamExperiment> for StreamProblem {
                 let config = LaunchConfig::linear(
                     gpu.info().multiprocessors * kernel.blocks_per_sm,
                     kernel.threads,
-                    kernel.layout().bytes,
+                    kernel.shared_bytes(),
                 );
-                let args = match kernel.style {
+                let mut args = match kernel.style {
                     StreamStyle::Tensor { .. } => {
                         // Rows of `row_floats`, boxes of `box_rows` rows.
                         let view = TensorView::of(self.n, kernel.tile_floats());
@@ -243,17 +263,22 @@ impl Problem<StreamExperiment> for StreamProblem {
                                 Swizzle::None,
                             )
                         };
-                        [
+                        vec![
                             KernelArg::TensorMap(map(x)?),
                             KernelArg::TensorMap(map(y)?),
                             KernelArg::U32(self.n),
                         ]
                     }
-                    _ => [KernelArg::Ptr(x), KernelArg::Ptr(y), KernelArg::U32(self.n)],
+                    _ => vec![KernelArg::Ptr(x), KernelArg::Ptr(y), KernelArg::U32(self.n)],
                 };
+                if kernel.takes_queue() {
+                    args.push(KernelArg::Ptr(gpu.address(&self.queue)));
+                }
                 // SAFETY: stream kernels take (x, y, n) with n floats in each buffer (16-byte
                 // aligned, n % 4 == 0 by parse_floats) — as pointers, or (tensor kernels) as
-                // maps of the view and box `TensorView::of` gives for their tile; any grid;
+                // maps of the view and box `TensorView::of` gives for their tile — then, where
+                // the table says so, the queue's state (zeroed at allocation, left zeroed by
+                // each launch, used by one launch at a time on the one stream); any 1-D grid;
                 // the table's block and shared memory; sm_90 kernels only on the sm_90 PTX
                 // (unavailable otherwise).
                 unsafe { gpu.launch(kernel.name, config, &args)? };
@@ -262,8 +287,15 @@ impl Problem<StreamExperiment> for StreamProblem {
         Ok(())
     }
 
-    fn check(&mut self, gpu: &Gpu, _: &StreamExperiment) -> Result<CheckReport> {
-        Ok(check::check_exact(&gpu.download(&self.y, "y")?, &self.x))
+    fn check(&mut self, gpu: &Gpu, experiment: &StreamExperiment) -> Result<CheckReport> {
+        let report = check::check_exact(&gpu.download(&self.y, "y")?, &self.x);
+        match experiment {
+            StreamExperiment::Kernel(k) if k.takes_queue() => Ok(queue_left_zeroed(
+                report,
+                &gpu.download(&self.queue, "the tile queue")?,
+            )),
+            _ => Ok(report),
+        }
     }
 
     fn work(&self) -> Work {
@@ -300,6 +332,40 @@ mod tests {
         assert!(x.iter().all(|v| v.is_finite() && !check::is_poison(*v)));
         assert_eq!(x, random_bits(100_000, inputs));
         assert!(x.iter().any(|v| v.is_sign_negative()));
+    }
+
+    #[test]
+    fn a_queue_not_reset_fails_the_check() {
+        let exact = check::check_exact(&[1.0, 2.0], &[1.0, 2.0]);
+        assert!(queue_left_zeroed(exact.clone(), &[0, 0]).passed);
+        let left = queue_left_zeroed(exact.clone(), &[0, 264]);
+        assert!(!left.passed);
+        let first = left.first_failure.as_ref().unwrap();
+        assert_eq!((first.index, first.got), (1, 264.0));
+        assert!(left.summary().contains("tile queue"), "{}", left.summary());
+        // A wrong y stays the first failure reported.
+        let wrong = check::check_exact(&[1.0, 3.0], &[1.0, 2.0]);
+        let both = queue_left_zeroed(wrong, &[7, 0]);
+        assert_eq!(both.first_failure.unwrap().index, 1);
+        assert_eq!(both.wrong, 2);
+    }
+
+    #[test]
+    fn queued_kernels_have_a_strided_twin() {
+        let strided: Vec<_> = STREAM_KERNELS
+            .iter()
+            .filter(|k| !k.takes_queue() && k.style != StreamStyle::Plain)
+            .collect();
+        assert!(!strided.is_empty());
+        for s in strided {
+            let twin = s.name.strip_suffix("_strided").expect(s.name);
+            let q = STREAM_KERNELS.iter().find(|k| k.name == twin).expect(twin);
+            assert!(q.takes_queue());
+            assert_eq!(
+                (q.style, q.threads, q.blocks_per_sm, q.tile_bytes),
+                (s.style, s.threads, s.blocks_per_sm, s.tile_bytes)
+            );
+        }
     }
 
     #[test]

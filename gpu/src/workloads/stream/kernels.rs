@@ -1,11 +1,13 @@
 //! The streaming kernels (see [`super`]). Every body's `# Safety`: `x` and `y` hold `n` floats
-//! each, 16-byte aligned, `n % 4 == 0`; blocks of the table's threads with its layout's
-//! dynamic shared memory; any grid.
+//! each, 16-byte aligned, `n % 4 == 0`; blocks of the table's threads with its
+//! `shared_bytes` of dynamic shared memory; any 1-D grid.
 
 use super::StreamKernel;
 use crate::memcpy_async::{AlignedSize, Block, Group, memcpy_async_zfill};
 use crate::pipeline::{Consumer, Producer, ThreadPipeline};
 use crate::ptx;
+use crate::schedule::{GridStride, TileQueue, TileQueueState, TileSchedule};
+use crate::shared::dynamic_shared;
 use crate::workloads::Quad;
 #[cfg(target_feature = "sm_90")]
 use crate::{
@@ -19,12 +21,8 @@ use crate::{
     tensor_map_param,
 };
 
-/// This block's tiles of `tiles`: `first, first + step, ...`, `count` of them.
-#[inline(always)]
-fn my_tiles(tiles: u32) -> (u32, u32, u32) {
-    let (first, step) = (ptx::block_idx_x(), ptx::grid_dim_x());
-    (first, step, tiles.saturating_sub(first).div_ceil(step))
-}
+/// What a stage holds when the schedule had no tile left for it.
+const NO_TILE: u32 = u32::MAX;
 
 /// Plain 16-byte loads and stores, grid-stride.
 ///
@@ -43,36 +41,54 @@ pub unsafe extern "ptx-kernel" fn stream_plain(x: *const f32, y: *mut f32, n: u3
     }
 }
 
-/// Tiles through a four-stage `ThreadPipeline` of `memcpy_async` (16-byte copies, the last
-/// tile zero-filled past `n`), then from shared memory to `y` with 16-byte accesses.
+/// Tiles through a `ThreadPipeline` of `memcpy_async` (16-byte copies, the last tile
+/// zero-filled past `n`), then from shared memory to `y` with 16-byte accesses, in the order
+/// `schedule` gives — which thread 0 alone asks for, writing each stage's tile into the
+/// kernel's tile slots one iteration before the block needs it.
 ///
 /// # Safety
-/// See the module docs.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn stream_thread_pipeline_4(x: *const f32, y: *mut f32, n: u32) {
-    const KERNEL: StreamKernel = super::STREAM_THREAD_PIPELINE_4;
-    const STAGES: usize = KERNEL.style.stages() as usize;
-    let tile = KERNEL.tile_floats();
-    let layout = KERNEL.layout();
+/// See the module docs; `schedule` is this block's, used by thread 0 only (a queue's contract).
+#[inline(always)]
+unsafe fn thread_pipeline_stream<const STAGES: usize>(
+    kernel: &StreamKernel,
+    x: *const f32,
+    y: *mut f32,
+    n: u32,
+    mut schedule: impl TileSchedule,
+) {
+    let tile = kernel.tile_floats();
+    let layout = kernel.layout();
     let stage = |s: u32| layout.stage::<f32>(s);
+    let slots = dynamic_shared()
+        .add(kernel.tile_slots_offset())
+        .cast::<u32>();
     let block = Block::this_block();
     let (rank, threads) = (block.thread_rank(), block.size());
-    let (first, step, mine) = my_tiles(n.div_ceil(tile));
+    // Thread 0 names the tile of stage `s`; the barrier after it shows the slot to all.
+    let mut name_tile = |s: u32| {
+        if rank == 0 {
+            // SAFETY: slot `s` of the kernel's layout; nobody reads it until the next barrier
+            // (its stage was consumed before the last one).
+            unsafe { slots.add(s).write(schedule.next().unwrap_or(NO_TILE)) };
+        }
+    };
     let mut pipeline = ThreadPipeline::<STAGES>::new();
     let (mut producer, mut consumer) = pipeline.split();
-    let mut fill = |i: u32| {
+    let mut fill = || {
         let s = producer.producer_acquire();
-        if i < mine {
-            let base = (first + i * step) * tile;
+        // SAFETY: named before the last barrier.
+        let t = unsafe { slots.add(s.index()).read() };
+        if t != NO_TILE {
+            let base = t * tile;
             let valid = (n - base).min(tile) * 4;
-            // SAFETY: `valid` bytes of x exist from `base`; the stage is free (fresh, or
-            // released after the barrier below).
+            // SAFETY: `valid` bytes of x exist from `base` (t < tiles); the stage is free
+            // (fresh, or released before the last barrier).
             unsafe {
                 memcpy_async_zfill(
                     &block,
                     stage(s.index()),
                     x.wrapping_add(base as usize),
-                    AlignedSize::<16>::of(KERNEL.tile_bytes),
+                    AlignedSize::<16>::of(kernel.tile_bytes),
                     valid,
                     &s,
                 )
@@ -80,14 +96,28 @@ pub unsafe extern "ptx-kernel" fn stream_thread_pipeline_4(x: *const f32, y: *mu
         }
         s.producer_commit();
     };
-    for i in 0..STAGES as u32 - 1 {
-        fill(i);
+    let ahead = STAGES as u32 - 1;
+    for s in 0..ahead {
+        name_tile(s);
     }
-    for i in 0..mine {
+    ptx::barrier_sync();
+    for _ in 0..ahead {
+        fill();
+    }
+    let mut i = 0;
+    loop {
         let ready = consumer.consumer_wait();
-        // Every thread's copies of the tile are visible.
+        // The stage this iteration refills was consumed in the last one.
+        name_tile((i + ahead) % STAGES as u32);
+        // Every thread's copies of the tile are visible, and the slot named above.
         ptx::barrier_sync();
-        let base = (first + i * step) * tile;
+        // SAFETY: named before an earlier barrier; renamed only after the next one.
+        let t = unsafe { slots.add(ready.index()).read() };
+        if t == NO_TILE {
+            // The schedule ended (a queue ends for good: every later slot is empty too).
+            break;
+        }
+        let base = t * tile;
         let quads = (n - base).min(tile) / 4;
         let buffer = stage(ready.index()).cast::<[f32; 4]>();
         let mut q = rank;
@@ -100,9 +130,51 @@ pub unsafe extern "ptx-kernel" fn stream_thread_pipeline_4(x: *const f32, y: *mu
             q += threads;
         }
         ready.consumer_release();
-        // Everyone has read the stage before anyone refills it.
+        // Everyone has read the stage (and its slot) before anyone refills it.
         ptx::barrier_sync();
-        fill(i + STAGES as u32 - 1);
+        fill();
+        i += 1;
+    }
+}
+
+/// [`thread_pipeline_stream`] of [`super::STREAM_THREAD_PIPELINE_4`]: tiles from a queue.
+///
+/// # Safety
+/// See the module docs; `queue` is a zeroed `TileQueueState` no other launch uses meanwhile.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn stream_thread_pipeline_4(
+    x: *const f32,
+    y: *mut f32,
+    n: u32,
+    queue: *mut TileQueueState,
+) {
+    const KERNEL: StreamKernel = super::STREAM_THREAD_PIPELINE_4;
+    const { assert!(KERNEL.takes_queue()) };
+    // SAFETY: the launch's queue (contract above); thread 0 alone asks it, until it ends.
+    let schedule = unsafe { TileQueue::new(queue, n.div_ceil(KERNEL.tile_floats())) };
+    // SAFETY: forwarded.
+    unsafe {
+        thread_pipeline_stream::<{ KERNEL.style.stages() as usize }>(&KERNEL, x, y, n, schedule)
+    }
+}
+
+/// [`thread_pipeline_stream`] of [`super::STREAM_THREAD_PIPELINE_4_STRIDED`]: grid-strided
+/// tiles.
+///
+/// # Safety
+/// See the module docs.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn stream_thread_pipeline_4_strided(
+    x: *const f32,
+    y: *mut f32,
+    n: u32,
+) {
+    const KERNEL: StreamKernel = super::STREAM_THREAD_PIPELINE_4_STRIDED;
+    const { assert!(!KERNEL.takes_queue()) };
+    let schedule = GridStride::this_block(n.div_ceil(KERNEL.tile_floats()));
+    // SAFETY: forwarded.
+    unsafe {
+        thread_pipeline_stream::<{ KERNEL.style.stages() as usize }>(&KERNEL, x, y, n, schedule)
     }
 }
 
@@ -138,6 +210,24 @@ struct BulkTiles {
 
 #[cfg(target_feature = "sm_90")]
 impl BulkTiles {
+    /// The tiles of `kernel` over `x` and `y` (`n` floats each), with its L2 policy.
+    #[inline(always)]
+    fn of(kernel: &StreamKernel, x: *const f32, y: *mut f32, n: u32) -> BulkTiles {
+        let l2 = match kernel.style {
+            super::StreamStyle::Bulk {
+                evict_first: true, ..
+            } => Some(ptx::l2_policy_evict_first()),
+            _ => None,
+        };
+        BulkTiles {
+            x,
+            y,
+            n,
+            tile: kernel.tile_floats(),
+            l2,
+        }
+    }
+
     /// Tile `t`'s first float and size.
     #[inline(always)]
     fn span(&self, t: u32) -> (usize, AlignedSize<16>) {
@@ -203,18 +293,23 @@ impl EngineTiles for TensorTiles {
     }
 }
 
-/// The copy engine: one elected thread per block copies each of its tiles into a
+/// The copy engine: one elected thread per block copies each tile `schedule` gives it into a
 /// `BulkPipeline` stage, waits for it, and copies it back out to `y`; the stage is released
-/// once the store has read it. No data passes through registers.
+/// once the store has read it. No data passes through registers, and the tiles of the stages
+/// in flight stay in that thread's registers.
 ///
 /// # Safety
-/// See the module docs; sm_90; `tiles` within `x` and `y` as their type says.
+/// See the module docs; sm_90; `tiles` within `x` and `y` as their type says; `schedule` is
+/// this block's, used by the elected thread only (a queue's contract).
 #[cfg(target_feature = "sm_90")]
 #[inline(always)]
-unsafe fn stream_engine<const STAGES: usize>(kernel: &StreamKernel, tiles: &impl EngineTiles) {
+unsafe fn stream_engine<const STAGES: usize>(
+    kernel: &StreamKernel,
+    tiles: &impl EngineTiles,
+    mut schedule: impl TileSchedule,
+) {
     let layout = kernel.layout();
     let stage = |s: u32| layout.stage::<f32>(s);
-    let (first, step, mine) = my_tiles(tiles.count());
     let barriers = layout.barriers();
     // SAFETY: every thread calls it; one elected thread produces and consumes every stage.
     let mut pipeline = unsafe { BulkPipeline::<STAGES>::init(barriers, 1) };
@@ -222,29 +317,45 @@ unsafe fn stream_engine<const STAGES: usize>(kernel: &StreamKernel, tiles: &impl
         return;
     }
     let (mut producer, mut consumer) = pipeline.split();
-    let mut fill = |i: u32| {
+    let mut fill = || {
         let s = producer.producer_acquire();
-        if i < mine {
-            // SAFETY: a tile of this block; the stage is free (acquired); its full phase
-            // expects this thread's commit below.
-            unsafe { tiles.load(first + i * step, stage(s.index()), &s) };
+        let t = schedule.next();
+        if let Some(t) = t {
+            // SAFETY: a tile of the arrays (the schedule's count); the stage is free
+            // (acquired); its full phase expects this thread's commit below.
+            unsafe { tiles.load(t, stage(s.index()), &s) };
         }
         s.producer_commit();
+        t.unwrap_or(NO_TILE)
     };
-    for i in 0..STAGES as u32 - 1 {
-        fill(i);
+    // The tiles of the stages filled and not yet stored, oldest first in `in_flight[0]`;
+    // `push` shifts them along, so every index is a constant and they stay in registers.
+    let mut in_flight = [NO_TILE; STAGES];
+    let push = |in_flight: &mut [u32; STAGES], t: u32| {
+        for k in 0..STAGES - 2 {
+            in_flight[k] = in_flight[k + 1];
+        }
+        in_flight[STAGES - 2] = t;
+    };
+    for _ in 0..STAGES - 1 {
+        push(&mut in_flight, fill());
     }
-    for i in 0..mine {
+    loop {
         let ready = consumer.consumer_wait();
+        let t = in_flight[0];
+        if t == NO_TILE {
+            // The schedule ended (for good: every later stage is empty too).
+            break;
+        }
         // The copy engine wrote the stage and reads it next; the fence orders this thread's
         // view of the completed load before the store it issues (one per tile).
         ptx::fence_proxy_async_shared();
         // SAFETY: the tile landed (its phase completed); the stage is released only after
         // the store has read it.
-        unsafe { tiles.store(first + i * step, stage(ready.index())) };
+        unsafe { tiles.store(t, stage(ready.index())) };
         ptx::bulk_commit_group();
         // Refill the stage released last time while this store reads its own.
-        fill(i + STAGES as u32 - 1);
+        push(&mut in_flight, fill());
         ptx::bulk_wait_group_read::<0>();
         ready.consumer_release();
     }
@@ -253,10 +364,33 @@ unsafe fn stream_engine<const STAGES: usize>(kernel: &StreamKernel, tiles: &impl
 }
 
 /// One entry point per bulk kernel of the table: [`stream_engine`] over [`BulkTiles`] with
-/// that kernel's stages, tile and geometry.
+/// that kernel's stages, tile, geometry and tile order (`queue`: parameters `(x, y, n, queue)`;
+/// `grid_stride`: `(x, y, n)`).
 macro_rules! bulk_entry_points {
-    ($($name:ident = $kernel:ident,)*) => {$(
-        #[doc = concat!("[`stream_engine`] of 1-D bulk copies as [`super::", stringify!($kernel), "`] says.")]
+    ($($name:ident = $kernel:ident $order:ident,)*) => {$(
+        bulk_entry_points!(@entry $name $kernel $order);
+    )*};
+    (@entry $name:ident $kernel:ident queue) => {
+        #[doc = concat!("[`stream_engine`] of 1-D bulk copies as [`super::", stringify!($kernel), "`] says, tiles from a queue.")]
+        ///
+        /// # Safety
+        /// See the module docs; sm_90; `queue` is a zeroed `TileQueueState` no other launch
+        /// uses meanwhile.
+        #[cfg(target_feature = "sm_90")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(x: *const f32, y: *mut f32, n: u32, queue: *mut TileQueueState) {
+            const KERNEL: StreamKernel = super::$kernel;
+            const { assert!(KERNEL.takes_queue()) };
+            let tiles = BulkTiles::of(&KERNEL, x, y, n);
+            // SAFETY: the launch's queue (contract above); the elected thread alone asks it,
+            // until it ends.
+            let schedule = unsafe { TileQueue::new(queue, tiles.count()) };
+            // SAFETY: forwarded.
+            unsafe { stream_engine::<{ KERNEL.style.stages() as usize }>(&KERNEL, &tiles, schedule) }
+        }
+    };
+    (@entry $name:ident $kernel:ident grid_stride) => {
+        #[doc = concat!("[`stream_engine`] of 1-D bulk copies as [`super::", stringify!($kernel), "`] says, grid-strided tiles.")]
         ///
         /// # Safety
         /// See the module docs; sm_90.
@@ -264,27 +398,25 @@ macro_rules! bulk_entry_points {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(x: *const f32, y: *mut f32, n: u32) {
             const KERNEL: StreamKernel = super::$kernel;
-            let l2 = match KERNEL.style {
-                super::StreamStyle::Bulk { evict_first: true, .. } => Some(ptx::l2_policy_evict_first()),
-                _ => None,
-            };
-            let tiles = BulkTiles { x, y, n, tile: KERNEL.tile_floats(), l2 };
+            const { assert!(!KERNEL.takes_queue()) };
+            let tiles = BulkTiles::of(&KERNEL, x, y, n);
+            let schedule = GridStride::this_block(tiles.count());
             // SAFETY: forwarded.
-            unsafe { stream_engine::<{ KERNEL.style.stages() as usize }>(&KERNEL, &tiles) }
+            unsafe { stream_engine::<{ KERNEL.style.stages() as usize }>(&KERNEL, &tiles, schedule) }
         }
-    )*};
+    };
 }
 
 bulk_entry_points! {
-    stream_bulk_3 = STREAM_BULK_3,
-    stream_bulk_4 = STREAM_BULK_4,
-    stream_bulk_3_64k = STREAM_BULK_3_64K,
-    stream_bulk_4_24k = STREAM_BULK_4_24K,
-    stream_bulk_3_64k_evict_first = STREAM_BULK_3_64K_EVICT_FIRST,
+    stream_bulk_3 = STREAM_BULK_3 queue,
+    stream_bulk_4 = STREAM_BULK_4 queue,
+    stream_bulk_4_strided = STREAM_BULK_4_STRIDED grid_stride,
+    stream_bulk_3_64k = STREAM_BULK_3_64K queue,
+    stream_bulk_3_64k_evict_first = STREAM_BULK_3_64K_EVICT_FIRST queue,
 }
 
-/// One entry point per tensor kernel of the table: [`stream_engine`] over [`TensorTiles`].
-/// Parameters `(x, y, n)`: tensor maps of `x` and `y` as [`super::TensorView::of`]`(n, tile
+/// One entry point per tensor kernel of the table: [`stream_engine`] over [`TensorTiles`],
+/// tiles from a queue. Parameters `(x, y, n, queue)`: tensor maps of `x` and `y` as [`super::TensorView::of`]`(n, tile
 /// floats)` says (rows of `row_floats`, boxes of `row_floats x box_rows`), and `n`.
 macro_rules! tensor_entry_points {
     ($($name:ident = $kernel:ident,)*) => {$(
@@ -292,11 +424,13 @@ macro_rules! tensor_entry_points {
         ///
         /// # Safety
         /// `x` and `y` are tensor maps of two buffers of `n` floats (`n % 4 == 0`) with the
-        /// view and box of [`super::TensorView::of`] for this kernel's tile; sm_90.
+        /// view and box of [`super::TensorView::of`] for this kernel's tile; sm_90; `queue` is
+        /// a zeroed `TileQueueState` no other launch uses meanwhile.
         #[cfg(target_feature = "sm_90")]
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(x: TensorMap, y: TensorMap, n: u32) {
+        pub unsafe extern "ptx-kernel" fn $name(x: TensorMap, y: TensorMap, n: u32, queue: *mut TileQueueState) {
             const KERNEL: StreamKernel = super::$kernel;
+            const { assert!(KERNEL.takes_queue()) };
             let (x, y) = (tensor_map_param!($name, 0, x), tensor_map_param!($name, 1, y));
             let view = super::TensorView::of(n, KERNEL.tile_floats());
             let Some(box_bytes) = AlignedSize::<16>::new(view.box_floats() * 4) else {
@@ -308,8 +442,11 @@ macro_rules! tensor_entry_points {
                 ptx::prefetch_tensormap(y);
             }
             let tiles = TensorTiles { x, y, rows: view.rows, box_rows: view.box_rows, box_bytes };
+            // SAFETY: the launch's queue (contract above); the elected thread alone asks it,
+            // until it ends.
+            let schedule = unsafe { TileQueue::new(queue, tiles.count()) };
             // SAFETY: forwarded; the box fits a stage (TensorView::of).
-            unsafe { stream_engine::<{ KERNEL.style.stages() as usize }>(&KERNEL, &tiles) }
+            unsafe { stream_engine::<{ KERNEL.style.stages() as usize }>(&KERNEL, &tiles, schedule) }
         }
     )*};
 }

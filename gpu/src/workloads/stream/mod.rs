@@ -1,10 +1,14 @@
 //! Streaming: `y = x` for `n` floats (a multiple of 4, so every chunk is 16 bytes), far past
 //! L2, moved global -> shared -> global in the ways the library offers, against the driver's
-//! own device-to-device copy. A bandwidth benchmark: every kernel is persistent (its blocks
-//! walk the tiles `b, b + grid, ...`), and the host sizes the grid from the SM count.
+//! own device-to-device copy. A bandwidth benchmark: every kernel is persistent, the host sizes
+//! the grid from the SM count, and the blocks take their tiles in one of two orders
+//! ([`TileOrder`]): from a [`TileQueue`](crate::schedule) (the next tile in address order to
+//! whichever block asks) or grid-strided (`b, b + grid, ...`, fixed in advance).
 //!
 //! Kernel parameters: `(x, y, n)` — device pointers, except for the tensor-copy kernels, which
-//! take tensor maps of `x` and `y` viewed as [`TensorView::of`] says.
+//! take tensor maps of `x` and `y` viewed as [`TensorView::of`] says — then, for the kernels
+//! whose order is [`TileOrder::Queue`], a pointer to a zeroed
+//! [`TileQueueState`](crate::schedule::TileQueueState) (left zeroed by the launch).
 
 use crate::layout::StagedLayout;
 
@@ -71,28 +75,43 @@ impl StreamStyle {
         match self {
             StreamStyle::Plain => "ld.global.v4 -> st.global.v4, grid-stride",
             StreamStyle::ThreadPipeline { .. } => {
-                "cp.async 16 B tiles through a ThreadPipeline, then LDS.128 -> STG.128"
+                "cp.async 16 B tiles from a TileQueue through a ThreadPipeline, then LDS.128 -> STG.128"
             }
             StreamStyle::Bulk {
                 evict_first: false, ..
-            } => "sm_90 copy engine: cp.async.bulk in (BulkPipeline) and out, one thread per block",
+            } => {
+                "sm_90 copy engine: tiles from a TileQueue, cp.async.bulk in (BulkPipeline) and out, one thread per block"
+            }
             StreamStyle::Bulk {
                 evict_first: true, ..
             } => "as bulk, every copy with an L2 evict_first policy (.L2::cache_hint)",
             StreamStyle::Tensor { .. } => {
-                "sm_90 TMA: 2-D cp.async.bulk.tensor boxes in (BulkPipeline) and out, one thread"
+                "sm_90 TMA: as bulk, 2-D cp.async.bulk.tensor boxes in and out"
             }
         }
     }
 }
 
-/// One streaming kernel: its entry point, style, and launch geometry.
+/// In what order the blocks of a tiled streaming kernel take their tiles ([`crate::schedule`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TileOrder {
+    /// Block `b` of `g` takes tiles `b, b + g, ...` ([`crate::schedule::GridStride`]); also
+    /// the plain kernel's walk over 16-byte chunks.
+    GridStride,
+    /// One thread per block takes the next tile from a queue in global memory
+    /// (`TileQueue`): the tiles in flight are always the next ones in address order.
+    Queue,
+}
+
+/// One streaming kernel: its entry point, style, tile order, and launch geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamKernel {
     /// Entry point name.
     pub name: &'static str,
     /// How it moves the data.
     pub style: StreamStyle,
+    /// In what order its blocks take tiles.
+    pub order: TileOrder,
     /// Threads per block.
     pub threads: u32,
     /// Blocks per SM the host launches.
@@ -105,6 +124,39 @@ impl StreamKernel {
     /// Its dynamic shared memory: the stages, then their mbarriers where it has them.
     pub const fn layout(&self) -> StagedLayout {
         StagedLayout::new(self.tile_bytes, self.style.stages(), self.needs_sm90())
+    }
+
+    /// Where the tile of each stage is written down for the whole block, after the layout:
+    /// one `u32` per stage, in the kernels whose every thread copies (the thread pipeline);
+    /// the copy-engine kernels keep theirs in the one thread that issues the copies.
+    pub const fn tile_slots_offset(&self) -> u32 {
+        self.layout().bytes
+    }
+
+    /// Dynamic shared memory to launch with: the layout, then the tile slots where it has them.
+    pub const fn shared_bytes(&self) -> u32 {
+        let slots = match self.style {
+            StreamStyle::ThreadPipeline { stages } => 4 * stages,
+            _ => 0,
+        };
+        self.layout().bytes + slots
+    }
+
+    /// One line on what it does.
+    pub const fn summary(&self) -> &'static str {
+        match (self.order, self.style) {
+            (TileOrder::Queue, style) | (TileOrder::GridStride, style @ StreamStyle::Plain) => {
+                style.summary()
+            }
+            (TileOrder::GridStride, _) => {
+                "the same kernel with grid-strided tiles (b, b + grid, ...) instead of a TileQueue"
+            }
+        }
+    }
+
+    /// Whether it takes a tile queue's state as its last parameter.
+    pub const fn takes_queue(&self) -> bool {
+        matches!(self.order, TileOrder::Queue)
     }
 
     /// Whether it needs sm_90 (the copy engine): absent from the sm_80 PTX.
@@ -130,66 +182,77 @@ pub const BULK_TILE_BYTES: u32 = 32 * 1024;
 pub const STREAM_PLAIN: StreamKernel = StreamKernel {
     name: "stream_plain",
     style: StreamStyle::Plain,
+    order: TileOrder::GridStride,
     threads: 256,
     blocks_per_sm: 8,
     tile_bytes: 16,
 };
 
-/// `stream_thread_pipeline_4`: 16 KiB tiles through a four-stage `ThreadPipeline`, 2 blocks of 256 threads per SM.
+/// `stream_thread_pipeline_4`: 16 KiB tiles from a queue through a four-stage
+/// `ThreadPipeline`, 2 blocks of 256 threads per SM.
 pub const STREAM_THREAD_PIPELINE_4: StreamKernel = StreamKernel {
     name: "stream_thread_pipeline_4",
     style: StreamStyle::ThreadPipeline { stages: 4 },
+    order: TileOrder::Queue,
     threads: 256,
     blocks_per_sm: 2,
     tile_bytes: PIPELINE_TILE_BYTES,
 };
 
-/// `stream_bulk_3`: bulk copies, three 32 KiB stages, 2 one-warp blocks per SM.
+/// `stream_thread_pipeline_4_strided`: `stream_thread_pipeline_4` with grid-strided tiles.
+pub const STREAM_THREAD_PIPELINE_4_STRIDED: StreamKernel = StreamKernel {
+    name: "stream_thread_pipeline_4_strided",
+    order: TileOrder::GridStride,
+    ..STREAM_THREAD_PIPELINE_4
+};
+
+/// `stream_bulk_3`: bulk copies, three 32 KiB stages, 2 one-warp blocks per SM, tiles from a
+/// queue.
 pub const STREAM_BULK_3: StreamKernel = StreamKernel {
     name: "stream_bulk_3",
     style: StreamStyle::Bulk {
         stages: 3,
         evict_first: false,
     },
+    order: TileOrder::Queue,
     threads: 32,
     blocks_per_sm: 2,
     tile_bytes: BULK_TILE_BYTES,
 };
 
-/// `stream_bulk_4`: bulk copies, four 32 KiB stages, 1 one-warp block per SM.
+/// `stream_bulk_4`: bulk copies, four 32 KiB stages, 1 one-warp block per SM, tiles from a
+/// queue.
 pub const STREAM_BULK_4: StreamKernel = StreamKernel {
     name: "stream_bulk_4",
     style: StreamStyle::Bulk {
         stages: 4,
         evict_first: false,
     },
+    order: TileOrder::Queue,
     threads: 32,
     blocks_per_sm: 1,
     tile_bytes: BULK_TILE_BYTES,
 };
 
-/// `stream_bulk_3_64k`: bulk copies, three 64 KiB stages, 1 one-warp block per SM.
+/// `stream_bulk_4_strided`: `stream_bulk_4` with grid-strided tiles.
+pub const STREAM_BULK_4_STRIDED: StreamKernel = StreamKernel {
+    name: "stream_bulk_4_strided",
+    order: TileOrder::GridStride,
+    ..STREAM_BULK_4
+};
+
+/// `stream_bulk_3_64k`: bulk copies, three 64 KiB stages, 1 one-warp block per SM, tiles from
+/// a queue.
 pub const STREAM_BULK_3_64K: StreamKernel = StreamKernel {
     name: "stream_bulk_3_64k",
     style: StreamStyle::Bulk {
         stages: 3,
         evict_first: false,
     },
+    order: TileOrder::Queue,
     threads: 32,
     blocks_per_sm: 1,
     tile_bytes: 64 * 1024,
-};
-
-/// `stream_bulk_4_24k`: bulk copies, four 24 KiB stages, 2 one-warp blocks per SM.
-pub const STREAM_BULK_4_24K: StreamKernel = StreamKernel {
-    name: "stream_bulk_4_24k",
-    style: StreamStyle::Bulk {
-        stages: 4,
-        evict_first: false,
-    },
-    threads: 32,
-    blocks_per_sm: 2,
-    tile_bytes: 24 * 1024,
 };
 
 /// `stream_bulk_3_64k_evict_first`: as `stream_bulk_3_64k`, every copy with an L2
@@ -203,16 +266,16 @@ pub const STREAM_BULK_3_64K_EVICT_FIRST: StreamKernel = StreamKernel {
     ..STREAM_BULK_3_64K
 };
 
-/// `stream_tensor_3`: tensor copies, three 32 KiB stages, 2 one-warp blocks per SM (the
-/// geometry of `stream_bulk_3`).
+/// `stream_tensor_3`: tensor copies, three 32 KiB stages, 2 one-warp blocks per SM, tiles
+/// from a queue (the geometry of `stream_bulk_3`).
 pub const STREAM_TENSOR_3: StreamKernel = StreamKernel {
     name: "stream_tensor_3",
     style: StreamStyle::Tensor { stages: 3 },
     ..STREAM_BULK_3
 };
 
-/// `stream_tensor_3_64k`: tensor copies, three 64 KiB stages, 1 one-warp block per SM (the
-/// geometry of `stream_bulk_3_64k`).
+/// `stream_tensor_3_64k`: tensor copies, three 64 KiB stages, 1 one-warp block per SM, tiles
+/// from a queue (the geometry of `stream_bulk_3_64k`).
 pub const STREAM_TENSOR_3_64K: StreamKernel = StreamKernel {
     name: "stream_tensor_3_64k",
     style: StreamStyle::Tensor { stages: 3 },
@@ -260,10 +323,11 @@ impl TensorView {
 pub static STREAM_KERNELS: &[StreamKernel] = &[
     STREAM_PLAIN,
     STREAM_THREAD_PIPELINE_4,
+    STREAM_THREAD_PIPELINE_4_STRIDED,
     STREAM_BULK_3,
     STREAM_BULK_4,
+    STREAM_BULK_4_STRIDED,
     STREAM_BULK_3_64K,
-    STREAM_BULK_4_24K,
     STREAM_BULK_3_64K_EVICT_FIRST,
     STREAM_TENSOR_3,
     STREAM_TENSOR_3_64K,
@@ -277,7 +341,7 @@ mod tests {
     fn layouts_fit_their_blocks_per_sm() {
         for k in STREAM_KERNELS {
             assert!(
-                k.layout().bytes * k.blocks_per_sm <= 227 * 1024,
+                k.shared_bytes() * k.blocks_per_sm <= 227 * 1024,
                 "{}",
                 k.name
             );
