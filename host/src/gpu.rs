@@ -1,4 +1,5 @@
-//! The GPU: finding it, checking it can run the kernels, loading the matching PTX, memory,
+//! The GPU: finding it, checking it can run the kernels, loading the matching device code
+//! (the cubin assembled for its arch, else the PTX), memory,
 //! and the one path every kernel launch takes.
 //!
 //! The CUDA driver (`libcuda`) is loaded at run time through `cudarc`, so the host builds and
@@ -10,8 +11,10 @@ use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
     DriverError, LaunchConfig as CudaLaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
+use cudarc::nvrtc::Ptx;
 use ptx_builder::Arch;
 use std::collections::HashMap;
+use std::fmt;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -135,6 +138,35 @@ pub struct GpuInfo {
     /// Dynamic shared memory a block may ask for (after opting in).
     pub max_shared_bytes_per_block: u32,
     pub driver_version: String,
+    /// The form of the device code loaded.
+    pub code: DeviceCode,
+}
+
+impl GpuInfo {
+    /// The device code loaded, as reports name it: `sm_90 cubin`, `sm_80 PTX`.
+    pub fn code_label(&self) -> String {
+        format!("{} {}", self.arch, self.code)
+    }
+}
+
+/// The form of the device code a [`Gpu`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceCode {
+    /// The module assembled by ptxas at build time for this arch, loaded as it is.
+    Cubin,
+    /// The PTX module, compiled by the driver as it loads it (which caches the result on
+    /// disk: the first load on a machine takes about 30 s on an H200).
+    Ptx,
+}
+
+impl fmt::Display for DeviceCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DeviceCode::Cubin => "cubin",
+            DeviceCode::Ptx => "PTX",
+        })
+    }
 }
 
 fn arch_name<S: serde::Serializer>(arch: &Arch, serializer: S) -> Result<S::Ok, S::Error> {
@@ -268,9 +300,20 @@ impl Gpu {
         // SAFETY: every buffer of this context is used on `stream` only.
         unsafe { context.disable_event_tracking() };
         let stream = context.new_stream().during(|| "creating a stream".into())?;
-        let module = context
-            .load_module(crate::device_code::module_text(arch).into())
-            .during(|| format!("loading the {arch} PTX on {name}"))?;
+        let load_ptx = || {
+            context
+                .load_module(crate::device_code::module_text(arch).into())
+                .during(|| format!("loading the {arch} PTX on {name}"))
+        };
+        // The cubin runs on the major version it was assembled for; elsewhere, or if the
+        // driver refuses it (older than the ptxas that made it), the PTX serves.
+        let cubin = crate::device_code::module_cubin(arch)
+            .filter(|_| major == arch.major_version())
+            .and_then(|cubin| context.load_module(Ptx::from_binary(cubin.to_vec())).ok());
+        let (module, code) = match cubin {
+            Some(module) => (module, DeviceCode::Cubin),
+            None => (load_ptx()?, DeviceCode::Ptx),
+        };
         Ok(Gpu {
             info: GpuInfo {
                 name,
@@ -281,6 +324,7 @@ impl Gpu {
                 memory_gib: memory as f64 / (1u64 << 30) as f64,
                 max_shared_bytes_per_block,
                 driver_version: format!("{}.{}", version / 1000, version % 1000 / 10),
+                code,
             },
             functions: Mutex::new(HashMap::new()),
             time_limit: Mutex::new(DEFAULT_TIME_LIMIT),

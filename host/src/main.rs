@@ -50,9 +50,9 @@ fn usage_error(message: String) -> ExitCode {
 fn execute(request: &RunRequest, ptx: Option<Arch>, inputs: Inputs) -> Result<(Gpu, RunOutcome)> {
     let gpu = Gpu::open_with(ptx)?;
     eprintln!(
-        "{} ({} PTX): {} at {}, seed {}",
+        "{} ({}): {} at {}, seed {}",
         gpu.info().name,
-        gpu.info().arch,
+        gpu.info().code_label(),
         request.workload.name(),
         request.plan.sizes().join(", "),
         inputs.seed
@@ -195,8 +195,8 @@ fn info() -> Result<ExitCode> {
                 i.driver_version
             );
             println!(
-                "  qualifies: yes, cp.async and mbarrier need sm_80+; runs the {} PTX{}",
-                i.arch,
+                "  qualifies: yes, cp.async and mbarrier need sm_80+; runs the {}{}",
+                i.code_label(),
                 if i.arch == Arch::Sm90 {
                     " (mbarrier.try_wait)"
                 } else {
@@ -230,9 +230,9 @@ fn selftest(args: SelftestArgs) -> Result<ExitCode> {
     };
     let (gpu, outcome) = execute(&request, args.ptx, inputs)?;
     println!(
-        "{} ({} PTX): library self-test, seed {}",
+        "{} ({}): library self-test, seed {}",
         gpu.info().name,
-        gpu.info().arch,
+        gpu.info().code_label(),
         inputs.seed
     );
     let mut failed = Vec::new();

@@ -225,13 +225,13 @@ impl RunReport {
         let d = &self.device;
         let _ = writeln!(
             out,
-            "{} (compute capability {}.{}, {} SMs, {} PTX), median of {} launches after {} \
+            "{} (compute capability {}.{}, {} SMs, {}), median of {} launches after {} \
              warm-up, seed {}, {}",
             d.name,
             d.compute_capability.0,
             d.compute_capability.1,
             d.multiprocessors,
-            d.arch,
+            d.code_label(),
             self.timing.reps,
             self.timing.warmup,
             self.inputs.seed,
@@ -442,6 +442,7 @@ mod tests {
                 memory_gib: 139.8,
                 max_shared_bytes_per_block: 232448,
                 driver_version: "13.0".into(),
+                code: crate::gpu::DeviceCode::Cubin,
             },
             "host run".into(),
             Inputs {
@@ -474,6 +475,7 @@ mod tests {
         assert!(table.contains("thread_pipeline_2"), "{table}");
         assert!(table.contains("2.00x"), "{table}");
         assert!(table.contains("steps/us"), "{table}");
+        assert!(table.contains("132 SMs, sm_90 cubin)"), "{table}");
     }
 
     /// A fresh directory for one test's files; the test removes it.

@@ -37,6 +37,15 @@ impl Arch {
         }
     }
 
+    /// The major compute capability whose GPUs run machine code assembled for this arch
+    /// (SASS is compatible within a major version, from the minor it was made for up).
+    pub fn major_version(self) -> u32 {
+        match self {
+            Arch::Sm80 => 8,
+            Arch::Sm90 => 9,
+        }
+    }
+
     /// The PTX to load on a GPU of compute capability `major.minor`.
     ///
     /// 8.x gets sm_80 PTX; 9.x gets sm_90 PTX; later GPUs also get sm_90 PTX, which the driver

@@ -107,7 +107,44 @@ pub fn assemble(
             report.trim_end()
         );
     }
+    let fingerprint = source_fingerprint(ptxas, ptx, arch)?;
+    std::fs::write(fingerprint_path(cubin), fingerprint)
+        .with_context(|| format!("writing the source fingerprint of {}", cubin.display()))?;
     Ok(parse_ptxas_report(&report))
+}
+
+/// Makes `cubin` the assembly of `ptx` for `arch`, assembling only if it is not already: a
+/// fingerprint beside it (written by [`assemble`]) names the PTX text, arch and ptxas it came
+/// from. Returns whether ptxas ran. `cargo xtask build-ptx` assembles every module, so the
+/// host's build script then finds its cubins current.
+pub fn assemble_if_changed(ptxas: &Path, ptx: &Path, arch: Arch, cubin: &Path) -> Result<bool> {
+    let current = source_fingerprint(ptxas, ptx, arch)?;
+    let recorded = std::fs::read_to_string(fingerprint_path(cubin)).ok();
+    if cubin.is_file() && recorded.as_deref() == Some(current.as_str()) {
+        return Ok(false);
+    }
+    assemble(ptxas, ptx, arch, cubin)?;
+    Ok(true)
+}
+
+/// Where [`assemble`] records what a cubin was assembled from.
+fn fingerprint_path(cubin: &Path) -> PathBuf {
+    cubin.with_extension("cubin.source")
+}
+
+/// The arch, the ptxas path and size, and a 64-bit FNV-1a hash of the PTX text: enough to tell
+/// a cubin assembled from other PTX or by another ptxas.
+fn source_fingerprint(ptxas: &Path, ptx: &Path, arch: Arch) -> Result<String> {
+    let text = std::fs::read(ptx).with_context(|| format!("reading {}", ptx.display()))?;
+    let hash = text.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let ptxas_bytes = std::fs::metadata(ptxas).map(|m| m.len()).unwrap_or(0);
+    Ok(format!(
+        "{arch} {hash:016x} {} bytes of PTX; {} ({ptxas_bytes} bytes)\n",
+        text.len(),
+        ptxas.display()
+    ))
 }
 
 /// Reads the `ptxas -v` report: one entry per kernel (`Compiling entry function`), in order.
@@ -231,6 +268,45 @@ fn parse_sass_line(line: &str) -> Option<SassInstr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stand-in for ptxas that counts its runs and writes its `-o` file.
+    #[cfg(unix)]
+    fn fake_ptxas(dir: &Path) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("ptxas");
+        let script = format!(
+            "#!/bin/sh\necho run >> {runs}\nwhile [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then \
+             echo cubin > \"$2\"; fi; shift; done\n",
+            runs = dir.join("runs").display()
+        );
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn cubins_are_reassembled_only_when_their_source_changes() {
+        let dir = std::env::temp_dir().join(format!("ptx-builder-cubin-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let ptxas = fake_ptxas(&dir);
+        let (ptx, cubin) = (dir.join("m.ptx"), dir.join("m.cubin"));
+        let runs = || std::fs::read_to_string(dir.join("runs")).map_or(0, |r| r.lines().count());
+        std::fs::write(&ptx, ".version 8.0").unwrap();
+        assert!(assemble_if_changed(&ptxas, &ptx, Arch::Sm90, &cubin).unwrap());
+        assert!(!assemble_if_changed(&ptxas, &ptx, Arch::Sm90, &cubin).unwrap());
+        assert_eq!(runs(), 1);
+        // Another arch, other text, or a missing cubin: assembled again.
+        assert!(assemble_if_changed(&ptxas, &ptx, Arch::Sm80, &cubin).unwrap());
+        std::fs::write(&ptx, ".version 8.0 // changed").unwrap();
+        assert!(assemble_if_changed(&ptxas, &ptx, Arch::Sm80, &cubin).unwrap());
+        std::fs::remove_file(&cubin).unwrap();
+        assert!(assemble_if_changed(&ptxas, &ptx, Arch::Sm80, &cubin).unwrap());
+        assert!(!assemble_if_changed(&ptxas, &ptx, Arch::Sm80, &cubin).unwrap());
+        assert_eq!(runs(), 4);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn reads_ptxas_report() {
