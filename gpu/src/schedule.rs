@@ -5,7 +5,8 @@
 //!   no shared state.
 //! - [`TileQueue`]: tiles go out in order, one at a time, to whichever block asks next, from a
 //!   counter in global memory (`atom.global.add`) — a dynamic tile scheduler, like CUTLASS's
-//!   for its persistent kernels.
+//!   for its persistent kernels. It costs one atomic per tile, and per block one more add and
+//!   an acquire-release add when it runs out.
 //!
 //! Why a streaming kernel wants the queue: a grid-strided walk fixes each block's tiles in
 //! advance, so blocks that run a little faster drift tiles ahead of the others, and the
@@ -88,8 +89,8 @@ mod device {
     }
 
     /// Tiles `0..count` handed out in order to whichever block asks next, from a
-    /// [`TileQueueState`] in global memory. One thread per block asks for the block (it then
-    /// tells the others, through shared memory, which tile to work on).
+    /// [`TileQueueState`] in global memory. One thread per block asks for the block (and, where
+    /// the others work on the tile too, tells them which, through shared memory).
     ///
     /// The first `None` a block receives retires it (`atom.acq_rel.gpu.global.add` on the
     /// retired count); the last block of the grid to retire sets the state back to zero, since
@@ -107,12 +108,11 @@ mod device {
         /// 1. `state` points to a [`TileQueueState`] in global memory that is zero when the
         ///    launch starts and that nothing else touches during it.
         /// 2. The grid is 1-D (`gridDim.y == gridDim.z == 1`), and in every block exactly one
-        ///    thread makes the queue and calls [`next`](TileSchedule::next) until it returns
-        ///    `None`, before the block exits — else the state is not reset and the next launch
-        ///    on it hands out nothing.
-        /// 3. `count + gridDim.x * (calls after the first None, per block) < 2^32`: the counter
-        ///    does not wrap (calls after the first `None` do not touch it, so `count <
-        ///    u32::MAX - gridDim.x` suffices).
+        ///    thread calls [`next`](TileSchedule::next), until it returns `None`, before the
+        ///    block exits (other threads may hold a queue but never call it) — else the state is
+        ///    not reset and the next launch on it hands out nothing.
+        /// 3. `count + gridDim.x <= 2^32`: the counter does not wrap (every block makes exactly
+        ///    one add that returns `count` or more; later calls do not touch the state).
         #[inline(always)]
         pub unsafe fn new(state: *mut TileQueueState, count: u32) -> TileQueue {
             TileQueue {
@@ -124,8 +124,8 @@ mod device {
     }
 
     impl TileSchedule for TileQueue {
-        /// The next tile in order (`atom.relaxed.gpu.global.add.u32`, `ATOMG.E.ADD`), or
-        /// `None` once every tile is out.
+        /// The next tile in order (`atom.relaxed.gpu.global.add.u32`,
+        /// `ATOMG.E.ADD.STRONG.GPU`), or `None` once every tile is out.
         #[inline(always)]
         fn next(&mut self) -> Option<u32> {
             if self.retired {

@@ -450,6 +450,8 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
             BOTH,
         ),
         ("st_relaxed_gpu", "st.relaxed.gpu.global.u32", BOTH),
+        ("ld_global_v4", "ld.global.v4.b32", BOTH),
+        ("st_global_v4", "st.global.v4.b32", BOTH),
         ("as_generic_ptr", "cvta.shared", BOTH),
         ("shared_to_generic", "cvta.shared", BOTH),
         ("read", "ld.shared", BOTH),
@@ -930,5 +932,40 @@ fn queued_stream_kernels_take_tiles_with_atomics() {
                 k.name
             );
         }
+    }
+}
+
+/// The plain streaming kernel moves 16 bytes per access, four loads in flight per thread
+/// before their stores (a plain copy of a 16-byte value would be two 8-byte accesses), all in
+/// registers.
+#[test]
+fn plain_streaming_keeps_four_16_byte_loads_in_flight() {
+    let loads = gpu::workloads::stream::PLAIN_QUADS_PER_THREAD as usize;
+    for arch in Arch::ALL {
+        let sass = sass_ops(kernel(arch, "stream_plain"));
+        let first_store = sass
+            .iter()
+            .position(|o| o.starts_with("STG"))
+            .expect("a store");
+        let loads_before = sass[..first_store]
+            .iter()
+            .filter(|o| o.starts_with("LDG.E.128"))
+            .count();
+        assert_eq!(loads_before, loads, "{arch}: {sass:?}");
+        assert!(
+            sass.iter()
+                .all(|o| !o.starts_with("LDG") || o.starts_with("LDG.E.128")),
+            "{arch}: {sass:?}"
+        );
+        assert!(
+            sass.iter().filter(|o| o.starts_with("STG.E.128")).count() > loads,
+            "{arch}: {sass:?}"
+        );
+        assert!(
+            !sass
+                .iter()
+                .any(|o| o.starts_with("LDL") || o.starts_with("STL")),
+            "{arch}: {sass:?}"
+        );
     }
 }

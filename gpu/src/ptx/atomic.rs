@@ -4,7 +4,8 @@
 use core::arch::asm;
 
 /// `atom.relaxed.gpu.global.add.u32 old, [addr], value;` — adds `value` to the word at `addr`
-/// and returns what it held, with no ordering of other accesses (SASS: `ATOMG.E.ADD`). Two
+/// and returns what it held, with no ordering of other accesses (SASS:
+/// `ATOMG.E.ADD.STRONG.GPU`). Two
 /// threads never get the same old value.
 ///
 /// # Safety
@@ -29,7 +30,8 @@ pub unsafe fn atom_add_relaxed_gpu(addr: *mut u32, value: u32) -> u32 {
 /// `atom.acq_rel.gpu.global.add.u32 old, [addr], value;` — as [`atom_add_relaxed_gpu`], and
 /// also a release of this thread's earlier accesses and an acquire of what the threads that
 /// added before it released: the add that tells the last of many threads everyone else is
-/// done.
+/// done. The fences make it dearer than a relaxed add (SASS: a `MEMBAR` and a cache
+/// invalidation around the `ATOMG`), so it is for once per block, not per tile.
 ///
 /// # Safety
 /// As [`atom_add_relaxed_gpu`].

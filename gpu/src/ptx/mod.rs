@@ -15,6 +15,7 @@ mod atomic;
 #[cfg(target_feature = "sm_90")]
 mod bulk;
 mod cp_async;
+mod global;
 mod mbarrier;
 mod smem;
 mod sreg;
@@ -26,6 +27,7 @@ pub use atomic::*;
 #[cfg(target_feature = "sm_90")]
 pub use bulk::*;
 pub use cp_async::*;
+pub use global::*;
 pub use mbarrier::*;
 pub use smem::*;
 pub use sreg::*;

@@ -231,6 +231,8 @@ pub struct StreamProblem {
 
 impl Problem<StreamExperiment> for StreamProblem {
     fn poison(&mut self, gpu: &Gpu, _: &StreamExperiment) -> Result<()> {
+        // The queue too: one kernel that leaves it set must not fail the next ones.
+        gpu.fill_words(&mut self.queue, 0, "the tile queue")?;
         Ok(gpu.fill_words(&mut self.y, POISON.to_bits(), "y")?)
     }
 

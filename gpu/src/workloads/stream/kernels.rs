@@ -24,19 +24,37 @@ use crate::{
 /// What a stage holds when the schedule had no tile left for it.
 const NO_TILE: u32 = u32::MAX;
 
-/// Plain 16-byte loads and stores, grid-stride.
+/// Plain 16-byte loads and stores, grid-stride: each thread loads
+/// [`super::PLAIN_QUADS_PER_THREAD`] quads, a grid's width apart, before it stores them, so that
+/// many loads are in flight per thread.
 ///
 /// # Safety
 /// See the module docs.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn stream_plain(x: *const f32, y: *mut f32, n: u32) {
+    const LOADS: usize = super::PLAIN_QUADS_PER_THREAD as usize;
     let quads = n / 4;
     let stride = ptx::grid_dim_x() * ptx::block_dim_x();
     let mut i = ptx::block_idx_x() * ptx::block_dim_x() + ptx::thread_idx_x();
-    let (x, y) = (x.cast::<Quad>(), y.cast::<Quad>());
+    let (x, y) = (x.cast::<[f32; 4]>(), y.cast::<[f32; 4]>());
+    let quad = |i: u32| i as usize;
+    // Whole groups of LOADS quads; `u64` because the last index may pass u32 for huge grids.
+    while (i as u64) + (LOADS as u64 - 1) * (stride as u64) < (quads as u64) {
+        let mut v = [[0.0; 4]; LOADS];
+        for (u, v) in v.iter_mut().enumerate() {
+            // SAFETY: every index is below n / 4 (the loop condition); x is 16-byte aligned.
+            *v = unsafe { ptx::ld_global_v4(x.add(quad(i + u as u32 * stride))) };
+        }
+        for (u, v) in v.iter().enumerate() {
+            // SAFETY: as above, for y.
+            unsafe { ptx::st_global_v4(y.add(quad(i + u as u32 * stride)), *v) };
+        }
+        i += LOADS as u32 * stride;
+    }
+    // The tail: fewer than LOADS quads left for this thread.
     while i < quads {
-        // SAFETY: i < n / 4.
-        unsafe { y.add(i as usize).write(x.add(i as usize).read()) };
+        // SAFETY: i < n / 4; both 16-byte aligned.
+        unsafe { ptx::st_global_v4(y.add(quad(i)), ptx::ld_global_v4(x.add(quad(i)))) };
         i += stride;
     }
 }
@@ -56,6 +74,7 @@ unsafe fn thread_pipeline_stream<const STAGES: usize>(
     n: u32,
     mut schedule: impl TileSchedule,
 ) {
+    const { assert!(STAGES >= 2, "a tile in flight while another is stored") };
     let tile = kernel.tile_floats();
     let layout = kernel.layout();
     let stage = |s: u32| layout.stage::<f32>(s);
@@ -106,9 +125,10 @@ unsafe fn thread_pipeline_stream<const STAGES: usize>(
     }
     let mut i = 0;
     loop {
-        let ready = consumer.consumer_wait();
-        // The stage this iteration refills was consumed in the last one.
+        // The stage this iteration refills was consumed in the last one (its slot last read
+        // before the last barrier); asked before the wait, so the two latencies overlap.
         name_tile((i + ahead) % STAGES as u32);
+        let ready = consumer.consumer_wait();
         // Every thread's copies of the tile are visible, and the slot named above.
         ptx::barrier_sync();
         // SAFETY: named before an earlier barrier; renamed only after the next one.
@@ -308,6 +328,7 @@ unsafe fn stream_engine<const STAGES: usize>(
     tiles: &impl EngineTiles,
     mut schedule: impl TileSchedule,
 ) {
+    const { assert!(STAGES >= 2, "a tile in flight while another is stored") };
     let layout = kernel.layout();
     let stage = |s: u32| layout.stage::<f32>(s);
     let barriers = layout.barriers();
@@ -328,8 +349,9 @@ unsafe fn stream_engine<const STAGES: usize>(
         s.producer_commit();
         t.unwrap_or(NO_TILE)
     };
-    // The tiles of the stages filled and not yet stored, oldest first in `in_flight[0]`;
-    // `push` shifts them along, so every index is a constant and they stay in registers.
+    // The tiles of the STAGES - 1 stages filled and not yet stored, oldest first in
+    // `in_flight[0]` (the last entry is spare: the array length cannot be STAGES - 1); `push`
+    // shifts them along, so every index is a constant and they stay in registers.
     let mut in_flight = [NO_TILE; STAGES];
     let push = |in_flight: &mut [u32; STAGES], t: u32| {
         for k in 0..STAGES - 2 {

@@ -73,7 +73,7 @@ impl StreamStyle {
     /// One line on what it does.
     pub const fn summary(self) -> &'static str {
         match self {
-            StreamStyle::Plain => "ld.global.v4 -> st.global.v4, grid-stride",
+            StreamStyle::Plain => "ld.global.v4 x4 -> st.global.v4 x4 per thread, grid-stride",
             StreamStyle::ThreadPipeline { .. } => {
                 "cp.async 16 B tiles from a TileQueue through a ThreadPipeline, then LDS.128 -> STG.128"
             }
@@ -172,6 +172,10 @@ impl StreamKernel {
         self.tile_bytes / 4
     }
 }
+
+/// Quads (16 bytes) each thread of `stream_plain` loads before it stores them: the loads in
+/// flight that a kernel without shared memory has (64 KiB per SM at 2048 threads).
+pub const PLAIN_QUADS_PER_THREAD: u32 = 4;
 
 /// Bytes per tile of the async-copy kernels.
 pub const PIPELINE_TILE_BYTES: u32 = 16 * 1024;

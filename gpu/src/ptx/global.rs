@@ -1,0 +1,51 @@
+//! 16-byte global-memory accesses, spelled out: a plain Rust copy of a 16-byte value
+//! between two global addresses lowers to two 8-byte accesses on the NVPTX backend (a
+//! `memcpy`), where one `LDG.E.128` / `STG.E.128` each is the point.
+
+use core::arch::asm;
+
+/// `ld.global.v4.b32 {a, b, c, d}, [addr];` — 16 bytes from global memory in one access
+/// (SASS: `LDG.E.128`).
+///
+/// # Safety
+/// `addr` is 16-byte aligned and 16 bytes of readable global memory that no thread writes
+/// meanwhile.
+#[inline(always)]
+pub unsafe fn ld_global_v4(addr: *const [f32; 4]) -> [f32; 4] {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    // SAFETY: the caller upholds the contract above.
+    unsafe {
+        asm!(
+            "ld.global.v4.b32 {{{a}, {b}, {c}, {d}}}, [{addr}];",
+            a = out(reg32) a,
+            b = out(reg32) b,
+            c = out(reg32) c,
+            d = out(reg32) d,
+            addr = in(reg64) addr,
+            options(readonly, nostack, preserves_flags)
+        )
+    }
+    [a, b, c, d]
+}
+
+/// `st.global.v4.b32 [addr], {a, b, c, d};` — 16 bytes to global memory in one access (SASS:
+/// `STG.E.128`).
+///
+/// # Safety
+/// `addr` is 16-byte aligned and 16 bytes of writable global memory that no other thread
+/// accesses meanwhile.
+#[inline(always)]
+pub unsafe fn st_global_v4(addr: *mut [f32; 4], [a, b, c, d]: [f32; 4]) {
+    // SAFETY: the caller upholds the contract above.
+    unsafe {
+        asm!(
+            "st.global.v4.b32 [{addr}], {{{a}, {b}, {c}, {d}}};",
+            addr = in(reg64) addr,
+            a = in(reg32) a,
+            b = in(reg32) b,
+            c = in(reg32) c,
+            d = in(reg32) d,
+            options(nostack, preserves_flags)
+        )
+    }
+}
