@@ -271,6 +271,24 @@ impl<const STAGES: usize> BlockPipeline<STAGES> {
         unsafe { Self::init_partitioned(barriers, threads, threads) }
     }
 
+    /// [`BlockPipeline::init_all_threads`] for a pipeline whose stages one thread also fills
+    /// with bulk or tensor copies (sm_90): the copies' bytes complete on `full` beside every
+    /// thread's `cp.async` arrival, so thread 0 fences the initialization for the copy engine
+    /// (`fence.mbarrier_init`). A stage acquired from it binds such a copy as the phase's
+    /// expected bytes ([`crate::memcpy_async::BulkCompletion`]).
+    ///
+    /// # Safety
+    /// As [`BlockPipeline::init_all_threads`].
+    #[cfg(target_feature = "sm_90")]
+    #[inline(always)]
+    pub unsafe fn init_all_threads_with_bulk(
+        barriers: Shared<PipelineSharedState<STAGES>>,
+        threads: u32,
+    ) -> Self {
+        // SAFETY: forwarded contract; the copy engine completes `full` too.
+        unsafe { Self::init_rings(barriers, threads, threads, true) }
+    }
+
     /// Collective: `producers` threads fill stages and `consumers` threads read them (for a
     /// warp-specialized kernel with one producer warp, `producers = 32`). Thread 0
     /// initializes the mbarriers; then the block syncs.
@@ -507,6 +525,21 @@ impl<const STAGES: usize> BulkPipeline<STAGES> {
     #[inline(always)]
     pub fn split(&mut self) -> (BulkProducer<'_, STAGES>, BlockConsumer<'_, STAGES>) {
         self.0.sides()
+    }
+}
+
+/// A bulk or tensor copy into a [`BlockPipeline`] stage (one made with
+/// [`BlockPipeline::init_all_threads_with_bulk`]) completes on its `full` barrier as expected
+/// bytes (`mbarrier.expect_tx`, no arrival): the phase then waits for them as well as for every
+/// producer's `cp.async` commit. The issuing thread expects the bytes before its own commit, so
+/// the phase cannot complete without them.
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> crate::memcpy_async::BulkCompletion
+    for ProducerStage<'_, BlockProducer<'_, STAGES>>
+{
+    #[inline(always)]
+    fn transaction_barrier(&self) -> Shared<Mbarrier> {
+        full(self.side.barriers, self.index)
     }
 }
 

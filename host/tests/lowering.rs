@@ -678,7 +678,9 @@ fn gemm_styles_wait_as_documented() {
                     assert!(!view.has_ptx("mbarrier"), "{entry} ({arch})");
                     assert!(has_sass(view, "BAR.SYNC"), "{entry} ({arch})");
                 }
-                GemmStyle::Tma { .. } => unreachable!("not in gemm_entries"),
+                GemmStyle::Tma { .. } | GemmStyle::TmaB { .. } => {
+                    unreachable!("not in gemm_entries")
+                }
             }
         }
     }
@@ -817,10 +819,10 @@ fn tensor_copies_lower_to_tma_with_maps_read_in_place() {
 /// of FFMA.
 #[test]
 fn the_tma_gemm_loads_tiles_with_tensor_copies() {
-    use gpu::workloads::gemm::{BK, GEMM_KERNELS};
+    use gpu::workloads::gemm::{BK, GEMM_KERNELS, GemmStyle};
     let families: Vec<_> = GEMM_KERNELS
         .iter()
-        .filter(|k| k.style.needs_sm90())
+        .filter(|k| matches!(k.style, GemmStyle::Tma { .. }))
         .collect();
     assert!(!families.is_empty(), "no tensor-copy GEMM in the table");
     for family in families {
@@ -861,6 +863,64 @@ fn the_tma_gemm_loads_tiles_with_tensor_copies() {
         assert!(ffma > 0 && ffma % per_tile == 0, "{entry}: {ffma} FFMA");
         let resources = view.resources.as_ref().expect("ptxas report");
         assert_eq!(resources.stack_frame_bytes, 0, "{entry}");
+    }
+}
+
+/// The tensor-copy-B GEMM (sm_90 only): per k-tile one tensor copy of B's box from one thread,
+/// its bytes expected on the stage's `full` barrier, and A by every thread's 4-byte
+/// transposing `cp.async` bound with `.noinc` arrivals on the same barrier; the barriers fenced
+/// for the copy engine; the B map read in place; whole k-tiles of FFMA, no local memory.
+#[test]
+fn the_tma_b_gemm_mixes_a_tensor_copy_and_cp_async_in_one_stage() {
+    use gpu::workloads::gemm::{BK, GEMM_KERNELS, GemmStyle};
+    let families: Vec<_> = GEMM_KERNELS
+        .iter()
+        .filter(|k| matches!(k.style, GemmStyle::TmaB { .. }))
+        .collect();
+    assert!(!families.is_empty(), "no tensor-copy-B GEMM in the table");
+    let text = host::device_code::module_text(Arch::Sm90);
+    for family in families {
+        let entry = family.entry_aligned;
+        assert!(family.entry_any.is_none(), "{entry}");
+        assert!(
+            inspection(Arch::Sm80).kernel(entry).is_none(),
+            "{entry} in the sm_80 PTX"
+        );
+        let view = kernel(Arch::Sm90, entry);
+        for ptx in [
+            "cp.async.bulk.tensor.2d.shared::cluster.global",
+            "mbarrier.expect_tx",
+            "cp.async.ca.shared.global",
+            "cp.async.mbarrier.arrive.noinc",
+            "fence.mbarrier_init",
+            "prefetch.tensormap",
+            "mbarrier.try_wait.parity",
+        ] {
+            assert!(view.has_ptx(ptx), "{entry}: no {ptx}");
+        }
+        assert!(!view.has_ptx("cp.async.cg"), "{entry}: B by cp.async");
+        assert!(!view.has_ptx("cp.async.commit_group"), "{entry}");
+        let sass = sass_ops(view);
+        assert!(sass.iter().any(|o| o == "UTMALDG.2D"), "{entry}: {sass:?}");
+        assert!(sass.iter().any(|o| o.starts_with("LDGSTS.E")), "{entry}");
+        assert!(has_sass(view, "ARRIVES.LDGSTSBAR"), "{entry}");
+        // Block barriers: only the one after the pipeline's initialization, in each of the
+        // interior and edge bodies.
+        let barriers = sass.iter().filter(|o| o.starts_with("BAR.SYNC")).count();
+        assert_eq!(barriers, 2, "{entry}: {barriers} BAR.SYNC");
+        let per_tile = (family.tile.thread_m * family.tile.thread_n * BK) as usize;
+        let ffma = sass.iter().filter(|o| *o == "FFMA").count();
+        assert!(ffma >= per_tile, "{entry}: {ffma} FFMA");
+        assert!(
+            !sass
+                .iter()
+                .any(|o| o.starts_with("LDL") || o.starts_with("STL")),
+            "{entry}"
+        );
+        let resources = view.resources.as_ref().expect("ptxas report");
+        assert_eq!(resources.stack_frame_bytes, 0, "{entry}");
+        let decl = format!(".param .align 64 .b8 {entry}_param_1[128]");
+        assert!(text.contains(&decl), "{entry}: no `{decl}`");
     }
 }
 

@@ -16,7 +16,8 @@ use anyhow::{Result, bail, ensure};
 use cudarc::cublas::sys as cublas;
 use cudarc::driver::CudaSlice;
 use gpu::workloads::gemm::{
-    GEMM_KERNELS, GemmKernel, MAX_DIM, REFERENCE_KERNEL, REFERENCE_THREADS, REFERENCE_TILE,
+    GEMM_KERNELS, GemmKernel, GemmStyle, MAX_DIM, REFERENCE_KERNEL, REFERENCE_THREADS,
+    REFERENCE_TILE,
 };
 use ptx_builder::Arch;
 use std::fmt;
@@ -378,25 +379,24 @@ impl Problem<GemmExperiment> for GemmProblem {
                     bail!("{} has no entry point for {}", kernel.name, self.size);
                 };
                 let (a, b) = (gpu.address(&self.a), gpu.address(&self.b));
-                let (a, b) = if kernel.style.needs_sm90() {
-                    // A is k wide and m tall, B n wide and k tall.
-                    let maps = &self.maps;
-                    (
+                // A is k wide and m tall, B n wide and k tall.
+                let maps = &self.maps;
+                let b_map = || {
+                    maps.f32_matrix(b, (n, k), kernel.b_box(), Swizzle::None)
+                        .map(KernelArg::TensorMap)
+                };
+                let (a, b) = match kernel.style {
+                    GemmStyle::Tma { .. } => (
                         KernelArg::TensorMap(maps.f32_matrix(
                             a,
                             (k, m),
                             kernel.a_box(),
                             Swizzle::None,
                         )?),
-                        KernelArg::TensorMap(maps.f32_matrix(
-                            b,
-                            (n, k),
-                            kernel.b_box(),
-                            Swizzle::None,
-                        )?),
-                    )
-                } else {
-                    (KernelArg::Ptr(a), KernelArg::Ptr(b))
+                        b_map()?,
+                    ),
+                    GemmStyle::TmaB { .. } => (KernelArg::Ptr(a), b_map()?),
+                    _ => (KernelArg::Ptr(a), KernelArg::Ptr(b)),
                 };
                 let args = [
                     a,
@@ -409,7 +409,7 @@ impl Problem<GemmExperiment> for GemmProblem {
                 // SAFETY: GEMM kernels take (a, b, c, m, n, k) with A m x k, B k x n and C
                 // m x n f32, which the buffers hold, 256-byte aligned (driver allocations) —
                 // A and B as pointers, or (tensor copies) as maps of the whole matrices with
-                // the family's boxes; the entry point is the aligned one only when k and n
+                // the family's boxes (B alone for the tensor-copy-B family); the entry point is the aligned one only when k and n
                 // are multiples of 4 (the only one of tensor-copy families); the geometry is
                 // the table's; 1 <= m, n, k <= MAX_DIM (parse_mnk); sm_90 kernels only on the
                 // sm_90 PTX (unavailable otherwise).
@@ -527,7 +527,7 @@ mod tests {
         assert!(GemmExperiment::Cublas.entry_points().is_empty());
         for e in AnyWorkload::experiments(&Gemm).into_iter().skip(1) {
             let entries = e.entry_points();
-            if e.style() == "tma" {
+            if e.style() == "tma" || e.style() == "tma_b" {
                 // One entry point, sm_90 only; unavailable where rows are not 16-byte aligned.
                 assert_eq!(entries, [e.name()]);
                 assert_eq!(e.archs(), [Arch::Sm90]);

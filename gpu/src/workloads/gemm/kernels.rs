@@ -605,6 +605,38 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
         }
     }
 
+    /// Copies k-tile `t` of A alone into stage `s`, k-major, split over `group`, bound to
+    /// `completion` (the tensor-copy-B style: B arrives by the copy engine). Written apart
+    /// from [`copy_k_tile`] on purpose: sharing its A half changed the code LLVM placed for the
+    /// measured `cp.async` kernels.
+    ///
+    /// # Safety
+    /// As [`copy_k_tile`], for A.
+    #[cfg(target_feature = "sm_90")]
+    #[inline(always)]
+    unsafe fn copy_a_k_major<G: Group, C: Completion>(
+        &self,
+        group: &G,
+        t: u32,
+        s: u32,
+        completion: &C,
+    ) {
+        type G4<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
+            Geometry<TM, TN, WM, WN>;
+        let a = self.p.a_tile(t, G4::<TM, TN, WM, WN>::BM);
+        // SAFETY: the tile is clipped to A; the stage is free (caller); one float per copy.
+        unsafe {
+            memcpy_async_tile_transposed::<_, _, _, 4>(
+                group,
+                self.stage(s).0,
+                G4::<TM, TN, WM, WN>::TILE.a_k_row_floats() * 4,
+                a,
+                G4::<TM, TN, WM, WN>::A_SHAPE,
+                completion,
+            )
+        }
+    }
+
     /// `acc += ` stage `s`'s product for fragment `f`.
     ///
     /// # Safety
@@ -954,6 +986,100 @@ pub unsafe fn tma<
         // multiply twice (once for it, once for the other 31 lanes).
         ptx::syncwarp();
     }
+    // SAFETY: launch contract (n % 4 == 0).
+    unsafe { block.store::<16>(f, &acc) };
+}
+
+/// [`GemmStyle::TmaB`]: the block pipeline's loop, with B by the copy engine. Per k-tile one
+/// elected thread of warp 0 expects B's box bytes on the stage's `full` barrier and issues its
+/// tensor copy (zero-filled past the matrix), while every thread copies its share of A
+/// k-major with transposing `cp.async` and commits (`cp.async.mbarrier.arrive.noinc`): the
+/// phase completes when both have landed. The multiply is the `cp.async` styles' fragment
+/// pipeline.
+///
+/// # Safety
+/// The GEMM launch contract (module docs) with `n % 4 == 0`, `a` a pointer to A, and `b` a
+/// tensor map of B with the family's `b_box`.
+#[cfg(target_feature = "sm_90")]
+pub unsafe fn tma_b<
+    const TM: usize,
+    const TN: usize,
+    const WM: u32,
+    const WN: u32,
+    const STAGES: usize,
+    const INTERIOR: bool,
+>(
+    a: *const f32,
+    b: TensorMapRef,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    const { assert!(STAGES >= 2) };
+    let style = GemmStyle::TmaB {
+        stages: STAGES as u32,
+    };
+    let block =
+        BlockTile::<TM, TN, WM, WN>::new(style, (a, core::ptr::null(), c), (m, n, k), INTERIOR);
+    let (n0, tiles) = (block.p.n0 as i32, block.p.k_tiles());
+    let thread = ptx::thread_idx_x();
+    let group = BlockTile::<TM, TN, WM, WN>::compute_group(thread);
+    let f = block.fragment(thread);
+    let b_bytes = AlignedSize::<16>::of(Geometry::<TM, TN, WM, WN>::TILE.b_tile_bytes());
+    // SAFETY: every thread calls it; every thread produces and consumes; the elected thread's
+    // tensor copies complete on `full` too (fenced for the copy engine); the layout reserves
+    // the barriers.
+    let mut pipeline = unsafe {
+        BlockPipeline::<STAGES>::init_all_threads_with_bulk(block.barriers(), group.size())
+    };
+    let (mut producer, mut consumer) = pipeline.split();
+    // All of warp 0 votes (converged here); one lane issues every tensor copy.
+    let producing = thread < 32 && ptx::elect_one();
+    if producing {
+        ptx::prefetch_tensormap(b);
+    }
+    let mut produce = |t: u32| {
+        let stage = producer.producer_acquire();
+        if t < tiles {
+            if producing {
+                let k0 = (t * BK) as i32;
+                // SAFETY: the stage is free (acquired); the map describes B with this box
+                // (launch contract); the bytes are expected before this thread's commit below.
+                unsafe {
+                    memcpy_async_tensor(block.stage(stage.index()).1, b, [n0, k0], b_bytes, &stage)
+                };
+            }
+            // SAFETY: the stage is free (acquired); the commit below binds the copies.
+            unsafe { block.copy_a_k_major(&group, t, stage.index(), &stage) };
+        }
+        stage.producer_commit();
+    };
+    for t in 0..STAGES as u32 - 1 {
+        produce(t);
+        ptx::syncwarp();
+    }
+    let mut acc = [[0.0f32; TN]; TM];
+    let mut ready = consumer.consumer_wait();
+    // SAFETY: the stage's phase completed: every thread's copies and B's box landed.
+    let mut frags = unsafe { FragmentPipe::start(&block, f, ready.index()) };
+    let mut t = 0;
+    loop {
+        // SAFETY: as above.
+        unsafe { frags.multiply_all_but_last(&block, ready.index(), &mut acc) };
+        ready.consumer_release();
+        produce(t + STAGES as u32 - 1);
+        // The elected lane rejoins its warp before the next multiply.
+        ptx::syncwarp();
+        t += 1;
+        if t == tiles {
+            break;
+        }
+        ready = consumer.consumer_wait();
+        // SAFETY: as above.
+        unsafe { frags.advance(&block, ready.index(), &mut acc) };
+    }
+    frags.finish(&mut acc);
     // SAFETY: launch contract (n % 4 == 0).
     unsafe { block.store::<16>(f, &acc) };
 }

@@ -55,6 +55,9 @@ macro_rules! gemm_entry_names {
     (Tma $name:ident) => {
         (stringify!($name), None::<&str>)
     };
+    (TmaB $name:ident) => {
+        (stringify!($name), None::<&str>)
+    };
     ($style:ident $name:ident) => {
         (
             concat!(stringify!($name), "_a16"),
@@ -119,6 +122,38 @@ macro_rules! gemm_entry_points {
                     super::super::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)*>(
                         a, b, c, m, n, k,
                     )
+                }
+            }
+        }
+    };
+    (TmaB $name:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal) $body:ident) => {
+        #[cfg(target_feature = "sm_90")]
+        #[allow(non_snake_case)]
+        mod $name {
+            use crate::tensor_map::TensorMap;
+            const THREADS: u32 = gemm_entry_points!(
+                @threads TmaB { $($param: $value),* } ($tm, $tn, $wm, $wn)
+            );
+            crate::max_threads!(entry, THREADS);
+
+            /// GEMM kernel, B by tensor copies (see [`super::super::GEMM_KERNELS`]).
+            ///
+            /// # Safety
+            /// The GEMM launch contract (module docs) with `n % 4 == 0`, and `b` a tensor map
+            /// of B (`n x k`, innermost first) with the family's `b_box`, zero fill, no swizzle.
+            #[unsafe(export_name = stringify!($name))]
+            pub unsafe extern "ptx-kernel" fn entry(
+                a: *const f32, b: TensorMap, c: *mut f32, m: u32, n: u32, k: u32,
+            ) {
+                use super::super::kernels::{block_is_interior, $body as body};
+                let b = crate::tensor_map_param!(entry, 1, b);
+                // SAFETY: forwarded launch contract; INTERIOR only for an interior block.
+                unsafe {
+                    if block_is_interior::<$tm, $tn, $wm, $wn>(m, n, k) {
+                        body::<$tm, $tn, $wm, $wn, $($value,)* true>(a, b, c, m, n, k)
+                    } else {
+                        body::<$tm, $tn, $wm, $wn, $($value,)* false>(a, b, c, m, n, k)
+                    }
                 }
             }
         }
@@ -205,6 +240,8 @@ gemm_kernels! {
     gemm_tma_2 => Tma { stages: 2 } tile (2 x 2 warps of 16 x 8) by tma,
     gemm_tma_3 => Tma { stages: 3 } tile (2 x 2 warps of 16 x 8) by tma,
     gemm_tma_4 => Tma { stages: 4 } tile (2 x 2 warps of 16 x 8) by tma,
+    gemm_tma_b_3 => TmaB { stages: 3 } tile (2 x 2 warps of 16 x 8) by tma_b,
+    gemm_tma_b_4 => TmaB { stages: 4 } tile (2 x 2 warps of 16 x 8) by tma_b,
 }
 
 #[cfg(test)]

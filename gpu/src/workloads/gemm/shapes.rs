@@ -123,6 +123,16 @@ pub enum GemmStyle {
         /// Buffers in the ring.
         stages: u32,
     },
+    /// Hopper's copy engine for B only (sm_90): one elected thread loads each k-tile's B box
+    /// through a tensor map (the bytes expected on the stage's `full` barrier) while every
+    /// thread copies A k-major with transposing `cp.async`, into one
+    /// [`BlockPipeline`](crate::pipeline::BlockPipeline) stage whose phase completes on both;
+    /// the multiply is the `cp.async` styles' (A k-major, fragments one k ahead). B's map needs
+    /// `N` a multiple of 4.
+    TmaB {
+        /// Buffers in the ring.
+        stages: u32,
+    },
 }
 
 impl GemmStyle {
@@ -133,7 +143,8 @@ impl GemmStyle {
             GemmStyle::ThreadPipeline { stages }
             | GemmStyle::BlockPipeline { stages }
             | GemmStyle::WarpSpecialized { stages, .. }
-            | GemmStyle::Tma { stages } => stages,
+            | GemmStyle::Tma { stages }
+            | GemmStyle::TmaB { stages } => stages,
         }
     }
 
@@ -144,6 +155,7 @@ impl GemmStyle {
             GemmStyle::BlockPipeline { .. }
                 | GemmStyle::WarpSpecialized { .. }
                 | GemmStyle::Tma { .. }
+                | GemmStyle::TmaB { .. }
         )
     }
 
@@ -157,7 +169,7 @@ impl GemmStyle {
 
     /// Whether the style needs sm_90 (tensor copies): absent from the sm_80 PTX.
     pub const fn needs_sm90(self) -> bool {
-        matches!(self, GemmStyle::Tma { .. })
+        matches!(self, GemmStyle::Tma { .. } | GemmStyle::TmaB { .. })
     }
 
     /// Warps that only copy.
@@ -176,6 +188,7 @@ impl GemmStyle {
             GemmStyle::BlockPipeline { .. } => "block_pipeline",
             GemmStyle::WarpSpecialized { .. } => "warp_specialized",
             GemmStyle::Tma { .. } => "tma",
+            GemmStyle::TmaB { .. } => "tma_b",
         }
     }
 
@@ -194,6 +207,9 @@ impl GemmStyle {
             }
             GemmStyle::Tma { .. } => {
                 "sm_90 TMA: one thread loads 2-D tensor-map boxes into a BulkPipeline, all compute"
+            }
+            GemmStyle::TmaB { .. } => {
+                "sm_90: B by tensor copy (one thread), A by all threads' cp.async, one BlockPipeline"
             }
         }
     }
