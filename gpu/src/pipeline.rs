@@ -528,25 +528,15 @@ impl<const STAGES: usize> BulkPipeline<STAGES> {
     }
 }
 
-/// A bulk or tensor copy into a [`BlockPipeline`] stage (one made with
-/// [`BlockPipeline::init_all_threads_with_bulk`]) completes on its `full` barrier as expected
-/// bytes (`mbarrier.expect_tx`, no arrival): the phase then waits for them as well as for every
-/// producer's `cp.async` commit. The issuing thread expects the bytes before its own commit, so
-/// the phase cannot complete without them.
+/// A bulk or tensor copy into a stage completes on the stage's `full` barrier as expected
+/// bytes (`mbarrier.expect_tx`, no arrival): in a [`BulkPipeline`] the producer's commit is
+/// the phase's one arrival; in a [`BlockPipeline`] made with
+/// [`BlockPipeline::init_all_threads_with_bulk`] the phase waits for the bytes as well as for
+/// every producer's `cp.async` commit. Either way the issuing thread expects the bytes before
+/// its own commit, so the phase cannot complete without them.
 #[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize> crate::memcpy_async::BulkCompletion
-    for ProducerStage<'_, BlockProducer<'_, STAGES>>
-{
-    #[inline(always)]
-    fn transaction_barrier(&self) -> Shared<Mbarrier> {
-        full(self.side.barriers, self.index)
-    }
-}
-
-/// Bulk copies into a [`BulkPipeline`] stage complete on its `full` barrier.
-#[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize> crate::memcpy_async::BulkCompletion
-    for ProducerStage<'_, BulkProducer<'_, STAGES>>
+impl<const STAGES: usize, A: FullArrival> crate::memcpy_async::BulkCompletion
+    for ProducerStage<'_, BlockProducer<'_, STAGES, A>>
 {
     #[inline(always)]
     fn transaction_barrier(&self) -> Shared<Mbarrier> {
