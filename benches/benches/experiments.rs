@@ -5,8 +5,8 @@
 //! without a usable GPU it says so in one line and exits successfully.
 
 use criterion::Criterion;
+use gpu_runtime::Gpu;
 use host::experiment::{Inputs, Outcome, Timing, Values, fresh_seed};
-use host::gpu::Gpu;
 use host::registry::{AnyWorkload, WORKLOADS};
 use std::time::Duration;
 
@@ -62,7 +62,7 @@ fn bench_workload(c: &mut Criterion, gpu: &Gpu, workload: &'static dyn AnyWorklo
 }
 
 fn main() {
-    let gpu = match Gpu::open() {
+    let gpu = match host::device_code::open_gpu(None) {
         Ok(gpu) => gpu,
         Err(e) => {
             eprintln!("benches: skipped: {e}");

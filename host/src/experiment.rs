@@ -9,8 +9,8 @@
 //! command line, the report, the GPU tests and the benchmarks walk one list.
 
 use crate::check::CheckReport;
-use crate::gpu::Gpu;
 use anyhow::{Result, ensure};
+use gpu_runtime::Gpu;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::fmt;

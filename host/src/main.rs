@@ -7,9 +7,9 @@
 
 use anyhow::Result;
 use clap::Parser;
+use gpu_runtime::{Gpu, GpuError};
 use host::cli::{Cli, Command, InspectArgs, RunArgs, RunRequest, SelftestArgs};
 use host::experiment::{Inputs, Values, fresh_seed};
-use host::gpu::{Gpu, GpuError};
 use host::registry::{self, RunOutcome};
 use host::report::RunReport;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -48,7 +48,7 @@ fn usage_error(message: String) -> ExitCode {
 
 /// Runs `request` on the GPU with a progress bar.
 fn execute(request: &RunRequest, ptx: Option<Arch>, inputs: Inputs) -> Result<(Gpu, RunOutcome)> {
-    let gpu = Gpu::open_with(ptx)?;
+    let gpu = host::device_code::open_gpu(ptx)?;
     eprintln!(
         "{} ({}): {} at {}, seed {}",
         gpu.info().name,
@@ -179,7 +179,7 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
 }
 
 fn info() -> Result<ExitCode> {
-    match Gpu::open() {
+    match host::device_code::open_gpu(None) {
         Ok(gpu) => {
             let i = gpu.info();
             println!("GPU 0: {}", i.name);
@@ -215,7 +215,7 @@ fn info() -> Result<ExitCode> {
 
 fn selftest(args: SelftestArgs) -> Result<ExitCode> {
     if args.hang {
-        let gpu = Gpu::open_with(args.ptx)?;
+        let gpu = host::device_code::open_gpu(args.ptx)?;
         let limit = args.timeout.unwrap_or(std::time::Duration::from_secs(2));
         host::workloads::selftest::run_hang(&gpu, limit)?;
         return Ok(ExitCode::SUCCESS);

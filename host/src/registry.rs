@@ -8,9 +8,9 @@ use crate::experiment::{
     Experiment, Inputs, Measurement, Problem, Role, Timing, Values, Work, Workload, measure, same,
     time_launches,
 };
-use crate::gpu::Gpu;
 use crate::workloads;
 use anyhow::{Context as _, Result};
+use gpu_runtime::Gpu;
 
 /// Every workload; `host run` without `--workload` runs the first.
 pub static WORKLOADS: &[&dyn AnyWorkload] = &[
@@ -285,7 +285,7 @@ impl<W: Workload> Plan for TypedPlan<W> {
             &format!("{} at {size}", Workload::name(workload)),
         )?;
         // Preparing may run a reference kernel: the default limit, not the last experiment's.
-        gpu.set_time_limit(crate::gpu::DEFAULT_TIME_LIMIT);
+        gpu.set_time_limit(gpu_runtime::DEFAULT_TIME_LIMIT);
         let problem = workload
             .prepare(gpu, size, inputs)
             .with_context(|| format!("preparing {} at {size}", Workload::name(workload)))?;

@@ -2,9 +2,9 @@
 //! their experiment (`&'static dyn Experiment`), so nothing is looked up again by name.
 
 use crate::experiment::{Experiment, Inputs, Measurement, Outcome, Role, Timing, same};
-use crate::gpu::GpuInfo;
 use crate::registry::{ProblemResult, RunOutcome};
 use anyhow::{Context, Result, ensure};
+use gpu_runtime::GpuInfo;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -442,7 +442,7 @@ mod tests {
                 memory_gib: 139.8,
                 max_shared_bytes_per_block: 232448,
                 driver_version: "13.0".into(),
-                code: crate::gpu::DeviceCode::Cubin,
+                code: gpu_runtime::DeviceCode::Cubin,
             },
             "host run".into(),
             Inputs {

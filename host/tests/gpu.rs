@@ -1,14 +1,14 @@
 //! Tests that need a CUDA GPU (sm_80+). CI has none, so they are ignored there; run them with
 //! `cargo test -p host --release -- --include-ignored` on a machine with a GPU.
 
+use gpu_runtime::{Gpu, LaunchConfig};
 use host::experiment::{Inputs, Timing, fresh_seed};
-use host::gpu::{Gpu, LaunchConfig};
 use host::registry::{Selection, WORKLOADS};
 use host::workloads::study::{K, Study, StudyProblem};
 use ptx_builder::Arch;
 
 fn gpu() -> Gpu {
-    Gpu::open().unwrap_or_else(|e| panic!("{e}"))
+    host::device_code::open_gpu(None).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The GPU once per PTX module it can run: on an sm_90 GPU both the sm_80 PTX (test_wait
@@ -17,7 +17,7 @@ fn gpus() -> Vec<Gpu> {
     let native = gpu();
     let mut all = vec![];
     if native.info().arch == Arch::Sm90 {
-        all.push(Gpu::open_with(Some(Arch::Sm80)).unwrap_or_else(|e| panic!("{e}")));
+        all.push(host::device_code::open_gpu(Some(Arch::Sm80)).unwrap_or_else(|e| panic!("{e}")));
     }
     all.push(native);
     all
@@ -86,10 +86,11 @@ fn a_failed_launch_is_an_error_naming_the_kernel() {
     );
     assert!(err.starts_with("launching `sync_baseline`"), "{err}");
     assert!(!err.contains('\n'), "{err}");
-    // A kernel that is not in the module.
-    // SAFETY: the launch is refused before anything runs: there is no such kernel.
-    let err = unsafe { gpu.launch("no_such_kernel", config, &[]) }
-        .unwrap_err()
+    // A kernel that is not in the module is refused when it is resolved.
+    let err = gpu
+        .kernel::<()>("no_such_kernel")
+        .err()
+        .expect("no such kernel")
         .to_string();
     assert!(err.contains("no_such_kernel"), "{err}");
     // The context is still usable afterwards.

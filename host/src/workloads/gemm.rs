@@ -10,15 +10,15 @@
 
 use crate::check::{self, CheckReport, POISON, Tolerance};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
-use crate::gpu::{Gpu, KernelArg, LaunchConfig};
-use crate::tensor_map::{Swizzle, TensorMaps};
 use anyhow::{Result, bail, ensure};
-use cudarc::cublas::sys as cublas;
-use cudarc::driver::CudaSlice;
 use gpu::workloads::gemm::{
     GEMM_KERNELS, GemmKernel, GemmStyle, MAX_DIM, REFERENCE_KERNEL, REFERENCE_THREADS,
     REFERENCE_TILE,
 };
+use gpu_runtime::blas::{Blas, sys as cublas};
+use gpu_runtime::cudarc::driver::CudaSlice;
+use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
+use gpu_runtime::{Gpu, Kernel, LaunchConfig, TensorMapParam};
 use ptx_builder::Arch;
 use std::fmt;
 use std::sync::LazyLock;
@@ -229,57 +229,33 @@ impl Workload for Gemm {
     }
 }
 
-/// A cuBLAS handle on the GPU's stream, FP32 math only.
-struct Cublas {
-    handle: cublas::cublasHandle_t,
-    /// The GPU's hang flag: a hung GPU's handle is leaked (`cublasDestroy` synchronizes).
-    gpu_hung: std::sync::Arc<std::sync::atomic::AtomicBool>,
+/// The GEMM kernels' parameters: `(a, b, c, m, n, k)` with A and B as pointers.
+type Pointers = (*const f32, *const f32, *mut f32, u32, u32, u32);
+/// The tensor-copy family's: tensor maps of A and B.
+type TensorMaps2 = (TensorMapParam, TensorMapParam, *mut f32, u32, u32, u32);
+/// The tensor-copy-B family's: A as a pointer, a tensor map of B.
+type TensorMapB = (*const f32, TensorMapParam, *mut f32, u32, u32, u32);
+/// The reference kernel's: C in `f64`.
+type Reference = (*const f32, *const f32, *mut f64, u32, u32, u32);
+
+/// A family's entry point for one problem size, resolved once, with its parameter types.
+enum Entry {
+    Pointers(Kernel<Pointers>),
+    TensorMaps(Kernel<TensorMaps2>),
+    TensorMapB(Kernel<TensorMapB>),
 }
 
-impl Cublas {
-    /// A handle, or why cuBLAS cannot be used here.
-    fn open(gpu: &Gpu) -> Result<Cublas, String> {
-        // SAFETY: only tries to load the library.
-        if !unsafe { cublas::is_culib_present() } {
-            return Err(format!(
-                "libcublas not found (looked for {})",
-                cudarc::get_lib_name_candidates("cublas")[..3].join(", ")
-            ));
-        }
-        let mut handle = std::ptr::null_mut();
-        // SAFETY: creates a handle in the current context (the GPU's, bound to this thread).
-        let status = unsafe { cublas::cublasCreate_v2(&mut handle) };
-        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-            return Err(format!("cublasCreate failed: {status:?}"));
-        }
-        let this = Cublas {
-            handle,
-            gpu_hung: gpu.hung_flag(),
+impl Entry {
+    /// The entry point `kernel` takes at `n` and `k`, if it has one there.
+    fn resolve(gpu: &Gpu, kernel: &GemmKernel, n: u32, k: u32) -> Result<Option<Entry>> {
+        let Some(name) = kernel.entry_for(n, k) else {
+            return Ok(None);
         };
-        let stream = gpu.stream().cu_stream() as cublas::cudaStream_t;
-        // SAFETY: a live handle and the GPU's live stream.
-        let status = unsafe { cublas::cublasSetStream_v2(handle, stream) };
-        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-            return Err(format!("cublasSetStream failed: {status:?}"));
-        }
-        // SAFETY: a live handle. Pedantic: FP32 FFMA math, never TF32 tensor cores.
-        let status = unsafe {
-            cublas::cublasSetMathMode(handle, cublas::cublasMath_t::CUBLAS_PEDANTIC_MATH)
-        };
-        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-            return Err(format!("cublasSetMathMode failed: {status:?}"));
-        }
-        Ok(this)
-    }
-}
-
-impl Drop for Cublas {
-    fn drop(&mut self) {
-        if self.gpu_hung.load(std::sync::atomic::Ordering::Relaxed) {
-            return;
-        }
-        // SAFETY: the handle is live and dropped once.
-        unsafe { cublas::cublasDestroy_v2(self.handle) };
+        Ok(Some(match kernel.style {
+            GemmStyle::Tma { .. } => Entry::TensorMaps(gpu.kernel(name)?),
+            GemmStyle::TmaB { .. } => Entry::TensorMapB(gpu.kernel(name)?),
+            _ => Entry::Pointers(gpu.kernel(name)?),
+        }))
     }
 }
 
@@ -291,7 +267,9 @@ pub struct GemmProblem {
     b: CudaSlice<f32>,
     c: CudaSlice<f32>,
     reference: Vec<f64>,
-    cublas: Result<Cublas, String>,
+    cublas: Result<Blas, String>,
+    /// The entry point of each family that runs on this GPU's module at this size.
+    entries: Vec<(&'static GemmKernel, Entry)>,
     /// The tensor-copy kernels' maps of A and B, encoded at their first launch.
     maps: TensorMaps,
 }
@@ -316,27 +294,30 @@ impl GemmProblem {
         drop(values);
         let c = gpu.zeros::<f32>(mn, "C")?;
         let reference = {
-            let c64 = gpu.zeros::<f64>(mn, "the reference C")?;
+            let mut c64 = gpu.zeros::<f64>(mn, "the reference C")?;
             let config = LaunchConfig {
                 grid: (n.div_ceil(REFERENCE_TILE), m.div_ceil(REFERENCE_TILE)),
                 threads: REFERENCE_THREADS,
                 shared_bytes: 0,
             };
-            let args = [
-                KernelArg::Ptr(gpu.address(&a)),
-                KernelArg::Ptr(gpu.address(&b)),
-                KernelArg::Ptr(gpu.address(&c64)),
-                KernelArg::U32(m),
-                KernelArg::U32(n),
-                KernelArg::U32(k),
-            ];
+            let kernel = gpu.kernel::<Reference>(REFERENCE_KERNEL)?;
             // SAFETY: gemm_reference(a, b, c: *mut f64, m, n, k) reads m*k and k*n floats
             // and writes m*n doubles, which the buffers hold; the grid covers C in 16x16
             // tiles of 256-thread blocks (M <= MAX_M keeps the grid's y within 65535).
-            unsafe { gpu.launch(REFERENCE_KERNEL, config, &args)? };
+            unsafe { kernel.launch(gpu, config, (&a, &b, &mut c64, m, n, k))? };
             gpu.synchronize(|| format!("computing the reference of a {size} GEMM"))?;
             gpu.download(&c64, "the reference C")?
         };
+        let arch = gpu.info().arch;
+        let mut entries = Vec::new();
+        for kernel in GEMM_KERNELS {
+            if !GemmExperiment::Kernel(kernel).archs().contains(&arch) {
+                continue;
+            }
+            if let Some(entry) = Entry::resolve(gpu, kernel, n, k)? {
+                entries.push((kernel, entry));
+            }
+        }
         Ok(GemmProblem {
             size,
             values: inputs.values,
@@ -344,7 +325,9 @@ impl GemmProblem {
             b,
             c,
             reference,
-            cublas: Cublas::open(gpu),
+            // Pedantic: FP32 FFMA math, never TF32 tensor cores.
+            cublas: Blas::open(gpu, cublas::cublasMath_t::CUBLAS_PEDANTIC_MATH),
+            entries,
             maps: TensorMaps::default(),
         })
     }
@@ -375,49 +358,39 @@ impl Problem<GemmExperiment> for GemmProblem {
                     threads: kernel.threads(),
                     shared_bytes: kernel.layout().bytes,
                 };
-                let Some(entry) = kernel.entry_for(n, k) else {
+                let Some((_, entry)) = self.entries.iter().find(|(f, _)| std::ptr::eq(*f, *kernel))
+                else {
                     bail!("{} has no entry point for {}", kernel.name, self.size);
                 };
-                let (a, b) = (gpu.address(&self.a), gpu.address(&self.b));
-                // A is k wide and m tall, B n wide and k tall.
                 let maps = &self.maps;
-                let b_map = || {
-                    maps.f32_matrix(b, (n, k), kernel.b_box(), Swizzle::None)
-                        .map(KernelArg::TensorMap)
-                };
-                let (a, b) = match kernel.style {
-                    GemmStyle::Tma { .. } => (
-                        KernelArg::TensorMap(maps.f32_matrix(
-                            a,
-                            (k, m),
-                            kernel.a_box(),
-                            Swizzle::None,
-                        )?),
-                        b_map()?,
-                    ),
-                    GemmStyle::TmaB { .. } => (KernelArg::Ptr(a), b_map()?),
-                    _ => (KernelArg::Ptr(a), KernelArg::Ptr(b)),
-                };
-                let args = [
-                    a,
-                    b,
-                    KernelArg::Ptr(gpu.address(&self.c)),
-                    KernelArg::U32(m),
-                    KernelArg::U32(n),
-                    KernelArg::U32(k),
-                ];
-                // SAFETY: GEMM kernels take (a, b, c, m, n, k) with A m x k, B k x n and C
-                // m x n f32, which the buffers hold, 256-byte aligned (driver allocations) —
-                // A and B as pointers, or (tensor copies) as maps of the whole matrices with
-                // the family's boxes (B alone for the tensor-copy-B family); the entry point is the aligned one only when k and n
-                // are multiples of 4 (the only one of tensor-copy families); the geometry is
-                // the table's; 1 <= m, n, k <= MAX_DIM (parse_mnk); sm_90 kernels only on the
-                // sm_90 PTX (unavailable otherwise).
-                unsafe { gpu.launch(entry, config, &args)? };
+                // A is k wide and m tall, B n wide and k tall.
+                let a_map =
+                    || maps.f32_matrix(gpu.address(&self.a), (k, m), kernel.a_box(), Swizzle::None);
+                let b_map =
+                    || maps.f32_matrix(gpu.address(&self.b), (n, k), kernel.b_box(), Swizzle::None);
+                let (a, b, c) = (&self.a, &self.b, &mut self.c);
+                // SAFETY (each launch): GEMM kernels take (a, b, c, m, n, k) with A m x k,
+                // B k x n and C m x n f32, which the buffers hold, 256-byte aligned (driver
+                // allocations) — A and B as pointers, or as maps of the whole matrices with
+                // the family's boxes; the entry point is the one `entry_for` gives at this n
+                // and k (the aligned one only when both are multiples of 4); the geometry is
+                // the table's; 1 <= m, n, k <= MAX_DIM (parse_mnk); sm_90 kernels only on
+                // the sm_90 module (resolved only there).
+                match entry {
+                    Entry::Pointers(kernel) => unsafe {
+                        kernel.launch(gpu, config, (a, b, c, m, n, k))?
+                    },
+                    Entry::TensorMaps(kernel) => unsafe {
+                        kernel.launch(gpu, config, (&a_map()?, &b_map()?, c, m, n, k))?
+                    },
+                    Entry::TensorMapB(kernel) => unsafe {
+                        kernel.launch(gpu, config, (a, &b_map()?, c, m, n, k))?
+                    },
+                }
             }
             GemmExperiment::Cublas => {
                 let handle = match &self.cublas {
-                    Ok(cublas) => cublas.handle,
+                    Ok(cublas) => cublas.handle(),
                     Err(why) => bail!("cuBLAS is unavailable: {why}"),
                 };
                 let (alpha, beta) = (1.0f32, 0.0f32);

@@ -4,13 +4,13 @@
 
 use crate::check::{self, CheckReport, Mismatch, POISON};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
-use crate::gpu::{Gpu, KernelArg, LaunchConfig};
-use anyhow::Result;
-use cudarc::driver::CudaSlice;
+use anyhow::{Context as _, Result};
 use gpu::workloads::selftest::{
     BARRIER_OPS, BARRIER_OPS_OUTPUTS, BARRIER_OPS_THREADS, BarrierObservation, COPY_KERNELS,
     CopyForm, CopyKernel, HANG_KERNEL, HANG_THREADS, TILE_FLOATS, TILES_PER_BLOCK,
 };
+use gpu_runtime::cudarc::driver::CudaSlice;
+use gpu_runtime::{Gpu, Kernel, LaunchConfig};
 use ptx_builder::Arch;
 use rand::{Rng, SeedableRng};
 use std::fmt;
@@ -184,11 +184,20 @@ impl Workload for Selftest {
         // Whole-tile kernels may round a small n up to one tile: keep that much input.
         let len = size.0.max(TILE_FLOATS) as usize;
         let src = input_values(len, inputs);
+        let arch = gpu.info().arch;
+        let copies = COPY_KERNELS
+            .iter()
+            .filter(|kernel| SelftestExperiment::Copy(kernel).archs().contains(&arch))
+            .map(|kernel| Ok((kernel, gpu.kernel(kernel.name)?)))
+            .collect::<Result<_>>()?;
         Ok(SelftestProblem {
             n: size.0,
             src_device: gpu.upload(&src, "the input")?,
             src,
-            dst: None,
+            copies,
+            barrier_ops: gpu.kernel(BARRIER_OPS)?,
+            copied: None,
+            observed: None,
         })
     }
 }
@@ -222,50 +231,75 @@ pub fn expected(kernel: &CopyKernel, src: &[f32]) -> Vec<f32> {
     out
 }
 
-/// The input on host and GPU, and the output of the experiment being run.
+/// The copy kernels' parameters: `(src, dst, n)`.
+type CopyParams = (*const f32, *mut f32, u32);
+
+/// The input on host and GPU, the kernels, and the output of the experiment being run.
 pub struct SelftestProblem {
     n: u32,
     src: Vec<f32>,
     src_device: CudaSlice<f32>,
-    dst: Option<CudaSlice<u32>>,
+    /// Every copy kernel the GPU's module holds, resolved.
+    copies: Vec<(&'static CopyKernel, Kernel<CopyParams>)>,
+    barrier_ops: Kernel<(*mut u32,)>,
+    /// A copy kernel's output.
+    copied: Option<CudaSlice<f32>>,
+    /// `barrier_ops`'s output.
+    observed: Option<CudaSlice<u32>>,
 }
 
 /// What `barrier_ops` leaves in a word it did not write.
 const UNWRITTEN: u32 = 0xdead_beef;
 
-impl SelftestProblem {
-    fn output_words(&self, experiment: &SelftestExperiment) -> usize {
-        match experiment {
-            SelftestExperiment::Copy(k) => k.output_len(floats_for(k, self.n)),
-            SelftestExperiment::BarrierOps => BARRIER_OPS_OUTPUTS,
-        }
+/// `buffer`, reallocated as `words` zeros unless it has that length, filled with `word`.
+fn poisoned<
+    'a,
+    T: gpu_runtime::cudarc::driver::DeviceRepr + gpu_runtime::cudarc::driver::ValidAsZeroBits,
+>(
+    gpu: &Gpu,
+    buffer: &'a mut Option<CudaSlice<T>>,
+    words: usize,
+    word: u32,
+) -> Result<&'a mut CudaSlice<T>> {
+    if buffer.as_ref().is_none_or(|d| d.len() != words) {
+        *buffer = Some(gpu.zeros::<T>(words, "the output")?);
     }
+    let dst = buffer.as_mut().expect("allocated above");
+    gpu.fill_words(dst, word, "the output")?;
+    Ok(dst)
+}
 
-    fn dst(&self) -> Result<&CudaSlice<u32>> {
-        self.dst
-            .as_ref()
-            .ok_or_else(|| anyhow::anyhow!("the output was not prepared (poison first)"))
-    }
+/// The output of the last poisoned experiment of its kind.
+fn prepared<T>(buffer: &mut Option<CudaSlice<T>>) -> Result<&mut CudaSlice<T>> {
+    buffer
+        .as_mut()
+        .ok_or_else(|| anyhow::anyhow!("the output was not prepared (poison first)"))
 }
 
 impl Problem<SelftestExperiment> for SelftestProblem {
     fn poison(&mut self, gpu: &Gpu, experiment: &SelftestExperiment) -> Result<()> {
-        let words = self.output_words(experiment);
-        if self.dst.as_ref().is_none_or(|d| d.len() != words) {
-            self.dst = Some(gpu.zeros::<u32>(words, "the output")?);
+        match experiment {
+            SelftestExperiment::Copy(k) => {
+                let words = k.output_len(floats_for(k, self.n));
+                poisoned(gpu, &mut self.copied, words, POISON.to_bits())?;
+            }
+            SelftestExperiment::BarrierOps => {
+                poisoned(gpu, &mut self.observed, BARRIER_OPS_OUTPUTS, UNWRITTEN)?;
+            }
         }
-        let word = match experiment {
-            SelftestExperiment::Copy(_) => POISON.to_bits(),
-            SelftestExperiment::BarrierOps => UNWRITTEN,
-        };
-        let dst = self.dst.as_mut().expect("allocated above");
-        Ok(gpu.fill_words(dst, word, "the output")?)
+        Ok(())
     }
 
     fn launch(&mut self, gpu: &Gpu, experiment: &SelftestExperiment) -> Result<()> {
-        let dst = KernelArg::Ptr(gpu.address(self.dst()?));
         match experiment {
             SelftestExperiment::Copy(kernel) => {
+                let (_, function) = self
+                    .copies
+                    .iter()
+                    .find(|(k, _)| std::ptr::eq(*k, *kernel))
+                    .with_context(|| {
+                        format!("`{}` is not in the {} module", kernel.name, gpu.info().arch)
+                    })?;
                 let n = floats_for(kernel, self.n);
                 let form = kernel.form;
                 let config = LaunchConfig::linear(
@@ -273,36 +307,33 @@ impl Problem<SelftestExperiment> for SelftestProblem {
                     form.threads(),
                     form.shared_layout().bytes,
                 );
-                let args = [
-                    KernelArg::Ptr(gpu.address(&self.src_device)),
-                    dst,
-                    KernelArg::U32(n),
-                ];
-                // SAFETY: copy kernels take (src: *const f32, dst: *mut f32, n: u32); src
-                // holds max(n, 256) >= n floats and dst output_len(n) (sized by `poison`),
-                // both 16-byte aligned; n is whole tiles unless the form takes ragged input;
-                // the geometry is the table's for n.
-                unsafe { gpu.launch(kernel.name, config, &args)? };
+                let dst = prepared(&mut self.copied)?;
+                // SAFETY: copy kernels take (src, dst, n); src holds max(n, 256) >= n floats
+                // and dst output_len(n) (sized by `poison`), both 16-byte aligned; n is whole
+                // tiles unless the form takes ragged input; the geometry is the table's for n.
+                unsafe { function.launch(gpu, config, (&self.src_device, dst, n))? };
             }
             SelftestExperiment::BarrierOps => {
                 let config = LaunchConfig::linear(1, BARRIER_OPS_THREADS, 0);
-                // SAFETY: barrier_ops(out: *mut u32) writes BARRIER_OPS_OUTPUTS words, which
-                // dst holds; one block of BARRIER_OPS_THREADS.
-                unsafe { gpu.launch(BARRIER_OPS, config, &[dst])? };
+                let out = prepared(&mut self.observed)?;
+                // SAFETY: barrier_ops(out) writes BARRIER_OPS_OUTPUTS words, which `out`
+                // holds (sized by `poison`); one block of BARRIER_OPS_THREADS.
+                unsafe { self.barrier_ops.launch(gpu, config, (out,))? };
             }
         }
         Ok(())
     }
 
     fn check(&mut self, gpu: &Gpu, experiment: &SelftestExperiment) -> Result<CheckReport> {
-        let words = gpu.download(self.dst()?, "the output")?;
         Ok(match experiment {
             SelftestExperiment::Copy(kernel) => {
+                let out = gpu.download(prepared(&mut self.copied)?, "the output")?;
                 let n = floats_for(kernel, self.n) as usize;
-                let out: Vec<f32> = words.into_iter().map(f32::from_bits).collect();
                 check::check_exact(&out, &expected(kernel, &self.src[..n]))
             }
-            SelftestExperiment::BarrierOps => check_observations(&words),
+            SelftestExperiment::BarrierOps => {
+                check_observations(&gpu.download(prepared(&mut self.observed)?, "the output")?)
+            }
         })
     }
 
@@ -316,9 +347,10 @@ impl Problem<SelftestExperiment> for SelftestProblem {
 /// it, an error saying so).
 pub fn run_hang(gpu: &Gpu, limit: Duration) -> Result<()> {
     gpu.set_time_limit(limit);
+    let kernel = gpu.kernel::<()>(HANG_KERNEL)?;
     // SAFETY: hang_missing_arrival() takes no parameters and uses only its static shared
     // memory; one block of HANG_THREADS threads.
-    unsafe { gpu.launch(HANG_KERNEL, LaunchConfig::linear(1, HANG_THREADS, 0), &[])? };
+    unsafe { kernel.launch(gpu, LaunchConfig::linear(1, HANG_THREADS, 0), ())? };
     gpu.synchronize(|| format!("running `{HANG_KERNEL}`, which waits forever on purpose"))?;
     anyhow::bail!("`{HANG_KERNEL}` finished, but it waits for an arrival that never comes")
 }

@@ -5,12 +5,12 @@
 
 use crate::check::{self, CheckReport, Mismatch, POISON};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
-use crate::gpu::{Context as _, Gpu, KernelArg, LaunchConfig};
-use crate::tensor_map::{Swizzle, TensorMaps};
 use anyhow::Result;
-use cudarc::driver::{CudaSlice, sys};
 use gpu::schedule::TileQueueState;
 use gpu::workloads::stream::{STREAM_KERNELS, StreamKernel, StreamStyle, TensorView};
+use gpu_runtime::cudarc::driver::{CudaSlice, sys};
+use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
+use gpu_runtime::{Context as _, Gpu, Kernel, LaunchConfig, TensorMapParam};
 use ptx_builder::Arch;
 use std::fmt;
 use std::sync::LazyLock;
@@ -171,13 +171,52 @@ impl Workload for Stream {
     }
     fn prepare(&self, gpu: &Gpu, size: Floats, inputs: Inputs) -> Result<StreamProblem> {
         let x = random_bits(size.0 as usize, inputs);
+        let arch = gpu.info().arch;
+        let entries = STREAM_KERNELS
+            .iter()
+            .filter(|kernel| StreamExperiment::Kernel(kernel).archs().contains(&arch))
+            .map(|kernel| Ok((kernel, StreamEntry::resolve(gpu, kernel)?)))
+            .collect::<Result<_>>()?;
         Ok(StreamProblem {
             n: size.0,
             x_device: gpu.upload(&x, "x")?,
             y: gpu.zeros(size.0 as usize, "y")?,
             queue: gpu.zeros(TileQueueState::WORDS, "the tile queue")?,
             x,
+            entries,
             maps: TensorMaps::default(),
+        })
+    }
+}
+
+/// The stream kernels' parameters: `(x, y, n)`, then the tile queue's state where the kernel
+/// takes tiles from a queue (its two words).
+type Pointers = (*const f32, *mut f32, u32);
+type PointersQueued = (*const f32, *mut f32, u32, *mut u32);
+/// The tensor kernels': maps of x and y in place of the pointers.
+type TensorMapsQueued = (TensorMapParam, TensorMapParam, u32, *mut u32);
+
+/// A stream kernel resolved once, with its parameter types.
+enum StreamEntry {
+    Pointers(Kernel<Pointers>),
+    PointersQueued(Kernel<PointersQueued>),
+    TensorMapsQueued(Kernel<TensorMapsQueued>),
+}
+
+impl StreamEntry {
+    fn resolve(gpu: &Gpu, kernel: &StreamKernel) -> Result<StreamEntry> {
+        Ok(match (kernel.style, kernel.takes_queue()) {
+            (StreamStyle::Tensor { .. }, true) => {
+                StreamEntry::TensorMapsQueued(gpu.kernel(kernel.name)?)
+            }
+            (StreamStyle::Tensor { .. }, false) => {
+                anyhow::bail!(
+                    "{}: tensor kernels take their tiles from a queue",
+                    kernel.name
+                )
+            }
+            (_, true) => StreamEntry::PointersQueued(gpu.kernel(kernel.name)?),
+            (_, false) => StreamEntry::Pointers(gpu.kernel(kernel.name)?),
         })
     }
 }
@@ -225,6 +264,8 @@ pub struct StreamProblem {
     y: CudaSlice<f32>,
     /// A `TileQueueState`: zeroed once here, and left zeroed by every launch.
     queue: CudaSlice<u32>,
+    /// Every kernel the GPU's module holds, resolved.
+    entries: Vec<(&'static StreamKernel, StreamEntry)>,
     /// The tensor kernels' maps of x and y, encoded at their first launch.
     maps: TensorMaps,
 }
@@ -237,9 +278,9 @@ impl Problem<StreamExperiment> for StreamProblem {
     }
 
     fn launch(&mut self, gpu: &Gpu, experiment: &StreamExperiment) -> Result<()> {
-        let (x, y) = (gpu.address(&self.x_device), gpu.address(&self.y));
         match experiment {
             StreamExperiment::DriverCopy => {
+                let (x, y) = (gpu.address(&self.x_device), gpu.address(&self.y));
                 // SAFETY: both buffers hold n floats; the copy is queued on the GPU's stream.
                 unsafe {
                     sys::cuMemcpyDtoDAsync_v2(y, x, self.n as usize * 4, gpu.stream().cu_stream())
@@ -253,10 +294,26 @@ impl Problem<StreamExperiment> for StreamProblem {
                     kernel.threads,
                     kernel.shared_bytes(),
                 );
-                let mut args = match kernel.style {
-                    StreamStyle::Tensor { .. } => {
+                let Some((_, entry)) = self.entries.iter().find(|(k, _)| std::ptr::eq(*k, *kernel))
+                else {
+                    anyhow::bail!("`{}` is not in the {} module", kernel.name, gpu.info().arch);
+                };
+                let (x, y, n, queue) = (&self.x_device, &mut self.y, self.n, &mut self.queue);
+                // SAFETY (each launch): stream kernels take (x, y, n) with n floats in each
+                // buffer (16-byte aligned, n % 4 == 0 by parse_floats) — as pointers, or
+                // (tensor kernels) as maps of the view and box `TensorView::of` gives for
+                // their tile — then, where the table says so, the queue's state (zeroed at
+                // allocation, left zeroed by each launch, used by one launch at a time on the
+                // one stream); any 1-D grid; the table's block and shared memory; sm_90
+                // kernels are resolved only on the sm_90 module.
+                match entry {
+                    StreamEntry::Pointers(k) => unsafe { k.launch(gpu, config, (x, y, n))? },
+                    StreamEntry::PointersQueued(k) => unsafe {
+                        k.launch(gpu, config, (x, y, n, queue))?
+                    },
+                    StreamEntry::TensorMapsQueued(k) => {
                         // Rows of `row_floats`, boxes of `box_rows` rows.
-                        let view = TensorView::of(self.n, kernel.tile_floats());
+                        let view = TensorView::of(n, kernel.tile_floats());
                         let map = |address| {
                             self.maps.f32_matrix(
                                 address,
@@ -265,25 +322,10 @@ impl Problem<StreamExperiment> for StreamProblem {
                                 Swizzle::None,
                             )
                         };
-                        vec![
-                            KernelArg::TensorMap(map(x)?),
-                            KernelArg::TensorMap(map(y)?),
-                            KernelArg::U32(self.n),
-                        ]
+                        let (x_map, y_map) = (map(gpu.address(x))?, map(gpu.address(y))?);
+                        unsafe { k.launch(gpu, config, (&x_map, &y_map, n, queue))? }
                     }
-                    _ => vec![KernelArg::Ptr(x), KernelArg::Ptr(y), KernelArg::U32(self.n)],
-                };
-                if kernel.takes_queue() {
-                    args.push(KernelArg::Ptr(gpu.address(&self.queue)));
                 }
-                // SAFETY: stream kernels take (x, y, n) with n floats in each buffer (16-byte
-                // aligned, n % 4 == 0 by parse_floats) — as pointers, or (tensor kernels) as
-                // maps of the view and box `TensorView::of` gives for their tile — then, where
-                // the table says so, the queue's state (zeroed at allocation, left zeroed by
-                // each launch, used by one launch at a time on the one stream); any 1-D grid;
-                // the table's block and shared memory; sm_90 kernels only on the sm_90 PTX
-                // (unavailable otherwise).
-                unsafe { gpu.launch(kernel.name, config, &args)? };
             }
         }
         Ok(())

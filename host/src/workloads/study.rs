@@ -3,11 +3,11 @@
 
 use crate::check::{self, CheckReport, POISON, Tolerance};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
-use crate::gpu::{Gpu, KernelArg, LaunchConfig};
-use crate::tensor_map::{Swizzle, TensorMaps};
-use anyhow::{Result, ensure};
-use cudarc::driver::CudaSlice;
+use anyhow::{Context as _, Result, ensure};
 use gpu::workloads::study::{M, MAX_K, N, STUDY_KERNELS, StudyKernel, Style, TENSOR_STEPS};
+use gpu_runtime::cudarc::driver::CudaSlice;
+use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
+use gpu_runtime::{Gpu, Kernel, LaunchConfig, TensorMapParam};
 use ptx_builder::Arch;
 use std::fmt;
 
@@ -122,6 +122,12 @@ impl Workload for Study {
     fn prepare(&self, gpu: &Gpu, size: K, inputs: Inputs) -> Result<StudyProblem> {
         let host = StudyInputs::new(size, inputs);
         let reference = host.reference();
+        let arch = gpu.info().arch;
+        let entries = STUDY_KERNELS
+            .iter()
+            .filter(|kernel| kernel.archs().contains(&arch))
+            .map(|kernel| Ok((kernel, StudyEntry::resolve(gpu, kernel)?)))
+            .collect::<Result<_>>()?;
         Ok(StudyProblem {
             k: size.0,
             values: inputs.values,
@@ -129,7 +135,28 @@ impl Workload for Study {
             b: gpu.upload(&host.b, "B")?,
             c: gpu.zeros((M * N) as usize, "C")?,
             reference,
+            entries,
             maps: TensorMaps::default(),
+        })
+    }
+}
+
+/// The study kernels' parameters: `(a, b, c, k)`.
+type Pointers = (*const f32, *const f32, *mut f32, u32);
+/// The tensor style's: a tensor map of A in place of `a`.
+type TensorMapA = (TensorMapParam, *const f32, *mut f32, u32);
+
+/// A study kernel resolved once, with its parameter types.
+enum StudyEntry {
+    Pointers(Kernel<Pointers>),
+    TensorMapA(Kernel<TensorMapA>),
+}
+
+impl StudyEntry {
+    fn resolve(gpu: &Gpu, kernel: &StudyKernel) -> Result<StudyEntry> {
+        Ok(match kernel.style {
+            Style::Tensor => StudyEntry::TensorMapA(gpu.kernel(kernel.name)?),
+            _ => StudyEntry::Pointers(gpu.kernel(kernel.name)?),
         })
     }
 }
@@ -185,6 +212,8 @@ pub struct StudyProblem {
     b: CudaSlice<f32>,
     c: CudaSlice<f32>,
     reference: Vec<f64>,
+    /// Every kernel the GPU's module holds, resolved.
+    entries: Vec<(&'static StudyKernel, StudyEntry)>,
     /// A's tensor map (the tensor style), encoded at its first launch.
     maps: TensorMaps,
 }
@@ -197,36 +226,45 @@ impl StudyProblem {
 
     /// Queues `kernel` with an explicit geometry (the GPU tests use it to provoke a refused
     /// launch).
-    pub fn launch_with(&self, gpu: &Gpu, kernel: &StudyKernel, config: LaunchConfig) -> Result<()> {
-        let a = gpu.address(&self.a);
-        let a = if kernel.style == Style::Tensor {
-            ensure!(
-                self.k.is_multiple_of(TENSOR_STEPS),
-                "{} needs K to be a multiple of {TENSOR_STEPS} (K = {})",
-                kernel.name,
-                self.k
-            );
-            // A is K floats wide, 32 rows tall; a box is 4 steps of all 32 rows.
-            let map = self
-                .maps
-                .f32_matrix(a, (self.k, M), (TENSOR_STEPS, M), Swizzle::None)?;
-            KernelArg::TensorMap(map)
-        } else {
-            KernelArg::Ptr(a)
-        };
-        let args = [
-            a,
-            KernelArg::Ptr(gpu.address(&self.b)),
-            KernelArg::Ptr(gpu.address(&self.c)),
-            KernelArg::U32(self.k),
-        ];
-        // SAFETY: study kernels take (a: *const f32, b: *const f32, c: *mut f32, k: u32) and
-        // read 32*k, k*32 and write 32*32 floats, which the buffers hold (16-byte aligned,
-        // as every driver allocation is); 1 <= k <= MAX_K (parse_size); the tensor style
-        // takes a map of A (its box as the kernel expects) and k % 4 == 0 (checked above),
-        // sm_90 kernels only on the sm_90 PTX (unavailable otherwise). A geometry other than
-        // `launch_config`'s is for refused launches only.
-        unsafe { gpu.launch(kernel.name, config, &args)? };
+    pub fn launch_with(
+        &mut self,
+        gpu: &Gpu,
+        kernel: &StudyKernel,
+        config: LaunchConfig,
+    ) -> Result<()> {
+        let (_, entry) = self
+            .entries
+            .iter()
+            .find(|(k, _)| std::ptr::eq(*k, kernel))
+            .with_context(|| {
+                format!("`{}` is not in the {} module", kernel.name, gpu.info().arch)
+            })?;
+        let (b, c, k) = (&self.b, &mut self.c, self.k);
+        // SAFETY (each launch): study kernels take (a, b, c, k) and read 32*k, k*32 and write
+        // 32*32 floats, which the buffers hold (16-byte aligned, as every driver allocation
+        // is); 1 <= k <= MAX_K (parse_size); the tensor style takes a map of A (its box as
+        // the kernel expects) and k % 4 == 0 (checked below), and is resolved only on the
+        // sm_90 module. A geometry other than `launch_config`'s is for refused launches only.
+        match entry {
+            StudyEntry::Pointers(kernel) => unsafe {
+                kernel.launch(gpu, config, (&self.a, b, c, k))?
+            },
+            StudyEntry::TensorMapA(tensor) => {
+                ensure!(
+                    k.is_multiple_of(TENSOR_STEPS),
+                    "{} needs K to be a multiple of {TENSOR_STEPS} (K = {k})",
+                    kernel.name,
+                );
+                // A is K floats wide, 32 rows tall; a box is 4 steps of all 32 rows.
+                let map = self.maps.f32_matrix(
+                    gpu.address(&self.a),
+                    (k, M),
+                    (TENSOR_STEPS, M),
+                    Swizzle::None,
+                )?;
+                unsafe { tensor.launch(gpu, config, (&map, b, c, k))? }
+            }
+        }
         Ok(())
     }
 }

@@ -2,13 +2,31 @@
 //! `scale` kernel of `user-kernels`, and checks every result against the CPU. One line on
 //! stdout when it verifies; one line on stderr and exit 1 when it cannot run or a value is
 //! wrong.
+//!
+//! The GPU side is the library's host runtime (`gpu_runtime`): it loads the driver at run
+//! time, picks the module built for the GPU's arch, and launches `scale` with typed arguments.
 
-use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
+use gpu_runtime::{Gpu, LaunchConfig, Module};
+use ptx_builder::Arch;
 use std::process::ExitCode;
 use user_kernels::{SHARED_BYTES, TILE};
 
-const PTX_SM_80: &str = include_str!(concat!(env!("OUT_DIR"), "/user_kernels_sm_80.ptx"));
-const PTX_SM_90: &str = include_str!(concat!(env!("OUT_DIR"), "/user_kernels_sm_90.ptx"));
+/// The modules `build.rs` built, one per arch (PTX: the driver compiles it at first load).
+const MODULES: &[Module] = &[
+    Module {
+        arch: Arch::Sm80,
+        ptx: include_str!(concat!(env!("OUT_DIR"), "/user_kernels_sm_80.ptx")),
+        cubin: None,
+    },
+    Module {
+        arch: Arch::Sm90,
+        ptx: include_str!(concat!(env!("OUT_DIR"), "/user_kernels_sm_90.ptx")),
+        cubin: None,
+    },
+];
+
+/// `scale`'s parameters, as the device crate declares them: `(x, y, n, alpha)`.
+type ScaleParams = (*const f32, *mut f32, u32, f32);
 
 fn main() -> ExitCode {
     match run() {
@@ -32,30 +50,10 @@ fn run() -> Result<String, String> {
             .ok_or(format!("`{arg}` is not a count of floats (at least 1)"))?,
         None => 1_000_003,
     };
-    // SAFETY: only tries to load the driver library.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err("no CUDA driver (libcuda.so): this needs an NVIDIA GPU, sm_80 or newer".into());
-    }
-    let gpu = |e: cudarc::driver::DriverError| format!("no usable CUDA GPU: {e}");
-    let ctx = CudaContext::new(0).map_err(gpu)?;
-    let (major, minor) = ctx.compute_capability().map_err(gpu)?;
-    let ptx = match major {
-        ..8 => {
-            return Err(format!(
-                "compute capability {major}.{minor}: cp.async needs 8.0"
-            ));
-        }
-        8 => PTX_SM_80,
-        _ => PTX_SM_90,
-    };
-    let cuda = |what: &'static str| move |e: cudarc::driver::DriverError| format!("{what}: {e}");
-    let module = ctx
-        .load_module(ptx.into())
-        .map_err(cuda("loading the PTX"))?;
-    let scale = module
-        .load_function("scale")
-        .map_err(cuda("finding `scale`"))?;
-    let stream = ctx.default_stream();
+    let gpu = Gpu::open(MODULES).map_err(|e| e.to_string())?;
+    let scale = gpu
+        .kernel::<ScaleParams>("scale")
+        .map_err(|e| e.to_string())?;
 
     // Deterministic values that are not all alike (a xorshift), exact under scaling by 1.5.
     let mut state = 0x9e37_79b9u32;
@@ -68,22 +66,16 @@ fn run() -> Result<String, String> {
         })
         .collect();
     let alpha = 1.5f32;
-    let x_dev = stream.clone_htod(&x).map_err(cuda("copying x"))?;
-    let mut y_dev = stream
-        .alloc_zeros::<f32>(n as usize)
-        .map_err(cuda("allocating y"))?;
-    let blocks = n.div_ceil(TILE).min(528);
-    let config = LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: SHARED_BYTES,
-    };
-    let mut launch = stream.launch_builder(&scale);
-    launch.arg(&x_dev).arg(&mut y_dev).arg(&n).arg(&alpha);
+    let cuda = |e: gpu_runtime::GpuError| e.to_string();
+    let x_dev = gpu.upload(&x, "x").map_err(cuda)?;
+    let mut y_dev = gpu.zeros::<f32>(n as usize, "y").map_err(cuda)?;
+    let config = LaunchConfig::linear(n.div_ceil(TILE).min(528), 256, SHARED_BYTES);
     // SAFETY: scale(x, y, n, alpha) reads n floats of x and writes n of y, which the buffers
     // hold; any grid of 1-D blocks with SHARED_BYTES of dynamic shared memory.
-    unsafe { launch.launch(config) }.map_err(cuda("launching `scale`"))?;
-    let y = stream.clone_dtoh(&y_dev).map_err(cuda("running `scale`"))?;
+    unsafe { scale.launch(&gpu, config, (&x_dev, &mut y_dev, n, alpha)) }.map_err(cuda)?;
+    gpu.synchronize(|| "running `scale`".into()).map_err(cuda)?;
+    let y = gpu.download(&y_dev, "y").map_err(cuda)?;
+    let (major, minor) = gpu.info().compute_capability;
     let wrong = x
         .iter()
         .zip(&y)

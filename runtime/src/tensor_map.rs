@@ -3,11 +3,11 @@
 //! calling it, so a bad map is one clear line naming the argument, not an opaque
 //! `CUDA_ERROR_INVALID_VALUE` (and a driver error still comes with the map's parameters).
 //!
-//! The map goes to a kernel by value ([`KernelArg::TensorMap`](crate::gpu::KernelArg)): the
+//! The map goes to a kernel by value ([`KernelArg::TensorMap`](crate::KernelArg)): the
 //! kernel declares the parameter as `gpu::tensor_map::TensorMap` and takes its address with
 //! `gpu::tensor_map_param!` (see that module for why a parameter, not global memory).
 
-use crate::gpu::describe;
+use crate::error::describe;
 use cudarc::driver::{DeviceRepr, sys};
 use std::fmt;
 

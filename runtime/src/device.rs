@@ -1,105 +1,43 @@
 //! The GPU: finding it, checking it can run the kernels, loading the matching device code
-//! (the cubin assembled for its arch, else the PTX), memory,
-//! and the one path every kernel launch takes.
+//! (the cubin assembled for its arch, else the PTX), memory, resolving kernels, and the
+//! watchdog on every wait.
 //!
-//! The CUDA driver (`libcuda`) is loaded at run time through `cudarc`, so the host builds and
+//! The CUDA driver (`libcuda`) is loaded at run time through `cudarc`, so a program builds and
 //! runs its GPU-less commands anywhere; asking for a GPU where there is no driver is one
 //! clear error ([`GpuError::NoDriver`]).
 
-use cudarc::driver::sys::{self, CUdevice_attribute, CUfunction_attribute};
+use crate::error::{Context as _, GpuError, describe};
+use crate::launch::{ArgList, Kernel, LastLaunch, LaunchConfig, Params};
+use cudarc::driver::sys::{self, CUdevice_attribute};
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
-    DriverError, LaunchConfig as CudaLaunchConfig, PushKernelArg, ValidAsZeroBits,
+    CudaContext, CudaEvent, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError,
+    ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
 use ptx_builder::Arch;
-use std::collections::HashMap;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Why the GPU could not be used, or what a driver call was doing when it failed.
-#[derive(Debug, thiserror::Error)]
-pub enum GpuError {
-    /// The driver library is not installed.
-    #[error(
-        "no CUDA driver: libcuda.so could not be loaded; this needs an NVIDIA GPU of compute \
-         capability 8.0 or newer and its driver"
-    )]
-    NoDriver,
-    /// The driver answered, but gives no usable GPU.
-    #[error(
-        "no usable CUDA GPU ({0}): this needs an NVIDIA GPU of compute capability 8.0 or newer \
-         and its driver"
-    )]
-    Unavailable(String),
-    /// The GPU predates `cp.async`.
-    #[error(
-        "{name} has compute capability {major}.{minor}; cp.async and mbarrier need 8.0 (sm_80, \
-         Ampere) or newer"
-    )]
-    Unsupported {
-        name: String,
-        major: u32,
-        minor: u32,
-    },
-    /// The PTX asked for needs a newer GPU.
-    #[error("{arch} PTX does not run on {name} (compute capability {major}.{minor})")]
-    ArchTooNew {
-        name: String,
-        major: u32,
-        minor: u32,
-        arch: Arch,
-    },
-    /// A driver call failed.
-    #[error("{what}: {}", describe(.source))]
-    Cuda { what: String, source: DriverError },
-    /// Work queued on the GPU did not finish within the watchdog's limit (see
-    /// [`Gpu::set_time_limit`]). The kernel may still be running: the context cannot be used
-    /// again, and the program should end.
-    #[error(
-        "{what}: the GPU did not finish within {} (watchdog; --timeout sets it); the last \
-         launch was {last}; a kernel that waits forever (an mbarrier phase that never \
-         completes, a missing arrival) looks like this; the GPU context is unusable now",
-        humantime::format_duration(*.limit)
-    )]
-    Hung {
-        what: String,
-        limit: Duration,
-        last: String,
-    },
+/// One module of a program's device code: the PTX built for `arch`, and the same module
+/// assembled by ptxas for that arch if the build had ptxas.
+#[derive(Clone, Copy, Debug)]
+pub struct Module {
+    pub arch: Arch,
+    pub ptx: &'static str,
+    pub cubin: Option<&'static [u8]>,
 }
 
-/// `CUDA_ERROR_NAME (the driver's description)`.
-pub fn describe(error: &DriverError) -> String {
-    let name = error
-        .error_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| format!("{:?}", error.0));
-    match error.error_string() {
-        Ok(text) => format!("{name} ({})", text.to_string_lossy()),
-        Err(_) => name,
-    }
-}
-
-/// Attaches what was being done to a driver error.
-pub trait Context<T> {
-    fn during(self, what: impl FnOnce() -> String) -> Result<T, GpuError>;
-}
-
-impl<T> Context<T> for Result<T, DriverError> {
-    fn during(self, what: impl FnOnce() -> String) -> Result<T, GpuError> {
-        self.map_err(|source| GpuError::Cuda {
-            what: what(),
-            source,
-        })
-    }
+/// The module for `arch` among `modules`.
+fn module_for(modules: &[Module], arch: Arch) -> Option<&Module> {
+    modules.iter().find(|m| m.arch == arch)
 }
 
 /// The PTX arch for a GPU, or why it cannot run the kernels. `requested` forces an older
 /// arch's PTX (sm_80 PTX runs on an sm_90 GPU, so both code paths can be tested on one).
+/// Which of those a program carries is [`Gpu::open_with`]'s check.
 pub fn select_arch(
     name: &str,
     major: u32,
@@ -173,49 +111,6 @@ fn arch_name<S: serde::Serializer>(arch: &Arch, serializer: S) -> Result<S::Ok, 
     serializer.serialize_str(arch.name())
 }
 
-/// Grid, block and dynamic shared memory of a launch (one-dimensional grids and blocks, or a
-/// two-dimensional grid).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchConfig {
-    pub grid: (u32, u32),
-    pub threads: u32,
-    pub shared_bytes: u32,
-}
-
-impl LaunchConfig {
-    /// `blocks` blocks of `threads` threads in one dimension.
-    pub const fn linear(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
-        LaunchConfig {
-            grid: (blocks, 1),
-            threads,
-            shared_bytes,
-        }
-    }
-}
-
-/// One kernel parameter: a device address, a 32-bit value or a tensor map.
-// A launch's few arguments live in a short array for one call; a map is passed by value into
-// the launch, so it is held by value here too.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KernelArg {
-    /// A device pointer (`*const T` / `*mut T` in the kernel's signature).
-    Ptr(sys::CUdeviceptr),
-    /// A `u32`.
-    U32(u32),
-    /// A tensor map, by value (`gpu::tensor_map::TensorMap` in the kernel's signature).
-    TensorMap(crate::tensor_map::TensorMap),
-}
-
-/// A loaded kernel and the dynamic shared memory it has been allowed.
-struct Loaded {
-    function: CudaFunction,
-    max_dynamic_shared: u32,
-}
-
-/// The default dynamic shared-memory limit of a kernel; more needs an opt-in per kernel.
-const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
-
 /// How long queued work may take before the watchdog reports it hung, unless a workload sets
 /// its own limit ([`Gpu::set_time_limit`]).
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(60);
@@ -226,7 +121,6 @@ pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(60);
 /// that never finishes is reported ([`GpuError::Hung`]) instead of freezing the program.
 pub struct Gpu {
     info: GpuInfo,
-    functions: Mutex<HashMap<String, Loaded>>,
     /// The limit of every wait.
     time_limit: Mutex<Duration>,
     /// The last launch, for the watchdog's report (recorded cheaply: the launch sits between
@@ -256,13 +150,13 @@ impl Drop for Gpu {
 }
 
 impl Gpu {
-    /// Opens GPU 0 and loads the PTX built for its arch.
-    pub fn open() -> Result<Gpu, GpuError> {
-        Gpu::open_with(None)
+    /// Opens GPU 0 and loads the module of `modules` built for its arch.
+    pub fn open(modules: &[Module]) -> Result<Gpu, GpuError> {
+        Gpu::open_with(modules, None)
     }
 
-    /// Opens GPU 0 and loads the PTX for `arch` (its own arch when `None`).
-    pub fn open_with(arch: Option<Arch>) -> Result<Gpu, GpuError> {
+    /// Opens GPU 0 and loads the module of `modules` for `arch` (its own arch when `None`).
+    pub fn open_with(modules: &[Module], arch: Option<Arch>) -> Result<Gpu, GpuError> {
         // SAFETY: only tries to load the library.
         if !unsafe { sys::is_culib_present() } {
             return Err(GpuError::NoDriver);
@@ -284,6 +178,10 @@ impl Gpu {
         let major = attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
         let minor = attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
         let arch = select_arch(&name, major, minor, arch)?;
+        let module = *module_for(modules, arch).ok_or_else(|| GpuError::NotBuilt {
+            arch,
+            built: modules.iter().map(|m| m.arch).collect(),
+        })?;
         let multiprocessors = attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
         let clock_mhz = attribute(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? / 1000;
         let max_shared_bytes_per_block =
@@ -302,13 +200,14 @@ impl Gpu {
         let stream = context.new_stream().during(|| "creating a stream".into())?;
         let load_ptx = || {
             context
-                .load_module(crate::device_code::module_text(arch).into())
+                .load_module(module.ptx.into())
                 .during(|| format!("loading the {arch} PTX on {name}"))
         };
         // The cubin runs on the major version it was assembled for; elsewhere, or if the
         // driver refuses it (older than the ptxas that made it), the PTX serves.
-        let cubin = crate::device_code::module_cubin(arch)
-            .filter(|_| major == arch.major_version())
+        let cubin = module
+            .cubin
+            .filter(|cubin| !cubin.is_empty() && major == arch.major_version())
             .and_then(|cubin| context.load_module(Ptx::from_binary(cubin.to_vec())).ok());
         let (module, code) = match cubin {
             Some(module) => (module, DeviceCode::Cubin),
@@ -326,7 +225,6 @@ impl Gpu {
                 driver_version: format!("{}.{}", version / 1000, version % 1000 / 10),
                 code,
             },
-            functions: Mutex::new(HashMap::new()),
             time_limit: Mutex::new(DEFAULT_TIME_LIMIT),
             last_launch: Mutex::new(LastLaunch::default()),
             hung: Arc::new(AtomicBool::new(false)),
@@ -399,84 +297,25 @@ impl Gpu {
             .during(|| format!("copying {what} back"))
     }
 
-    /// The device address of `buffer`, for a [`KernelArg::Ptr`].
+    /// The device address of `buffer` (what a tensor map describes).
     pub fn address<T>(&self, buffer: &CudaSlice<T>) -> sys::CUdeviceptr {
         let (ptr, _sync) = buffer.device_ptr(&self.stream);
         ptr
     }
 
-    /// The kernel `name` of the loaded module, allowed `shared_bytes` of dynamic shared
-    /// memory (past 48 KiB a kernel must opt in; done once per kernel).
-    fn function(&self, name: &str, shared_bytes: u32) -> Result<CudaFunction, GpuError> {
-        let mut functions = lock(&self.functions);
-        if !functions.contains_key(name) {
-            let function = self
-                .module
-                .load_function(name)
-                .during(|| format!("finding kernel `{name}` in the PTX"))?;
-            functions.insert(
-                name.to_string(),
-                Loaded {
-                    function,
-                    max_dynamic_shared: DEFAULT_DYNAMIC_SHARED,
-                },
-            );
-        }
-        let loaded = functions.get_mut(name).expect("inserted above");
-        if shared_bytes > loaded.max_dynamic_shared {
-            loaded
-                .function
-                .set_attribute(
-                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    shared_bytes as i32,
-                )
-                .during(|| {
-                    format!(
-                        "allowing `{name}` {shared_bytes} bytes of dynamic shared memory \
-                         (the GPU allows {})",
-                        self.info.max_shared_bytes_per_block
-                    )
-                })?;
-            loaded.max_dynamic_shared = shared_bytes;
-        }
-        Ok(loaded.function.clone())
+    /// The kernel `name` of the loaded module, resolved once, with the parameter types `P`
+    /// (see [`Kernel::launch`] for what `P` must match).
+    pub fn kernel<P: Params>(&self, name: &'static str) -> Result<Kernel<P>, GpuError> {
+        let function = self
+            .module
+            .load_function(name)
+            .during(|| format!("finding kernel `{name}` in the {} module", self.info.arch))?;
+        Ok(Kernel::new(name, function))
     }
 
-    /// Queues one launch of the kernel `name` on the stream: the one path every kernel of
-    /// every workload takes.
-    ///
-    /// # Safety
-    /// 1. `args` match the kernel's parameters in number, order and type (`Ptr` for a
-    ///    pointer, `U32` for a `u32`).
-    /// 2. Every pointer addresses a live device buffer at least as large as the kernel will
-    ///    access with these arguments and this geometry, aligned as the kernel requires.
-    /// 3. `config` is the geometry the kernel's table entry gives for these arguments (its
-    ///    threads, and the dynamic shared memory its layout carves up).
-    pub unsafe fn launch(
-        &self,
-        name: &str,
-        config: LaunchConfig,
-        args: &[KernelArg],
-    ) -> Result<(), GpuError> {
-        let function = self.function(name, config.shared_bytes)?;
+    /// Notes a launch for the watchdog's report.
+    pub(crate) fn record_launch(&self, name: &'static str, config: LaunchConfig, args: ArgList) {
         lock(&self.last_launch).record(name, config, args);
-        let mut launch = self.stream.launch_builder(&function);
-        for arg in args {
-            match arg {
-                KernelArg::Ptr(ptr) => launch.arg(ptr),
-                KernelArg::U32(value) => launch.arg(value),
-                KernelArg::TensorMap(map) => launch.arg(map),
-            };
-        }
-        let cuda_config = CudaLaunchConfig {
-            grid_dim: (config.grid.0, config.grid.1, 1),
-            block_dim: (config.threads, 1, 1),
-            shared_mem_bytes: config.shared_bytes,
-        };
-        // SAFETY: the caller's contract (1)-(3).
-        unsafe { launch.launch(cuda_config) }
-            .map(drop)
-            .during(|| format!("launching `{name}` ({config:?})"))
     }
 
     /// Set once a wait for the GPU ran out of time: whoever holds a handle on this GPU (cuBLAS)
@@ -605,52 +444,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The last launch, kept in reused buffers so recording it allocates nothing once warm.
-#[derive(Default)]
-struct LastLaunch {
-    name: String,
-    config: Option<LaunchConfig>,
-    args: Vec<KernelArg>,
-}
-
-impl LastLaunch {
-    fn record(&mut self, name: &str, config: LaunchConfig, args: &[KernelArg]) {
-        self.name.clear();
-        self.name.push_str(name);
-        self.config = Some(config);
-        self.args.clear();
-        self.args.extend_from_slice(args);
-    }
-
-    fn describe(&self) -> String {
-        match self.config {
-            None => "none".into(),
-            Some(c) => format!(
-                "`{}` ({} x {} blocks of {} threads, {} B dynamic shared memory, parameters {})",
-                self.name,
-                c.grid.0,
-                c.grid.1,
-                c.threads,
-                c.shared_bytes,
-                describe_args(&self.args)
-            ),
-        }
-    }
-}
-
-/// Kernel parameters as the watchdog's report shows them.
-fn describe_args(args: &[KernelArg]) -> String {
-    let each: Vec<String> = args
-        .iter()
-        .map(|a| match a {
-            KernelArg::Ptr(p) => format!("{p:#x}"),
-            KernelArg::U32(v) => v.to_string(),
-            KernelArg::TensorMap(m) => format!("{m:?}"),
-        })
-        .collect();
-    format!("({})", each.join(", "))
-}
-
 /// A pair of CUDA events (see [`Gpu::time`]).
 pub struct Timer {
     start: CudaEvent,
@@ -660,6 +453,7 @@ pub struct Timer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::launch::KernelArg;
 
     #[test]
     fn arch_follows_compute_capability() {
@@ -710,22 +504,48 @@ mod tests {
 
     #[test]
     fn a_hang_report_names_the_launch_and_the_limit() {
+        let mut last = LastLaunch::default();
+        let mut args = ArgList::new();
+        args.push(KernelArg::Ptr(0x7f00));
+        args.push(KernelArg::U32(5));
+        last.record("k", LaunchConfig::linear(1, 32, 0), args);
         let text = GpuError::Hung {
             what: "running `k`".into(),
             limit: Duration::from_secs(2),
-            last: format!(
-                "`k` (1 x 1 blocks of 32 threads, 0 B dynamic shared memory, parameters {})",
-                describe_args(&[KernelArg::Ptr(0x7f00), KernelArg::U32(5)])
-            ),
+            last: last.describe(),
         }
         .to_string();
         assert!(
             text.starts_with("running `k`: the GPU did not finish within 2s"),
             "{text}"
         );
+        assert!(
+            text.contains("the last launch was `k` (1 x 1 blocks of 32 threads"),
+            "{text}"
+        );
         assert!(text.contains("parameters (0x7f00, 5)"), "{text}");
         assert!(text.contains("unusable"), "{text}");
         assert!(!text.contains('\n'));
+    }
+
+    #[test]
+    fn a_program_without_the_module_for_the_gpu_says_what_it_carries() {
+        let text = GpuError::NotBuilt {
+            arch: Arch::Sm90,
+            built: vec![Arch::Sm80],
+        }
+        .to_string();
+        assert_eq!(
+            text,
+            "this program carries no sm_90 module (built for: sm_80)"
+        );
+        let modules = [Module {
+            arch: Arch::Sm80,
+            ptx: "",
+            cubin: None,
+        }];
+        assert!(module_for(&modules, Arch::Sm80).is_some());
+        assert!(module_for(&modules, Arch::Sm90).is_none());
     }
 
     #[test]

@@ -1,0 +1,96 @@
+//! What went wrong: [`GpuError`] says why the GPU could not be used or what a driver call was
+//! doing when it failed, in one line.
+
+use cudarc::driver::DriverError;
+use ptx_builder::Arch;
+use std::time::Duration;
+
+/// Why the GPU could not be used, or what a driver call was doing when it failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// The driver library is not installed.
+    #[error(
+        "no CUDA driver: libcuda.so could not be loaded; this needs an NVIDIA GPU of compute \
+         capability 8.0 or newer and its driver"
+    )]
+    NoDriver,
+    /// The driver answered, but gives no usable GPU.
+    #[error(
+        "no usable CUDA GPU ({0}): this needs an NVIDIA GPU of compute capability 8.0 or newer \
+         and its driver"
+    )]
+    Unavailable(String),
+    /// The GPU predates `cp.async`.
+    #[error(
+        "{name} has compute capability {major}.{minor}; cp.async and mbarrier need 8.0 (sm_80, \
+         Ampere) or newer"
+    )]
+    Unsupported {
+        name: String,
+        major: u32,
+        minor: u32,
+    },
+    /// The PTX asked for needs a newer GPU.
+    #[error("{arch} PTX does not run on {name} (compute capability {major}.{minor})")]
+    ArchTooNew {
+        name: String,
+        major: u32,
+        minor: u32,
+        arch: Arch,
+    },
+    /// The program carries no module for the arch the GPU (or the caller) asked for.
+    #[error("this program carries no {arch} module (built for: {})", names(.built))]
+    NotBuilt { arch: Arch, built: Vec<Arch> },
+    /// A driver call failed.
+    #[error("{what}: {}", describe(.source))]
+    Cuda { what: String, source: DriverError },
+    /// Work queued on the GPU did not finish within the watchdog's limit (see
+    /// [`Gpu::set_time_limit`](crate::Gpu::set_time_limit)). The kernel may still be running: the context cannot be used
+    /// again, and the program should end.
+    #[error(
+        "{what}: the GPU did not finish within {} (watchdog; --timeout sets it); the last \
+         launch was {last}; a kernel that waits forever (an mbarrier phase that never \
+         completes, a missing arrival) looks like this; the GPU context is unusable now",
+        humantime::format_duration(*.limit)
+    )]
+    Hung {
+        what: String,
+        limit: Duration,
+        last: String,
+    },
+}
+
+/// `CUDA_ERROR_NAME (the driver's description)`.
+pub fn describe(error: &DriverError) -> String {
+    let name = error
+        .error_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", error.0));
+    match error.error_string() {
+        Ok(text) => format!("{name} ({})", text.to_string_lossy()),
+        Err(_) => name,
+    }
+}
+
+/// Attaches what was being done to a driver error.
+pub trait Context<T> {
+    fn during(self, what: impl FnOnce() -> String) -> Result<T, GpuError>;
+}
+
+impl<T> Context<T> for Result<T, DriverError> {
+    fn during(self, what: impl FnOnce() -> String) -> Result<T, GpuError> {
+        self.map_err(|source| GpuError::Cuda {
+            what: what(),
+            source,
+        })
+    }
+}
+
+fn names(archs: &[Arch]) -> String {
+    let names: Vec<&str> = archs.iter().map(|a| a.name()).collect();
+    if names.is_empty() {
+        "nothing".into()
+    } else {
+        names.join(", ")
+    }
+}

@@ -1,0 +1,341 @@
+//! Typed kernel launches: a kernel's device parameter types ([`Params`], a tuple such as
+//! `(*const f32, *mut f32, u32)`) decide what the host passes ([`Params::Args`]: `&CudaSlice<f32>`,
+//! `&mut CudaSlice<f32>`, `u32`), so a launch with the wrong count or type of arguments does
+//! not compile. [`Gpu::kernel`] resolves a kernel once; [`Kernel::launch`] is the one path every
+//! launch takes.
+
+use crate::device::Gpu;
+use crate::error::{Context as _, GpuError};
+use crate::tensor_map::TensorMap;
+use cudarc::driver::sys::{self, CUfunction_attribute};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig as CudaLaunchConfig, PushKernelArg,
+};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Grid, block and dynamic shared memory of a launch (one-dimensional blocks; a one- or
+/// two-dimensional grid).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: (u32, u32),
+    pub threads: u32,
+    pub shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// `blocks` blocks of `threads` threads in one dimension.
+    pub const fn linear(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: (blocks, 1),
+            threads,
+            shared_bytes,
+        }
+    }
+}
+
+/// One kernel argument as it is passed (and as the watchdog's report shows it).
+// A launch's few arguments live in a short array for one call; a map is passed by value, so it
+// is held by value here too.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KernelArg {
+    /// A device address (`*const T` / `*mut T` in the kernel's signature).
+    Ptr(sys::CUdeviceptr),
+    /// A `u32`.
+    U32(u32),
+    /// An `f32`.
+    F32(f32),
+    /// A tensor map, by value.
+    TensorMap(TensorMap),
+}
+
+/// The most parameters a kernel declared through [`Params`] takes.
+pub const MAX_PARAMS: usize = 8;
+
+/// The arguments of one launch, by value, in a fixed array (no allocation on the launch path).
+#[derive(Clone, Copy, Debug)]
+pub struct ArgList {
+    args: [KernelArg; MAX_PARAMS],
+    len: usize,
+}
+
+impl ArgList {
+    /// No arguments.
+    pub const fn new() -> ArgList {
+        ArgList {
+            args: [KernelArg::U32(0); MAX_PARAMS],
+            len: 0,
+        }
+    }
+
+    /// Appends `arg`.
+    ///
+    /// # Panics
+    /// Past [`MAX_PARAMS`] arguments (a [`Params`] tuple has at most that many).
+    pub fn push(&mut self, arg: KernelArg) {
+        self.args[self.len] = arg;
+        self.len += 1;
+    }
+
+    /// The arguments, in order.
+    pub fn as_slice(&self) -> &[KernelArg] {
+        &self.args[..self.len]
+    }
+}
+
+impl Default for ArgList {
+    fn default() -> Self {
+        ArgList::new()
+    }
+}
+
+/// A kernel parameter type as the device code declares it, and what the host passes for it.
+pub trait Param {
+    /// What the host passes.
+    type Arg<'a>;
+    /// The argument as it goes to the driver.
+    fn kernel_arg(arg: &Self::Arg<'_>, gpu: &Gpu) -> KernelArg;
+}
+
+impl<T: DeviceRepr + 'static> Param for *const T {
+    type Arg<'a> = &'a CudaSlice<T>;
+    fn kernel_arg(arg: &Self::Arg<'_>, gpu: &Gpu) -> KernelArg {
+        KernelArg::Ptr(arg.device_ptr(gpu.stream()).0)
+    }
+}
+
+impl<T: DeviceRepr + 'static> Param for *mut T {
+    type Arg<'a> = &'a mut CudaSlice<T>;
+    fn kernel_arg(arg: &Self::Arg<'_>, gpu: &Gpu) -> KernelArg {
+        KernelArg::Ptr(arg.device_ptr(gpu.stream()).0)
+    }
+}
+
+impl Param for u32 {
+    type Arg<'a> = u32;
+    fn kernel_arg(arg: &u32, _: &Gpu) -> KernelArg {
+        KernelArg::U32(*arg)
+    }
+}
+
+impl Param for f32 {
+    type Arg<'a> = f32;
+    fn kernel_arg(arg: &f32, _: &Gpu) -> KernelArg {
+        KernelArg::F32(*arg)
+    }
+}
+
+/// A tensor map parameter (`gpu::tensor_map::TensorMap` on the device, `__grid_constant__
+/// const CUtensorMap` in CUDA C++): the host passes an encoded [`TensorMap`].
+pub enum TensorMapParam {}
+
+impl Param for TensorMapParam {
+    type Arg<'a> = &'a TensorMap;
+    fn kernel_arg(arg: &&TensorMap, _: &Gpu) -> KernelArg {
+        KernelArg::TensorMap(**arg)
+    }
+}
+
+/// A kernel's parameter list: a tuple of [`Param`]s, up to [`MAX_PARAMS`].
+pub trait Params {
+    /// What the host passes: the tuple of each parameter's [`Param::Arg`].
+    type Args<'a>;
+    /// The arguments as they go to the driver.
+    fn kernel_args(args: &Self::Args<'_>, gpu: &Gpu) -> ArgList;
+}
+
+macro_rules! params_for_tuples {
+    ($(($($p:ident $i:tt),*))*) => {$(
+        impl<$($p: Param),*> Params for ($($p,)*) {
+            type Args<'a> = ($($p::Arg<'a>,)*);
+            #[allow(unused_mut, unused_variables)]
+            fn kernel_args(args: &Self::Args<'_>, gpu: &Gpu) -> ArgList {
+                let mut list = ArgList::new();
+                $(list.push($p::kernel_arg(&args.$i, gpu));)*
+                list
+            }
+        }
+    )*};
+}
+
+params_for_tuples! {
+    ()
+    (A 0)
+    (A 0, B 1)
+    (A 0, B 1, C 2)
+    (A 0, B 1, C 2, D 3)
+    (A 0, B 1, C 2, D 3, E 4)
+    (A 0, B 1, C 2, D 3, E 4, F 5)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7)
+}
+
+/// The default dynamic shared-memory limit of a kernel; more needs an opt-in per kernel.
+const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
+
+/// A kernel of the loaded module, resolved once ([`Gpu::kernel`]), with the parameter types
+/// `P` its device code declares.
+pub struct Kernel<P: Params> {
+    name: &'static str,
+    function: CudaFunction,
+    /// The dynamic shared memory the kernel has been allowed so far.
+    max_dynamic_shared: AtomicU32,
+    params: PhantomData<fn(P)>,
+}
+
+impl<P: Params> Kernel<P> {
+    pub(crate) fn new(name: &'static str, function: CudaFunction) -> Kernel<P> {
+        Kernel {
+            name,
+            function,
+            max_dynamic_shared: AtomicU32::new(DEFAULT_DYNAMIC_SHARED),
+            params: PhantomData,
+        }
+    }
+
+    /// The kernel's entry-point name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Queues one launch on `gpu`'s stream: the one path every kernel launch takes.
+    ///
+    /// # Safety
+    /// 1. The kernel's entry point declares exactly the parameter types `P` (the typed
+    ///    declaration that produced `P` guarantees it; a name resolved by hand must be checked).
+    /// 2. The arguments meet the kernel's documented launch contract: every buffer holds what
+    ///    the kernel reads and writes at these values, aligned as it requires; every tensor map
+    ///    describes its matrix with the boxes the kernel copies.
+    /// 3. `config` is the geometry the kernel's declaration gives for these arguments (its
+    ///    threads, and the dynamic shared memory its layout carves up).
+    pub unsafe fn launch(
+        &self,
+        gpu: &Gpu,
+        config: LaunchConfig,
+        args: P::Args<'_>,
+    ) -> Result<(), GpuError> {
+        let list = P::kernel_args(&args, gpu);
+        drop(args);
+        self.allow_shared(gpu, config.shared_bytes)?;
+        gpu.record_launch(self.name, config, list);
+        let mut launch = gpu.stream().launch_builder(&self.function);
+        for arg in list.as_slice() {
+            match arg {
+                KernelArg::Ptr(ptr) => launch.arg(ptr),
+                KernelArg::U32(value) => launch.arg(value),
+                KernelArg::F32(value) => launch.arg(value),
+                KernelArg::TensorMap(map) => launch.arg(map),
+            };
+        }
+        let cuda_config = CudaLaunchConfig {
+            grid_dim: (config.grid.0, config.grid.1, 1),
+            block_dim: (config.threads, 1, 1),
+            shared_mem_bytes: config.shared_bytes,
+        };
+        // SAFETY: the caller's contract (1)-(3).
+        unsafe { launch.launch(cuda_config) }
+            .map(drop)
+            .during(|| format!("launching `{}` ({config:?})", self.name))
+    }
+
+    /// Past 48 KiB of dynamic shared memory a kernel must opt in: done once per new maximum.
+    fn allow_shared(&self, gpu: &Gpu, shared_bytes: u32) -> Result<(), GpuError> {
+        if shared_bytes <= self.max_dynamic_shared.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.function
+            .set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                shared_bytes as i32,
+            )
+            .during(|| {
+                format!(
+                    "allowing `{}` {shared_bytes} bytes of dynamic shared memory (the GPU \
+                     allows {})",
+                    self.name,
+                    gpu.info().max_shared_bytes_per_block
+                )
+            })?;
+        self.max_dynamic_shared
+            .fetch_max(shared_bytes, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// The last launch, for the watchdog's report (recorded by value: no allocation per launch;
+/// described only on a hang).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LastLaunch {
+    launch: Option<(&'static str, LaunchConfig, ArgList)>,
+}
+
+impl LastLaunch {
+    pub(crate) fn record(&mut self, name: &'static str, config: LaunchConfig, args: ArgList) {
+        self.launch = Some((name, config, args));
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        match &self.launch {
+            None => "none".into(),
+            Some((name, c, args)) => format!(
+                "`{name}` ({} x {} blocks of {} threads, {} B dynamic shared memory, parameters {})",
+                c.grid.0,
+                c.grid.1,
+                c.threads,
+                c.shared_bytes,
+                describe_args(args.as_slice())
+            ),
+        }
+    }
+}
+
+/// Kernel arguments as the watchdog's report shows them.
+fn describe_args(args: &[KernelArg]) -> String {
+    let each: Vec<String> = args
+        .iter()
+        .map(|a| match a {
+            KernelArg::Ptr(p) => format!("{p:#x}"),
+            KernelArg::U32(v) => v.to_string(),
+            KernelArg::F32(v) => format!("{v:?}"),
+            KernelArg::TensorMap(m) => format!("{m:?}"),
+        })
+        .collect();
+    format!("({})", each.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_launch_is_described_with_its_geometry_and_arguments() {
+        let mut last = LastLaunch::default();
+        assert_eq!(last.describe(), "none");
+        let mut args = ArgList::new();
+        args.push(KernelArg::Ptr(0x7f00));
+        args.push(KernelArg::U32(5));
+        args.push(KernelArg::F32(1.5));
+        last.record("k", LaunchConfig::linear(3, 32, 1024), args);
+        assert_eq!(
+            last.describe(),
+            "`k` (3 x 1 blocks of 32 threads, 1024 B dynamic shared memory, parameters \
+             (0x7f00, 5, 1.5))"
+        );
+        // A later launch replaces the record.
+        last.record("j", LaunchConfig::linear(1, 64, 0), ArgList::new());
+        assert_eq!(
+            last.describe(),
+            "`j` (1 x 1 blocks of 64 threads, 0 B dynamic shared memory, parameters ())"
+        );
+    }
+
+    #[test]
+    #[should_panic]
+    fn an_arg_list_refuses_more_than_its_capacity() {
+        let mut args = ArgList::new();
+        for i in 0..=MAX_PARAMS as u32 {
+            args.push(KernelArg::U32(i));
+        }
+    }
+}
