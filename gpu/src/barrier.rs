@@ -20,8 +20,8 @@
 //! | [`Barrier::arrive_and_drop`] | `mbarrier.arrive_drop.shared.b64` |
 //! | [`Barrier::invalidate`] | `mbarrier.inval.shared.b64` |
 
-use crate::layout::Mbarrier;
 use crate::ptx;
+use crate::ptx::Mbarrier;
 use crate::shared::Shared;
 
 /// A block-scope barrier: a handle (one register) to an initialized mbarrier.

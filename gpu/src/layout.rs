@@ -1,22 +1,12 @@
 //! Objects that live in shared memory and whose size and alignment the host must know too:
-//! the [`Mbarrier`] object, a pipeline's [`PipelineSharedState`], and [`StagedLayout`], the
-//! usual shape of a pipelined kernel's dynamic shared memory (stage buffers, then barriers).
+//! a pipeline's [`PipelineSharedState`] (its [`Mbarrier`]s, defined with the instructions that
+//! take them in [`crate::ptx`]), and [`StagedLayout`], the usual shape of a pipelined kernel's
+//! dynamic shared memory (stage buffers, then barriers).
 //!
 //! Plain Rust, built for the host as well, so a launch asks for exactly the bytes the kernel
 //! carves up.
 
-/// An `mbarrier`: the 8-byte, 8-byte aligned object the `mbarrier.*` instructions work on. Its
-/// bits belong to the hardware; Rust code only ever holds its address
-/// ([`Shared<Mbarrier>`](crate::ptx::Shared)).
-#[repr(C, align(8))]
-pub struct Mbarrier {
-    _state: u64,
-}
-
-impl Mbarrier {
-    /// Bytes of shared memory one mbarrier takes.
-    pub const BYTES: u32 = size_of::<Self>() as u32;
-}
+pub use crate::ptx::Mbarrier;
 
 /// The mbarriers of a block-scope pipeline, one pair per stage, as laid out in shared memory:
 /// `full[s]` completes a phase when stage `s` has been filled (the producers' copies landed),

@@ -7,7 +7,8 @@
 //! ```ignore
 //! #![no_std]
 //! #![feature(abi_ptx, asm_experimental_arch)]
-//! use gpu::memcpy_async::{AlignedSize, Block, memcpy_async_zfill};
+//! use gpu::group::Block;
+//! use gpu::memcpy_async::{AlignedSize, cp_async::memcpy_async_zfill};
 //! use gpu::pipeline::{Consumer, Producer, ThreadPipeline};
 //! use gpu::{ptx, shared::dynamic_shared};
 //!
@@ -47,24 +48,25 @@
 //! share the tiles out over the grid) as a crate of its own, built by
 //! `ptx_builder::CudaBuilder` from a host crate's `build.rs` and checked on a GPU.
 //!
-//! The library is one stack, read top-down:
+//! The library is one stack, read top-down: a module uses only modules listed before it.
 //!
 //! | layer | module | C++ analogue | lowers to |
 //! |---|---|---|---|
 //! | instructions | [`ptx`] | inline PTX | one `asm!` per instruction |
-//! | shared memory | [`shared`], [`layout`] | `__shared__` | `.shared` declarations, typed 32-bit addresses |
-//! | split barrier | [`barrier`] | `cuda::barrier<thread_scope_block>` | `mbarrier.*` |
-//! | pipelines | [`pipeline`], [`pipeline_state`] | `cuda::pipeline<thread_scope_thread / _block>` | `cp.async.commit_group` / `wait_group`, or `cp.async.mbarrier.arrive.noinc` + parity waits |
-//! | copies | [`memcpy_async`] | `cuda::memcpy_async` | `cp.async.ca` (4/8 B), `cp.async.cg` (16 B); sm_90: `cp.async.bulk` (1-D) and `cp.async.bulk.tensor` (TMA) |
-//! | tile order | [`schedule`] | a persistent kernel's tile scheduler (CUTLASS) | block-index arithmetic, or `atom.global.add` on a counter the grid shares |
+//! | shared memory | [`layout`], [`shared`] | `__shared__` | `.shared` declarations, typed 32-bit addresses |
 //! | tensor maps (sm_90) | `tensor_map` | `const __grid_constant__ CUtensorMap` | a kernel parameter, `cvta.param` |
+//! | thread groups | [`group`] | cooperative groups (`thread_block`, `tiled_partition<32>`) | `%tid.x`, `%laneid` read once |
+//! | split barrier | [`barrier`] | `cuda::barrier<thread_scope_block>` | `mbarrier.*` |
+//! | pipelines | [`pipeline_state`], [`pipeline`] | `cuda::pipeline<thread_scope_thread / _block>` | `cp.async.commit_group` / `wait_group`, or `cp.async.mbarrier.arrive.noinc` + parity waits |
+//! | copies | [`memcpy_async`]: [`completion`](memcpy_async::completion), [`cp_async`](memcpy_async::cp_async), `bulk` | `cuda::memcpy_async` | `cp.async.ca` (4/8 B), `cp.async.cg` (16 B); sm_90: `cp.async.bulk` (1-D) and `cp.async.bulk.tensor` (TMA) |
+//! | tile order | [`schedule`] | a persistent kernel's tile scheduler (CUTLASS) | block-index arithmetic, or `atom.global.add` on a counter the grid shares |
 //!
 //! Which completion mechanism to use is discussed in [`memcpy_async`]'s module docs.
 //!
-//! [`layout`], [`pipeline_state`] and the host-side parts of [`schedule`] are plain Rust and
-//! also build for the host, so a host program launches with exactly the shared memory and queue
-//! state the device code uses; everything that emits PTX is compiled only for
-//! `nvptx64-nvidia-cuda`. [`max_threads!`] is this crate's
+//! [`layout`] (with [`ptx::Mbarrier`]), [`pipeline_state`] and the host-side parts of
+//! [`schedule`] are plain Rust and also build for the host, so a host program launches with
+//! exactly the shared memory and queue state the device code uses; everything that emits PTX
+//! is compiled only for `nvptx64-nvidia-cuda`. [`max_threads!`] is this crate's
 //! `__launch_bounds__`.
 //!
 //! Apart from the library, the module `workloads` (feature `workloads`) holds what this
@@ -81,16 +83,17 @@
 
 pub mod layout;
 pub mod pipeline_state;
+pub mod ptx;
 pub mod schedule;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod barrier;
 #[cfg(target_arch = "nvptx64")]
+pub mod group;
+#[cfg(target_arch = "nvptx64")]
 pub mod memcpy_async;
 #[cfg(target_arch = "nvptx64")]
 pub mod pipeline;
-#[cfg(target_arch = "nvptx64")]
-pub mod ptx;
 #[cfg(target_arch = "nvptx64")]
 pub mod shared;
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]

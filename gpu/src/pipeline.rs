@@ -275,7 +275,7 @@ impl<const STAGES: usize> BlockPipeline<STAGES> {
     /// with bulk or tensor copies (sm_90): the copies' bytes complete on `full` beside every
     /// thread's `cp.async` arrival, so thread 0 fences the initialization for the copy engine
     /// (`fence.mbarrier_init`). A stage acquired from it binds such a copy as the phase's
-    /// expected bytes ([`crate::memcpy_async::BulkCompletion`]).
+    /// expected bytes ([`BulkCompletion`](crate::memcpy_async::completion::BulkCompletion)).
     ///
     /// # Safety
     /// As [`BlockPipeline::init_all_threads`].
@@ -493,8 +493,8 @@ impl<const STAGES: usize> Consumer for BlockConsumer<'_, STAGES> {
 
 /// A pipeline filled by the copy engine (sm_90; CUTLASS's `PipelineTmaAsync`): per stage a
 /// `full` mbarrier that one producer thread arrives on once per fill, completed by the bytes of
-/// its bulk copies ([`memcpy_async_bulk`](crate::memcpy_async::memcpy_async_bulk) bound to the
-/// [`ProducerStage`]: `mbarrier.expect_tx` + `cp.async.bulk`; the commit is the arrival), and
+/// its bulk copies ([`memcpy_async_bulk`](crate::memcpy_async::bulk::memcpy_async_bulk) bound to
+/// the [`ProducerStage`]: `mbarrier.expect_tx` + `cp.async.bulk`; the commit is the arrival), and
 /// an `empty` mbarrier released by the consumers — a [`BlockPipeline`] whose producer arrives
 /// with [`BulkArrival`], its ring, first pass and consumer side the same.
 #[cfg(target_feature = "sm_90")]
@@ -528,18 +528,12 @@ impl<const STAGES: usize> BulkPipeline<STAGES> {
     }
 }
 
-/// A bulk or tensor copy into a stage completes on the stage's `full` barrier as expected
-/// bytes (`mbarrier.expect_tx`, no arrival): in a [`BulkPipeline`] the producer's commit is
-/// the phase's one arrival; in a [`BlockPipeline`] made with
-/// [`BlockPipeline::init_all_threads_with_bulk`] the phase waits for the bytes as well as for
-/// every producer's `cp.async` commit. Either way the issuing thread expects the bytes before
-/// its own commit, so the phase cannot complete without them.
+/// The stage's `full[s]`, which a bulk or tensor copy into it expects its bytes on
+/// ([`BulkCompletion`](crate::memcpy_async::completion::BulkCompletion)).
 #[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize, A: FullArrival> crate::memcpy_async::BulkCompletion
-    for ProducerStage<'_, BlockProducer<'_, STAGES, A>>
-{
+impl<const STAGES: usize, A: FullArrival> ProducerStage<'_, BlockProducer<'_, STAGES, A>> {
     #[inline(always)]
-    fn transaction_barrier(&self) -> Shared<Mbarrier> {
+    pub(crate) fn full_barrier(&self) -> Shared<Mbarrier> {
         full(self.side.barriers, self.index)
     }
 }

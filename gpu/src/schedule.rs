@@ -17,6 +17,9 @@
 //!
 //! Both are [`TileSchedule`]s, so a kernel body is written once over either.
 
+#[cfg(target_arch = "nvptx64")]
+use crate::ptx;
+
 /// What a [`TileQueue`] keeps in global memory: zero when a launch starts, and left zero when
 /// it ends (the last block to finish resets it), so one allocation serves launch after launch.
 /// The host allocates it zeroed (`TileQueueState::WORDS` 32-bit words).
@@ -75,91 +78,86 @@ impl TileSchedule for GridStride {
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod device {
-    use super::{GridStride, TileQueueState, TileSchedule};
-    use crate::ptx;
-
-    impl GridStride {
-        /// This block's share of `count` tiles over a 1-D grid: `blockIdx.x`, then every
-        /// `gridDim.x`-th tile.
-        #[inline(always)]
-        pub fn this_block(count: u32) -> GridStride {
-            GridStride::new(ptx::block_idx_x(), ptx::grid_dim_x(), count)
-        }
+impl GridStride {
+    /// This block's share of `count` tiles over a 1-D grid: `blockIdx.x`, then every
+    /// `gridDim.x`-th tile.
+    #[inline(always)]
+    pub fn this_block(count: u32) -> GridStride {
+        GridStride::new(ptx::block_idx_x(), ptx::grid_dim_x(), count)
     }
+}
 
-    /// Tiles `0..count` handed out in order to whichever block asks next, from a
-    /// [`TileQueueState`] in global memory. One thread per block asks for the block (and, where
-    /// the others work on the tile too, tells them which, through shared memory).
+/// Tiles `0..count` handed out in order to whichever block asks next, from a
+/// [`TileQueueState`] in global memory. One thread per block asks for the block (and, where
+/// the others work on the tile too, tells them which, through shared memory).
+///
+/// The first `None` a block receives retires it (`atom.acq_rel.gpu.global.add` on the
+/// retired count); the last block of the grid to retire sets the state back to zero, since
+/// every block has then taken its last tile.
+#[cfg(target_arch = "nvptx64")]
+pub struct TileQueue {
+    state: *mut TileQueueState,
+    count: u32,
+    retired: bool,
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl TileQueue {
+    /// The queue of `count` tiles kept at `state`.
     ///
-    /// The first `None` a block receives retires it (`atom.acq_rel.gpu.global.add` on the
-    /// retired count); the last block of the grid to retire sets the state back to zero, since
-    /// every block has then taken its last tile.
-    pub struct TileQueue {
-        state: *mut TileQueueState,
-        count: u32,
-        retired: bool,
-    }
-
-    impl TileQueue {
-        /// The queue of `count` tiles kept at `state`.
-        ///
-        /// # Safety
-        /// 1. `state` points to a [`TileQueueState`] in global memory that is zero when the
-        ///    launch starts and that nothing else touches during it.
-        /// 2. The grid is 1-D (`gridDim.y == gridDim.z == 1`), and in every block exactly one
-        ///    thread calls [`next`](TileSchedule::next), until it returns `None`, before the
-        ///    block exits (other threads may hold a queue but never call it) — else the state is
-        ///    not reset and the next launch on it hands out nothing.
-        /// 3. `count + gridDim.x <= 2^32`: the counter does not wrap (every block makes exactly
-        ///    one add that returns `count` or more; later calls do not touch the state).
-        #[inline(always)]
-        pub unsafe fn new(state: *mut TileQueueState, count: u32) -> TileQueue {
-            TileQueue {
-                state,
-                count,
-                retired: false,
-            }
-        }
-    }
-
-    impl TileSchedule for TileQueue {
-        /// The next tile in order (`atom.relaxed.gpu.global.add.u32`,
-        /// `ATOMG.E.ADD.STRONG.GPU`), or `None` once every tile is out.
-        #[inline(always)]
-        fn next(&mut self) -> Option<u32> {
-            if self.retired {
-                return None;
-            }
-            // SAFETY: a field address of the state (constructor contract 1); no access.
-            let next = unsafe { &raw mut (*self.state).next };
-            // SAFETY: `state` is the launch's queue state (constructor contract 1); only
-            // atomics touch `next` while blocks run.
-            let tile = unsafe { ptx::atom_add_relaxed_gpu(next, 1) };
-            if tile < self.count {
-                return Some(tile);
-            }
-            self.retired = true;
-            // SAFETY: as for `next`.
-            let retired = unsafe { &raw mut (*self.state).retired };
-            // SAFETY: as above. Acquire-release: the last block to retire sees every other
-            // block's last take of `next` before it resets it.
-            let before = unsafe { ptx::atom_add_acq_rel_gpu(retired, 1) };
-            if before + 1 == ptx::grid_dim_x() {
-                // SAFETY: every block has retired (contract 2): nothing else touches the state
-                // for the rest of the launch.
-                unsafe {
-                    ptx::st_relaxed_gpu(next, 0);
-                    ptx::st_relaxed_gpu(retired, 0);
-                }
-            }
-            None
+    /// # Safety
+    /// 1. `state` points to a [`TileQueueState`] in global memory that is zero when the
+    ///    launch starts and that nothing else touches during it.
+    /// 2. The grid is 1-D (`gridDim.y == gridDim.z == 1`), and in every block exactly one
+    ///    thread calls [`next`](TileSchedule::next), until it returns `None`, before the
+    ///    block exits (other threads may hold a queue but never call it) — else the state is
+    ///    not reset and the next launch on it hands out nothing.
+    /// 3. `count + gridDim.x <= 2^32`: the counter does not wrap (every block makes exactly
+    ///    one add that returns `count` or more; later calls do not touch the state).
+    #[inline(always)]
+    pub unsafe fn new(state: *mut TileQueueState, count: u32) -> TileQueue {
+        TileQueue {
+            state,
+            count,
+            retired: false,
         }
     }
 }
 
 #[cfg(target_arch = "nvptx64")]
-pub use device::TileQueue;
+impl TileSchedule for TileQueue {
+    /// The next tile in order (`atom.relaxed.gpu.global.add.u32`,
+    /// `ATOMG.E.ADD.STRONG.GPU`), or `None` once every tile is out.
+    #[inline(always)]
+    fn next(&mut self) -> Option<u32> {
+        if self.retired {
+            return None;
+        }
+        // SAFETY: a field address of the state (constructor contract 1); no access.
+        let next = unsafe { &raw mut (*self.state).next };
+        // SAFETY: `state` is the launch's queue state (constructor contract 1); only
+        // atomics touch `next` while blocks run.
+        let tile = unsafe { ptx::atom_add_relaxed_gpu(next, 1) };
+        if tile < self.count {
+            return Some(tile);
+        }
+        self.retired = true;
+        // SAFETY: as for `next`.
+        let retired = unsafe { &raw mut (*self.state).retired };
+        // SAFETY: as above. Acquire-release: the last block to retire sees every other
+        // block's last take of `next` before it resets it.
+        let before = unsafe { ptx::atom_add_acq_rel_gpu(retired, 1) };
+        if before + 1 == ptx::grid_dim_x() {
+            // SAFETY: every block has retired (contract 2): nothing else touches the state
+            // for the rest of the launch.
+            unsafe {
+                ptx::st_relaxed_gpu(next, 0);
+                ptx::st_relaxed_gpu(retired, 0);
+            }
+        }
+        None
+    }
+}
 
 #[cfg(test)]
 mod tests {

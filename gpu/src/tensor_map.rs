@@ -19,39 +19,14 @@
 //!   `.param .align 64` on that parameter (and fails the build if the parameter is not a
 //!   128-byte [`TensorMap`]).
 
+pub use crate::ptx::TensorMapRef;
+
 /// A tensor map as a kernel parameter: 128 opaque bytes encoded by the host
 /// (`CUtensorMap`). Declare the kernel parameter with this type, and take its address with
 /// [`tensor_map_param!`](crate::tensor_map_param) — never with `&`.
 #[repr(C, align(16))]
 pub struct TensorMap {
     _opaque: [u64; 16],
-}
-
-/// The generic address of a tensor map the copy engine may read (a kernel parameter): the
-/// `tensorMap` operand of `cp.async.bulk.tensor` and `prefetch.tensormap`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TensorMapRef {
-    addr: u64,
-}
-
-impl TensorMapRef {
-    /// The map at generic address `addr`.
-    ///
-    /// # Safety
-    /// `addr` is the generic address of a 64-byte aligned tensor map, valid (encoded by
-    /// `cuTensorMapEncodeTiled` for memory that outlives every copy through it) and visible to
-    /// the copy engine — a kernel parameter, or `.const` memory written before the launch.
-    /// [`tensor_map_param!`](crate::tensor_map_param) is the safe way to get one.
-    #[inline(always)]
-    pub const unsafe fn from_generic_address(addr: u64) -> TensorMapRef {
-        TensorMapRef { addr }
-    }
-
-    /// The generic address.
-    #[inline(always)]
-    pub const fn addr(self) -> u64 {
-        self.addr
-    }
 }
 
 /// The [`TensorMapRef`] of the kernel parameter `param`, the `index`-th (from 0) parameter of

@@ -8,8 +8,8 @@
 //! SASS: a bulk load is `UBLKCP.S.G`, a bulk store `UBLKCP.G.S`; the transaction-count
 //! operations are `SYNCS.ARRIVE.TRANS64.*` / `SYNCS.EXCH`-family instructions.
 
-use super::Shared;
-use crate::layout::Mbarrier;
+use super::objects::Mbarrier;
+use super::smem::Shared;
 use core::arch::asm;
 
 /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], bytes,

@@ -6,8 +6,8 @@
 //! SASS: a copy is `LDGSTS.E` (4 B), `LDGSTS.E.64`, `LDGSTS.E.128`, or `LDGSTS.E.BYPASS.128` for
 //! `.cg`; `commit_group` is `LDGDEPBAR`, `wait_group N` is `DEPBAR.LE SB0, N`.
 
-use super::Shared;
-use crate::layout::Mbarrier;
+use super::objects::Mbarrier;
+use super::smem::Shared;
 use core::arch::asm;
 
 /// `cp.async.ca.shared.global [dst], [src], BYTES;` — copies `BYTES` (4, 8 or 16, checked at

@@ -14,8 +14,8 @@
 //! `Shared::cast` / `add` are plain address arithmetic, so each contract requires an
 //! initialized (hence 8-byte aligned) mbarrier, and `mbarrier_init` an aligned slot.
 
-use super::Shared;
-use crate::layout::Mbarrier;
+use super::objects::Mbarrier;
+use super::smem::Shared;
 use core::arch::asm;
 
 /// `mbarrier.init.shared.b64 [bar], count;` — starts phase 0 expecting `count` arrivals

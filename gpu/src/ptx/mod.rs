@@ -10,34 +10,57 @@
 //!
 //! Functions are `unsafe` where a wrong argument is undefined behaviour (a bad address, a
 //! barrier that is not initialized); instructions that only wait or order are safe.
+//!
+//! The bottom of the library: nothing here uses a module above it. The instructions exist only
+//! in the device build; the objects they work on whose size the host needs ([`Mbarrier`])
+//! build for the host too.
 
+mod objects;
+pub use objects::*;
+
+#[cfg(target_arch = "nvptx64")]
 mod atomic;
 #[cfg(target_feature = "sm_90")]
 mod bulk;
+#[cfg(target_arch = "nvptx64")]
 mod cp_async;
+#[cfg(target_arch = "nvptx64")]
 mod global;
+#[cfg(target_arch = "nvptx64")]
 mod mbarrier;
+#[cfg(target_arch = "nvptx64")]
 mod smem;
+#[cfg(target_arch = "nvptx64")]
 mod sreg;
+#[cfg(target_arch = "nvptx64")]
 mod sync;
 #[cfg(target_feature = "sm_90")]
 mod tensor;
 
+#[cfg(target_arch = "nvptx64")]
 pub use atomic::*;
 #[cfg(target_feature = "sm_90")]
 pub use bulk::*;
+#[cfg(target_arch = "nvptx64")]
 pub use cp_async::*;
+#[cfg(target_arch = "nvptx64")]
 pub use global::*;
+#[cfg(target_arch = "nvptx64")]
 pub use mbarrier::*;
+#[cfg(target_arch = "nvptx64")]
 pub use smem::*;
+#[cfg(target_arch = "nvptx64")]
 pub use sreg::*;
+#[cfg(target_arch = "nvptx64")]
 pub use sync::*;
 #[cfg(target_feature = "sm_90")]
 pub use tensor::*;
 
+#[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 
 /// `trap;` — aborts the kernel; the launch reports an error to the host.
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub fn trap() -> ! {
     // SAFETY: `trap` ends the thread's execution; nothing after it runs.
@@ -45,6 +68,7 @@ pub fn trap() -> ! {
 }
 
 /// `fma.rn.f32 d, a, b, c;` — `a * b + c` with a single rounding.
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
     core::f32::math::mul_add(a, b, c)

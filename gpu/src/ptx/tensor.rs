@@ -10,10 +10,36 @@
 //! SASS: a tensor load is `UTMALDG.<rank>D`, a store `UTMASTG.<rank>D`, the prefetch
 //! `UTMACCTL.PF`.
 
-use super::Shared;
-use crate::layout::Mbarrier;
-use crate::tensor_map::TensorMapRef;
+use super::objects::Mbarrier;
+use super::smem::Shared;
 use core::arch::asm;
+
+/// The generic address of a tensor map the copy engine may read (a kernel parameter): the
+/// `tensorMap` operand of `cp.async.bulk.tensor` and `prefetch.tensormap`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMapRef {
+    addr: u64,
+}
+
+impl TensorMapRef {
+    /// The map at generic address `addr`.
+    ///
+    /// # Safety
+    /// `addr` is the generic address of a 64-byte aligned tensor map, valid (encoded by
+    /// `cuTensorMapEncodeTiled` for memory that outlives every copy through it) and visible to
+    /// the copy engine — a kernel parameter, or `.const` memory written before the launch.
+    /// [`tensor_map_param!`](crate::tensor_map_param) is the safe way to get one.
+    #[inline(always)]
+    pub const unsafe fn from_generic_address(addr: u64) -> TensorMapRef {
+        TensorMapRef { addr }
+    }
+
+    /// The generic address.
+    #[inline(always)]
+    pub const fn addr(self) -> u64 {
+        self.addr
+    }
+}
 
 mod sealed {
     pub trait Sealed {}

@@ -17,7 +17,8 @@ pub const SHARED_BYTES: u32 = STAGES * TILE * 4;
 #[cfg(target_arch = "nvptx64")]
 mod device {
     use super::{STAGES, TILE};
-    use gpu::memcpy_async::{AlignedSize, Block, memcpy_async_zfill};
+    use gpu::group::Block;
+    use gpu::memcpy_async::{AlignedSize, cp_async::memcpy_async_zfill};
     use gpu::pipeline::{Consumer, Producer, ThreadPipeline};
     use gpu::ptx;
     use gpu::shared::{Shared, dynamic_shared};

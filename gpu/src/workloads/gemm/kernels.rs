@@ -18,10 +18,11 @@
 //! [`GemmKernel::layout`]: super::GemmKernel::layout
 
 use super::shapes::{ALayout, BK, GemmStyle, GemmTile, LANES_M, LANES_N, REFERENCE_TILE};
+use crate::group::{Group, Threads, Warp};
 use crate::layout::{PipelineSharedState, StagedLayout};
-use crate::memcpy_async::{
-    Completion, GlobalTile, Group, Threads, TileShape, Unbound, Warp, memcpy_async_tile,
-    memcpy_async_tile_transposed,
+use crate::memcpy_async::completion::{Completion, Unbound};
+use crate::memcpy_async::cp_async::{
+    GlobalTile, TileShape, memcpy_async_tile, memcpy_async_tile_transposed,
 };
 use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
 use crate::ptx;
@@ -29,7 +30,7 @@ use crate::shared::Shared;
 use crate::workloads::Quad;
 #[cfg(target_feature = "sm_90")]
 use crate::{
-    memcpy_async::{AlignedSize, memcpy_async_tensor},
+    memcpy_async::{AlignedSize, bulk::memcpy_async_tensor},
     pipeline::BulkPipeline,
     tensor_map::TensorMapRef,
 };

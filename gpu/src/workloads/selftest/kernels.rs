@@ -7,16 +7,16 @@
 //! `n` floats and `dst` `output_len(n)` floats, both 16-byte aligned; `n` a multiple of
 //! [`TILE_FLOATS`] unless the form accepts ragged input.
 
-use super::{
+use super::shapes::{
     BARRIER_FORM_BUFFERS, BARRIER_OPS_OUTPUTS, BARRIER_OPS_POLLS, BARRIER_OPS_THREADS,
     BarrierObservation, CopyForm, HANG_THREADS, TILE_BYTES, TILE_FLOATS,
 };
 use crate::barrier::{ArrivalToken, Barrier};
+use crate::group::{Block, Warp};
 use crate::layout::{Mbarrier, PipelineSharedState};
-use crate::memcpy_async::{
-    AlignedSize, Block, Completion, Uncounted, Warp, memcpy_async, memcpy_async_group,
-    memcpy_async_zfill,
-};
+use crate::memcpy_async::AlignedSize;
+use crate::memcpy_async::completion::{Completion, Uncounted};
+use crate::memcpy_async::cp_async::{memcpy_async, memcpy_async_group, memcpy_async_zfill};
 use crate::pipeline::{
     BlockPipeline, BlockProducer, Consumer, Producer, ProducerStage, ThreadPipeline,
 };
@@ -436,13 +436,14 @@ pub unsafe fn barrier_uncounted(src: *const f32, dst: *mut f32, n: u32) {
 
 /// [`CopyForm::BulkBarrier`] (sm_90): thread 0 copies each tile with one bulk copy bound to
 /// the tile's barrier — expecting its bytes, or with `ARRIVING` also arriving
-/// ([`Arriving`](crate::memcpy_async::Arriving)), so the barrier then expects one arrival more.
+/// ([`Arriving`](crate::memcpy_async::completion::Arriving)), so the barrier then expects one
+/// arrival more.
 ///
 /// # Safety
 /// The self-test's launch contract (module docs).
 #[cfg(target_feature = "sm_90")]
 pub unsafe fn bulk_barrier<const ARRIVING: bool>(src: *const f32, dst: *mut f32, n: u32) {
-    use crate::memcpy_async::{Arriving, memcpy_async_bulk};
+    use crate::memcpy_async::{bulk::memcpy_async_bulk, completion::Arriving};
     const TILE: AlignedSize<16> = AlignedSize::of(TILE_BYTES);
     let t = ptx::thread_idx_x();
     let expected = |threads: u32| if ARRIVING { threads + 1 } else { threads };

@@ -3,7 +3,8 @@
 //! `shared_bytes` of dynamic shared memory; any 1-D grid.
 
 use super::StreamKernel;
-use crate::memcpy_async::{AlignedSize, Block, Group, memcpy_async_zfill};
+use crate::group::{Block, Group};
+use crate::memcpy_async::{AlignedSize, cp_async::memcpy_async_zfill};
 use crate::pipeline::{Consumer, Producer, ThreadPipeline};
 use crate::ptx;
 use crate::schedule::{GridStride, TileQueue, TileQueueState, TileSchedule};
@@ -11,10 +12,10 @@ use crate::shared::dynamic_shared;
 use crate::workloads::Quad;
 #[cfg(target_feature = "sm_90")]
 use crate::{
-    memcpy_async::{
-        BulkCompletion, memcpy_async_bulk, memcpy_async_tensor, store_async_bulk,
-        store_async_tensor,
+    memcpy_async::bulk::{
+        memcpy_async_bulk, memcpy_async_tensor, store_async_bulk, store_async_tensor,
     },
+    memcpy_async::completion::BulkCompletion,
     pipeline::BulkPipeline,
     shared::Shared,
     tensor_map::{TensorMap, TensorMapRef},

@@ -22,10 +22,11 @@
 use super::shapes::TENSOR_STEPS;
 use super::shapes::{M, N, Style, WARP_SIZE, shared_layout};
 use crate::barrier::Barrier;
+use crate::group::Warp;
 use crate::layout::{Mbarrier, PipelineSharedState};
-use crate::memcpy_async::{
-    AlignedSize, Completion, Unbound, Warp, memcpy_async, memcpy_async_group,
-};
+use crate::memcpy_async::AlignedSize;
+use crate::memcpy_async::completion::{Completion, Unbound};
+use crate::memcpy_async::cp_async::{memcpy_async, memcpy_async_group};
 use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
 use crate::pipeline_state::PipelineState;
 use crate::ptx;
@@ -33,7 +34,7 @@ use crate::shared::Shared;
 use crate::workloads::Quad;
 #[cfg(target_feature = "sm_90")]
 use crate::{
-    memcpy_async::{memcpy_async_bulk, memcpy_async_tensor},
+    memcpy_async::bulk::{memcpy_async_bulk, memcpy_async_tensor},
     pipeline::BulkPipeline,
     tensor_map::TensorMapRef,
 };
