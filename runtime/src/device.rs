@@ -6,8 +6,8 @@
 //! runs its GPU-less commands anywhere; asking for a GPU where there is no driver is one
 //! clear error ([`GpuError::NoDriver`]).
 
+use crate::args::{ArgList, LastLaunch, LaunchConfig};
 use crate::error::{Context as _, GpuError, describe};
-use crate::launch::{ArgList, Kernel, LastLaunch, LaunchConfig, Params};
 use cudarc::driver::sys::{self, CUdevice_attribute};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError,
@@ -303,14 +303,9 @@ impl Gpu {
         ptr
     }
 
-    /// The kernel `name` of the loaded module, resolved once, with the parameter types `P`
-    /// (see [`Kernel::launch`] for what `P` must match).
-    pub fn kernel<P: Params>(&self, name: &'static str) -> Result<Kernel<P>, GpuError> {
-        let function = self
-            .module
-            .load_function(name)
-            .during(|| format!("finding kernel `{name}` in the {} module", self.info.arch))?;
-        Ok(Kernel::new(name, function))
+    /// The loaded module (for [`Gpu::kernel`]).
+    pub(crate) fn module(&self) -> &Arc<CudaModule> {
+        &self.module
     }
 
     /// Notes a launch for the watchdog's report.
@@ -453,7 +448,7 @@ pub struct Timer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::KernelArg;
+    use crate::args::KernelArg;
 
     #[test]
     fn arch_follows_compute_capability() {

@@ -4,91 +4,16 @@
 //! not compile. [`Gpu::kernel`] resolves a kernel once; [`Kernel::launch`] is the one path every
 //! launch takes.
 
+use crate::args::{ArgList, KernelArg, LaunchConfig};
 use crate::device::Gpu;
 use crate::error::{Context as _, GpuError};
 use crate::tensor_map::TensorMap;
-use cudarc::driver::sys::{self, CUfunction_attribute};
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{
     CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig as CudaLaunchConfig, PushKernelArg,
 };
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
-
-/// Grid, block and dynamic shared memory of a launch (one-dimensional blocks; a one- or
-/// two-dimensional grid).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchConfig {
-    pub grid: (u32, u32),
-    pub threads: u32,
-    pub shared_bytes: u32,
-}
-
-impl LaunchConfig {
-    /// `blocks` blocks of `threads` threads in one dimension.
-    pub const fn linear(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
-        LaunchConfig {
-            grid: (blocks, 1),
-            threads,
-            shared_bytes,
-        }
-    }
-}
-
-/// One kernel argument as it is passed (and as the watchdog's report shows it).
-// A launch's few arguments live in a short array for one call; a map is passed by value, so it
-// is held by value here too.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum KernelArg {
-    /// A device address (`*const T` / `*mut T` in the kernel's signature).
-    Ptr(sys::CUdeviceptr),
-    /// A `u32`.
-    U32(u32),
-    /// An `f32`.
-    F32(f32),
-    /// A tensor map, by value.
-    TensorMap(TensorMap),
-}
-
-/// The most parameters a kernel declared through [`Params`] takes.
-pub const MAX_PARAMS: usize = 8;
-
-/// The arguments of one launch, by value, in a fixed array (no allocation on the launch path).
-#[derive(Clone, Copy, Debug)]
-pub struct ArgList {
-    args: [KernelArg; MAX_PARAMS],
-    len: usize,
-}
-
-impl ArgList {
-    /// No arguments.
-    pub const fn new() -> ArgList {
-        ArgList {
-            args: [KernelArg::U32(0); MAX_PARAMS],
-            len: 0,
-        }
-    }
-
-    /// Appends `arg`.
-    ///
-    /// # Panics
-    /// Past [`MAX_PARAMS`] arguments (a [`Params`] tuple has at most that many).
-    pub fn push(&mut self, arg: KernelArg) {
-        self.args[self.len] = arg;
-        self.len += 1;
-    }
-
-    /// The arguments, in order.
-    pub fn as_slice(&self) -> &[KernelArg] {
-        &self.args[..self.len]
-    }
-}
-
-impl Default for ArgList {
-    fn default() -> Self {
-        ArgList::new()
-    }
-}
 
 /// A kernel parameter type as the device code declares it, and what the host passes for it.
 pub trait Param {
@@ -174,6 +99,18 @@ params_for_tuples! {
 /// The default dynamic shared-memory limit of a kernel; more needs an opt-in per kernel.
 const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
+impl Gpu {
+    /// The kernel `name` of the loaded module, resolved once, with the parameter types `P`
+    /// (see [`Kernel::launch`] for what `P` must match).
+    pub fn kernel<P: Params>(&self, name: &'static str) -> Result<Kernel<P>, GpuError> {
+        let function = self
+            .module()
+            .load_function(name)
+            .during(|| format!("finding kernel `{name}` in the {} module", self.info().arch))?;
+        Ok(Kernel::new(name, function))
+    }
+}
+
 /// A kernel of the loaded module, resolved once ([`Gpu::kernel`]), with the parameter types
 /// `P` its device code declares.
 pub struct Kernel<P: Params> {
@@ -185,7 +122,7 @@ pub struct Kernel<P: Params> {
 }
 
 impl<P: Params> Kernel<P> {
-    pub(crate) fn new(name: &'static str, function: CudaFunction) -> Kernel<P> {
+    fn new(name: &'static str, function: CudaFunction) -> Kernel<P> {
         Kernel {
             name,
             function,
@@ -260,82 +197,5 @@ impl<P: Params> Kernel<P> {
         self.max_dynamic_shared
             .fetch_max(shared_bytes, Ordering::Relaxed);
         Ok(())
-    }
-}
-
-/// The last launch, for the watchdog's report (recorded by value: no allocation per launch;
-/// described only on a hang).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct LastLaunch {
-    launch: Option<(&'static str, LaunchConfig, ArgList)>,
-}
-
-impl LastLaunch {
-    pub(crate) fn record(&mut self, name: &'static str, config: LaunchConfig, args: ArgList) {
-        self.launch = Some((name, config, args));
-    }
-
-    pub(crate) fn describe(&self) -> String {
-        match &self.launch {
-            None => "none".into(),
-            Some((name, c, args)) => format!(
-                "`{name}` ({} x {} blocks of {} threads, {} B dynamic shared memory, parameters {})",
-                c.grid.0,
-                c.grid.1,
-                c.threads,
-                c.shared_bytes,
-                describe_args(args.as_slice())
-            ),
-        }
-    }
-}
-
-/// Kernel arguments as the watchdog's report shows them.
-fn describe_args(args: &[KernelArg]) -> String {
-    let each: Vec<String> = args
-        .iter()
-        .map(|a| match a {
-            KernelArg::Ptr(p) => format!("{p:#x}"),
-            KernelArg::U32(v) => v.to_string(),
-            KernelArg::F32(v) => format!("{v:?}"),
-            KernelArg::TensorMap(m) => format!("{m:?}"),
-        })
-        .collect();
-    format!("({})", each.join(", "))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_last_launch_is_described_with_its_geometry_and_arguments() {
-        let mut last = LastLaunch::default();
-        assert_eq!(last.describe(), "none");
-        let mut args = ArgList::new();
-        args.push(KernelArg::Ptr(0x7f00));
-        args.push(KernelArg::U32(5));
-        args.push(KernelArg::F32(1.5));
-        last.record("k", LaunchConfig::linear(3, 32, 1024), args);
-        assert_eq!(
-            last.describe(),
-            "`k` (3 x 1 blocks of 32 threads, 1024 B dynamic shared memory, parameters \
-             (0x7f00, 5, 1.5))"
-        );
-        // A later launch replaces the record.
-        last.record("j", LaunchConfig::linear(1, 64, 0), ArgList::new());
-        assert_eq!(
-            last.describe(),
-            "`j` (1 x 1 blocks of 64 threads, 0 B dynamic shared memory, parameters ())"
-        );
-    }
-
-    #[test]
-    #[should_panic]
-    fn an_arg_list_refuses_more_than_its_capacity() {
-        let mut args = ArgList::new();
-        for i in 0..=MAX_PARAMS as u32 {
-            args.push(KernelArg::U32(i));
-        }
     }
 }

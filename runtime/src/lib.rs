@@ -6,7 +6,8 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`device`] | [`Gpu`]: the context, the cubin-or-PTX module choice ([`Module`]), device memory, the watchdog on every wait, event timing |
-//! | [`launch`] | typed launches: [`Kernel`] resolved once, [`Params`] tuples of device parameter types deciding what the host passes, [`LaunchConfig`] |
+//! | [`args`] | what a launch passes, by value: [`LaunchConfig`], [`KernelArg`]; the record the watchdog reports |
+//! | [`launch`] | typed launches: [`Kernel`] resolved once ([`Gpu::kernel`]), [`Params`] tuples of device parameter types deciding what the host passes |
 //! | [`tensor_map`] | [`TensorMapBuilder`](tensor_map::TensorMapBuilder): `cuTensorMapEncodeTiled` with every documented rule checked first |
 //! | [`blas`] | [`Blas`](blas::Blas): a cuBLAS handle on the GPU's stream |
 //! | [`error`] | [`GpuError`]: one line on what failed and what was being done |
@@ -30,6 +31,7 @@
 //! # }
 //! ```
 
+pub mod args;
 pub mod blas;
 pub mod device;
 pub mod error;
@@ -40,5 +42,6 @@ pub mod tensor_map;
 pub use cudarc;
 pub use device::{DEFAULT_TIME_LIMIT, DeviceCode, Gpu, GpuInfo, Module, Timer, check_fits};
 pub use error::{Context, GpuError, describe};
-pub use launch::{Kernel, KernelArg, LaunchConfig, Param, Params, TensorMapParam};
+pub use args::{KernelArg, LaunchConfig};
+pub use launch::{Kernel, Param, Params, TensorMapParam};
 pub use ptx_builder::Arch;
