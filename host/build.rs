@@ -1,10 +1,10 @@
 //! Builds the device code (the `gpu` crate with its workloads) for every arch through the
 //! same builder as `cargo xtask build-ptx`, so `cargo run -p host` never runs with missing or
-//! stale PTX. The PTX is embedded in the host binary (`GPU_PTX_SM_80`, `GPU_PTX_SM_90`), and
-//! so is each module assembled by NVIDIA's ptxas where it is found (`GPU_CUBIN_SM_80`,
-//! `GPU_CUBIN_SM_90`; an empty file where not): a GPU of that arch then loads the machine
-//! code as it is, instead of compiling the PTX at first load (about 30 s for these modules on
-//! an H200 without the driver's cache).
+//! stale PTX. The PTX is embedded in the host binary, and so is each module assembled by
+//! NVIDIA's ptxas where it is found: a GPU of that arch then loads the machine code as it is,
+//! instead of compiling the PTX at first load (about 30 s for these modules on an H200 without
+//! the driver's cache). `$OUT_DIR/modules.rs` lists one `gpu_runtime::Module` per arch of
+//! `ptx_builder::Arch::ALL`, for `src/device_code.rs` to include.
 
 use ptx_builder::PtxArtifact;
 use ptx_builder::nvtools::{self, Tool};
@@ -30,7 +30,7 @@ fn main() {
         );
     }
     // ptxas takes about half a minute per module: both archs at once.
-    let cubins: Vec<PathBuf> = std::thread::scope(|scope| {
+    let cubins: Vec<Option<PathBuf>> = std::thread::scope(|scope| {
         let jobs: Vec<_> = artifacts
             .iter()
             .map(|artifact| scope.spawn(|| embedded_cubin(ptxas.as_deref(), artifact)))
@@ -39,38 +39,48 @@ fn main() {
             .map(|job| job.join().expect("the ptxas thread panicked"))
             .collect()
     });
+    let mut modules = String::from(
+        "/// Every module the host carries, one per arch.\npub const MODULES: &[gpu_runtime::Module] = &[\n",
+    );
     for (artifact, cubin) in artifacts.iter().zip(cubins) {
         for warning in &artifact.warnings {
             println!("cargo:warning=device code ({}): {warning}", artifact.arch);
         }
-        let arch = artifact.arch.name().to_uppercase();
-        println!("cargo:rustc-env=GPU_PTX_{arch}={}", artifact.path.display());
-        println!("cargo:rustc-env=GPU_CUBIN_{arch}={}", cubin.display());
+        let cubin = match cubin {
+            Some(cubin) => format!("Some(include_bytes!({:?}))", cubin.display().to_string()),
+            None => "None".to_string(),
+        };
+        modules.push_str(&format!(
+            "    gpu_runtime::Module {{ arch: ptx_builder::Arch::{:?}, ptx: include_str!({:?}), cubin: {cubin} }},\n",
+            artifact.arch,
+            artifact.path.display().to_string(),
+        ));
+    }
+    modules.push_str("];\n");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    if let Err(err) = std::fs::write(out.join("modules.rs"), modules) {
+        eprintln!("error: writing modules.rs: {err}");
+        std::process::exit(1);
     }
 }
 
-/// The file to embed as `artifact`'s cubin: its assembly by `ptxas` (current, or made now), or
-/// an empty file when there is no ptxas or it refused the PTX (said as a warning: the host
-/// then loads the PTX, and `cargo xtask build-ptx` shows ptxas's error).
-fn embedded_cubin(ptxas: Option<&Path>, artifact: &PtxArtifact) -> PathBuf {
+/// `artifact`'s cubin to embed: its assembly by `ptxas` (current, or made now), or none when
+/// there is no ptxas or it refused the PTX (said as a warning: the host then loads the PTX, and
+/// `cargo xtask build-ptx` shows ptxas's error).
+fn embedded_cubin(ptxas: Option<&Path>, artifact: &PtxArtifact) -> Option<PathBuf> {
     let cubin = artifact.path.with_extension("cubin");
-    if let Some(ptxas) = ptxas {
-        match nvtools::assemble_if_changed(ptxas, &artifact.path, artifact.arch, &cubin) {
-            Ok(_) => return cubin,
-            Err(err) => println!(
+    match nvtools::assemble_if_changed(ptxas?, &artifact.path, artifact.arch, &cubin) {
+        Ok(_) => Some(cubin),
+        Err(err) => {
+            println!(
                 "cargo:warning=ptxas did not assemble the {} PTX, so the host carries PTX only: \
                  {}",
                 artifact.arch,
                 first_line(&format!("{err:#}"))
-            ),
+            );
+            None
         }
     }
-    let none = artifact.path.with_extension("no-cubin");
-    if let Err(err) = std::fs::write(&none, b"") {
-        eprintln!("error: writing {}: {err}", none.display());
-        std::process::exit(1);
-    }
-    none
 }
 
 fn first_line(text: &str) -> &str {
