@@ -9,6 +9,7 @@
 //! - [`ptx_text`]: splits a PTX module into kernels and their instructions.
 
 pub mod build;
+pub mod fingerprint;
 pub mod nvtools;
 pub mod ptx_text;
 
