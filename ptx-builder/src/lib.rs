@@ -17,46 +17,82 @@ pub use build::{CudaBuilder, PtxArtifact};
 
 use std::path::PathBuf;
 
-/// A GPU architecture the project emits PTX for.
-///
-/// `cp.async` and `mbarrier` need sm_80; `mbarrier.try_wait` needs sm_90, so the device code
-/// picks its wait loop with `cfg(target_feature = "sm_90")` and each arch gets its own PTX.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Arch {
-    Sm80,
-    Sm90,
+/// Declares the architectures, one line each: the variant, the name `-C target-cpu`,
+/// `ptxas -arch` and PTX's `.target` use, the compute capability its code needs, and why the
+/// project builds for it. Everything else about an arch is derived from this table.
+macro_rules! archs {
+    ($($variant:ident = $name:literal, compute ($major:literal, $minor:literal): $why:literal;)*) => {
+        /// A GPU architecture the project emits PTX for (see [`Arch::ALL`]).
+        ///
+        /// `cp.async` and `mbarrier` need sm_80; `mbarrier.try_wait` and the copy engine need
+        /// sm_90, so the device code picks its forms with `cfg(target_feature = "sm_90")` and
+        /// each arch gets its own PTX.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Arch {
+            $(#[doc = $why] $variant,)*
+        }
+
+        /// Every arch's facts, in [`Arch`] order.
+        const SPECS: &[ArchSpec] = &[
+            $(ArchSpec { arch: Arch::$variant, name: $name, compute: ($major, $minor) },)*
+        ];
+    };
+}
+
+archs! {
+    Sm80 = "sm_80", compute (8, 0): "Ampere and later: `cp.async`, `mbarrier` with `test_wait` loops.";
+    Sm90 = "sm_90", compute (9, 0): "Hopper and later: `mbarrier.try_wait`, bulk and tensor copies (TMA).";
+}
+
+/// One row of the arch table.
+struct ArchSpec {
+    arch: Arch,
+    name: &'static str,
+    /// The compute capability the arch's code needs.
+    compute: (u32, u32),
 }
 
 impl Arch {
-    pub const ALL: [Arch; 2] = [Arch::Sm80, Arch::Sm90];
+    /// Every arch, oldest first.
+    pub const ALL: [Arch; SPECS.len()] = {
+        let mut all = [Arch::Sm80; SPECS.len()];
+        let mut i = 0;
+        while i < SPECS.len() {
+            all[i] = SPECS[i].arch;
+            i += 1;
+        }
+        all
+    };
+
+    fn spec(self) -> &'static ArchSpec {
+        &SPECS[self as usize]
+    }
 
     /// The name used by `-C target-cpu`, `ptxas -arch` and PTX's `.target`.
     pub fn name(self) -> &'static str {
-        match self {
-            Arch::Sm80 => "sm_80",
-            Arch::Sm90 => "sm_90",
-        }
+        self.spec().name
     }
 
     /// The major compute capability whose GPUs run machine code assembled for this arch
     /// (SASS is compatible within a major version, from the minor it was made for up).
     pub fn major_version(self) -> u32 {
-        match self {
-            Arch::Sm80 => 8,
-            Arch::Sm90 => 9,
-        }
+        self.spec().compute.0
     }
 
-    /// The PTX to load on a GPU of compute capability `major.minor`.
-    ///
-    /// 8.x gets sm_80 PTX; 9.x gets sm_90 PTX; later GPUs also get sm_90 PTX, which the driver
-    /// compiles for them (PTX is forward compatible). Below 8.0 there is no `cp.async`.
-    pub fn for_compute_capability(major: u32, _minor: u32) -> Option<Arch> {
-        match major {
-            0..=7 => None,
-            8 => Some(Arch::Sm80),
-            _ => Some(Arch::Sm90),
-        }
+    /// The compute capability this arch's code needs, as `(major, minor)`.
+    pub fn compute_capability(self) -> (u32, u32) {
+        self.spec().compute
+    }
+
+    /// The PTX to load on a GPU of compute capability `major.minor`: the newest arch it
+    /// meets. 8.x gets sm_80 PTX; 9.x gets sm_90 PTX; later GPUs also get sm_90 PTX, which
+    /// the driver compiles for them (PTX is forward compatible). Below 8.0 there is no
+    /// `cp.async`.
+    pub fn for_compute_capability(major: u32, minor: u32) -> Option<Arch> {
+        Arch::ALL
+            .into_iter()
+            .rev()
+            .find(|a| a.compute_capability() <= (major, minor))
     }
 
     pub fn from_name(name: &str) -> Option<Arch> {
@@ -100,6 +136,21 @@ mod tests {
         assert_eq!(Arch::for_compute_capability(9, 0), Some(Arch::Sm90));
         assert_eq!(Arch::for_compute_capability(10, 0), Some(Arch::Sm90));
         assert_eq!(Arch::for_compute_capability(12, 0), Some(Arch::Sm90));
+    }
+
+    #[test]
+    fn the_table_is_in_variant_order_and_oldest_first() {
+        for (i, arch) in Arch::ALL.into_iter().enumerate() {
+            assert_eq!(arch as usize, i);
+            assert!(arch.name().starts_with("sm_"));
+        }
+        assert!(
+            Arch::ALL
+                .windows(2)
+                .all(|w| w[0].compute_capability() < w[1].compute_capability())
+        );
+        assert_eq!(Arch::Sm90.compute_capability(), (9, 0));
+        assert_eq!(Arch::Sm80.major_version(), 8);
     }
 
     #[test]
