@@ -19,11 +19,14 @@
 //!   `.param .align 64` on that parameter (and fails the build if the parameter is not a
 //!   128-byte [`TensorMap`]).
 
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 pub use crate::ptx::TensorMapRef;
 
 /// A tensor map as a kernel parameter: 128 opaque bytes encoded by the host
 /// (`CUtensorMap`). Declare the kernel parameter with this type, and take its address with
-/// [`tensor_map_param!`](crate::tensor_map_param) — never with `&`.
+/// [`tensor_map_param!`](crate::tensor_map_param) — never with `&`. The type exists on every
+/// target, so that a kernel's declared parameter types ([`crate::kernel::EntryPoint`]) do;
+/// only the sm_90 device code can use one.
 #[repr(C, align(16))]
 pub struct TensorMap {
     _opaque: [u64; 16],
@@ -46,6 +49,7 @@ pub struct TensorMap {
 /// `// tensor-map-param copy_tiles 0` line by which `ptx-builder` aligns the parameter to 64
 /// bytes. A wrong `kernel` (the code is not inside it) fails in ptxas (unknown symbol); a
 /// wrong `index` fails in `ptx-builder` (that parameter is not 128 bytes).
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 #[macro_export]
 macro_rules! tensor_map_param {
     ($kernel:path, $index:literal, $param:ident) => {{

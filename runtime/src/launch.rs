@@ -12,6 +12,7 @@ use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{
     CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig as CudaLaunchConfig, PushKernelArg,
 };
+use gpu::kernel::EntryPoint;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -23,15 +24,41 @@ pub trait Param {
     fn kernel_arg(arg: &Self::Arg<'_>, gpu: &Gpu) -> KernelArg;
 }
 
-impl<T: DeviceRepr + 'static> Param for *const T {
-    type Arg<'a> = &'a CudaSlice<T>;
+/// What a kernel's pointer parameter may point to, and the element of the host buffer that
+/// holds it.
+///
+/// # Safety
+/// A buffer of `Stored` elements must be laid out as the device type expects to find it.
+pub unsafe trait DeviceElement {
+    /// The host buffer's element.
+    type Stored: DeviceRepr + 'static;
+}
+
+macro_rules! stored_as_itself {
+    ($($t:ty),*) => {$(
+        // SAFETY: the same type on both sides.
+        unsafe impl DeviceElement for $t {
+            type Stored = $t;
+        }
+    )*};
+}
+
+stored_as_itself!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
+
+// SAFETY: a `TileQueueState` is `TileQueueState::WORDS` consecutive `u32`s.
+unsafe impl DeviceElement for gpu::schedule::TileQueueState {
+    type Stored = u32;
+}
+
+impl<T: DeviceElement> Param for *const T {
+    type Arg<'a> = &'a CudaSlice<T::Stored>;
     fn kernel_arg(arg: &Self::Arg<'_>, gpu: &Gpu) -> KernelArg {
         KernelArg::Ptr(arg.device_ptr(gpu.stream()).0)
     }
 }
 
-impl<T: DeviceRepr + 'static> Param for *mut T {
-    type Arg<'a> = &'a mut CudaSlice<T>;
+impl<T: DeviceElement> Param for *mut T {
+    type Arg<'a> = &'a mut CudaSlice<T::Stored>;
     fn kernel_arg(arg: &Self::Arg<'_>, gpu: &Gpu) -> KernelArg {
         KernelArg::Ptr(arg.device_ptr(gpu.stream()).0)
     }
@@ -53,9 +80,7 @@ impl Param for f32 {
 
 /// A tensor map parameter (`gpu::tensor_map::TensorMap` on the device, `__grid_constant__
 /// const CUtensorMap` in CUDA C++): the host passes an encoded [`TensorMap`].
-pub enum TensorMapParam {}
-
-impl Param for TensorMapParam {
+impl Param for gpu::tensor_map::TensorMap {
     type Arg<'a> = &'a TensorMap;
     fn kernel_arg(arg: &&TensorMap, _: &Gpu) -> KernelArg {
         KernelArg::TensorMap(**arg)
@@ -100,8 +125,14 @@ params_for_tuples! {
 const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
 impl Gpu {
+    /// The kernel `entry` declares, resolved once in the loaded module.
+    pub fn entry_point<P: Params>(&self, entry: EntryPoint<P>) -> Result<Kernel<P>, GpuError> {
+        self.kernel(entry.name())
+    }
+
     /// The kernel `name` of the loaded module, resolved once, with the parameter types `P`
-    /// (see [`Kernel::launch`] for what `P` must match).
+    /// (see [`Kernel::launch`] for what `P` must match; [`Gpu::entry_point`] is the form
+    /// that cannot get them wrong).
     pub fn kernel<P: Params>(&self, name: &'static str) -> Result<Kernel<P>, GpuError> {
         let function = self
             .module()
@@ -139,8 +170,9 @@ impl<P: Params> Kernel<P> {
     /// Queues one launch on `gpu`'s stream: the one path every kernel launch takes.
     ///
     /// # Safety
-    /// 1. The kernel's entry point declares exactly the parameter types `P` (the typed
-    ///    declaration that produced `P` guarantees it; a name resolved by hand must be checked).
+    /// 1. The kernel's entry point declares exactly the parameter types `P` (an
+    ///    [`EntryPoint`] made by `gpu::kernel!` guarantees it; a name resolved by hand with
+    ///    [`Gpu::kernel`] must be checked).
     /// 2. The arguments meet the kernel's documented launch contract: every buffer holds what
     ///    the kernel reads and writes at these values, aligned as it requires; every tensor map
     ///    describes its matrix with the boxes the kernel copies.

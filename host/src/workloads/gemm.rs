@@ -18,7 +18,7 @@ use gpu::workloads::gemm::{
 use gpu_runtime::blas::{Blas, sys as cublas};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
-use gpu_runtime::{Gpu, Kernel, LaunchConfig, TensorMapParam};
+use gpu_runtime::{Gpu, Kernel, LaunchConfig};
 use ptx_builder::Arch;
 use std::fmt;
 use std::sync::LazyLock;
@@ -232,9 +232,23 @@ impl Workload for Gemm {
 /// The GEMM kernels' parameters: `(a, b, c, m, n, k)` with A and B as pointers.
 type Pointers = (*const f32, *const f32, *mut f32, u32, u32, u32);
 /// The tensor-copy family's: tensor maps of A and B.
-type TensorMaps2 = (TensorMapParam, TensorMapParam, *mut f32, u32, u32, u32);
+type TensorMaps2 = (
+    gpu::tensor_map::TensorMap,
+    gpu::tensor_map::TensorMap,
+    *mut f32,
+    u32,
+    u32,
+    u32,
+);
 /// The tensor-copy-B family's: A as a pointer, a tensor map of B.
-type TensorMapB = (*const f32, TensorMapParam, *mut f32, u32, u32, u32);
+type TensorMapB = (
+    *const f32,
+    gpu::tensor_map::TensorMap,
+    *mut f32,
+    u32,
+    u32,
+    u32,
+);
 /// The reference kernel's: C in `f64`.
 type Reference = (*const f32, *const f32, *mut f64, u32, u32, u32);
 

@@ -10,7 +10,7 @@ use gpu::schedule::TileQueueState;
 use gpu::workloads::stream::{STREAM_KERNELS, StreamKernel, StreamStyle, TensorView};
 use gpu_runtime::cudarc::driver::{CudaSlice, sys};
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
-use gpu_runtime::{Context as _, Gpu, Kernel, LaunchConfig, TensorMapParam};
+use gpu_runtime::{Context as _, Gpu, Kernel, LaunchConfig};
 use ptx_builder::Arch;
 use std::fmt;
 use std::sync::LazyLock;
@@ -194,7 +194,12 @@ impl Workload for Stream {
 type Pointers = (*const f32, *mut f32, u32);
 type PointersQueued = (*const f32, *mut f32, u32, *mut u32);
 /// The tensor kernels': maps of x and y in place of the pointers.
-type TensorMapsQueued = (TensorMapParam, TensorMapParam, u32, *mut u32);
+type TensorMapsQueued = (
+    gpu::tensor_map::TensorMap,
+    gpu::tensor_map::TensorMap,
+    u32,
+    *mut u32,
+);
 
 /// A stream kernel resolved once, with its parameter types.
 enum StreamEntry {

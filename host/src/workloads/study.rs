@@ -7,7 +7,7 @@ use anyhow::{Context as _, Result, ensure};
 use gpu::workloads::study::{M, MAX_K, N, STUDY_KERNELS, StudyKernel, Style, TENSOR_STEPS};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
-use gpu_runtime::{Gpu, Kernel, LaunchConfig, TensorMapParam};
+use gpu_runtime::{Gpu, Kernel, LaunchConfig};
 use ptx_builder::Arch;
 use std::fmt;
 
@@ -144,7 +144,7 @@ impl Workload for Study {
 /// The study kernels' parameters: `(a, b, c, k)`.
 type Pointers = (*const f32, *const f32, *mut f32, u32);
 /// The tensor style's: a tensor map of A in place of `a`.
-type TensorMapA = (TensorMapParam, *const f32, *mut f32, u32);
+type TensorMapA = (gpu::tensor_map::TensorMap, *const f32, *mut f32, u32);
 
 /// A study kernel resolved once, with its parameter types.
 enum StudyEntry {
