@@ -246,15 +246,47 @@ impl<const STAGES: usize> Consumer for ThreadConsumer<'_, STAGES> {
 /// read with the copy before it (6 errors per warp-specialized study kernel on an H200; 0
 /// with the first pass skipped). The skip costs a counter and a branch that the compiler
 /// peels off the steady-state loop.)
-pub struct BlockPipeline<const STAGES: usize> {
+///
+/// # What completes a stage: the kind `K`
+///
+/// `K` ([`FullArrival`]) is fixed by the constructor and says what completes `full[s]`: the
+/// producers' `cp.async` copies alone ([`CpAsyncOnly`], the default), those and the bytes of
+/// bulk or tensor copies ([`CpAsyncAndBulk`], sm_90), or bulk copies alone ([`BulkOnly`]: a
+/// [`BulkPipeline`]). The copy engine may only complete an mbarrier whose initialization was
+/// fenced for it (`fence.mbarrier_init`), which only the last two kinds' constructors do; so a
+/// bulk or tensor copy into a stage of a `CpAsyncOnly` pipeline does not compile — its stage is
+/// no [`BulkCompletion`](crate::memcpy_async::completion::BulkCompletion):
+///
+/// ```compile_fail,E0277
+/// # #![no_std]
+/// # use gpu::layout::PipelineSharedState;
+/// # use gpu::memcpy_async::{AlignedSize, bulk::memcpy_async_bulk};
+/// # use gpu::pipeline::{BlockPipeline, Producer};
+/// # use gpu::shared::Shared;
+/// unsafe fn fill(barriers: Shared<PipelineSharedState<2>>, dst: Shared<u8>, src: *const u8) {
+///     // Not fenced for the copy engine: a `BlockPipeline<2, CpAsyncOnly>`.
+///     let mut pipeline = unsafe { BlockPipeline::<2>::init_all_threads(barriers, 32) };
+///     let (mut producer, _consumer) = pipeline.split();
+///     let stage = producer.producer_acquire();
+///     // error[E0277]: the mbarriers of a `CpAsyncOnly` block pipeline are not fenced for
+///     // the copy engine
+///     unsafe { memcpy_async_bulk(dst, src, AlignedSize::of(4096), &stage, None) };
+/// }
+/// ```
+///
+/// The same code with `BlockPipeline::<2, CpAsyncAndBulk>::init_all_threads_with_bulk`
+/// ([`BlockPipeline::init_all_threads_with_bulk`]) compiles. The kind is a type only: the
+/// pipeline is the same registers and the same instructions whatever it is.
+pub struct BlockPipeline<const STAGES: usize, K: FullArrival = CpAsyncOnly> {
     barriers: Shared<PipelineSharedState<STAGES>>,
     producer: PipelineState<STAGES>,
     consumer: PipelineState<STAGES>,
     /// Stages the producer side has not filled yet: their acquire needs no wait.
     unfilled: u32,
+    kind: PhantomData<K>,
 }
 
-impl<const STAGES: usize> BlockPipeline<STAGES> {
+impl<const STAGES: usize> BlockPipeline<STAGES, CpAsyncOnly> {
     /// Collective: every thread of the block is both producer and consumer (`threads` =
     /// the block's size). Thread 0 initializes the mbarriers; then the block syncs.
     ///
@@ -269,24 +301,6 @@ impl<const STAGES: usize> BlockPipeline<STAGES> {
     ) -> Self {
         // SAFETY: forwarded contract; every thread produces and consumes.
         unsafe { Self::init_partitioned(barriers, threads, threads) }
-    }
-
-    /// [`BlockPipeline::init_all_threads`] for a pipeline whose stages one thread also fills
-    /// with bulk or tensor copies (sm_90): the copies' bytes complete on `full` beside every
-    /// thread's `cp.async` arrival, so thread 0 fences the initialization for the copy engine
-    /// (`fence.mbarrier_init`). A stage acquired from it binds such a copy as the phase's
-    /// expected bytes ([`BulkCompletion`](crate::memcpy_async::completion::BulkCompletion)).
-    ///
-    /// # Safety
-    /// As [`BlockPipeline::init_all_threads`].
-    #[cfg(target_feature = "sm_90")]
-    #[inline(always)]
-    pub unsafe fn init_all_threads_with_bulk(
-        barriers: Shared<PipelineSharedState<STAGES>>,
-        threads: u32,
-    ) -> Self {
-        // SAFETY: forwarded contract; the copy engine completes `full` too.
-        unsafe { Self::init_rings(barriers, threads, threads, true) }
     }
 
     /// Collective: `producers` threads fill stages and `consumers` threads read them (for a
@@ -306,12 +320,34 @@ impl<const STAGES: usize> BlockPipeline<STAGES> {
     ) -> Self {
         // SAFETY: forwarded contract; only cp.async (the generic proxy's view of the
         // mbarriers) completes `full`, so no proxy fence is needed.
-        unsafe { Self::init_rings(barriers, producers, consumers, false) }
+        unsafe { Self::init_rings(barriers, producers, consumers) }
     }
+}
 
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> BlockPipeline<STAGES, CpAsyncAndBulk> {
+    /// [`BlockPipeline::init_all_threads`] for a pipeline whose stages one thread also fills
+    /// with bulk or tensor copies (sm_90): the copies' bytes complete on `full` beside every
+    /// thread's `cp.async` arrival, so thread 0 fences the initialization for the copy engine
+    /// (`fence.mbarrier_init`). A stage acquired from it binds such a copy as the phase's
+    /// expected bytes ([`BulkCompletion`](crate::memcpy_async::completion::BulkCompletion)).
+    ///
+    /// # Safety
+    /// As [`BlockPipeline::init_all_threads`].
+    #[inline(always)]
+    pub unsafe fn init_all_threads_with_bulk(
+        barriers: Shared<PipelineSharedState<STAGES>>,
+        threads: u32,
+    ) -> Self {
+        // SAFETY: forwarded contract; the copy engine completes `full` too.
+        unsafe { Self::init_rings(barriers, threads, threads) }
+    }
+}
+
+impl<const STAGES: usize, K: FullArrival> BlockPipeline<STAGES, K> {
     /// Thread 0 initializes `full` (`full_arrivals` per phase) and `empty` (`consumers`),
-    /// fencing the initialization for the copy engine when it will complete `full`; then the
-    /// block syncs.
+    /// fencing the initialization for the copy engine when it will complete `full`
+    /// ([`FullArrival`] `K`); then the block syncs.
     ///
     /// # Safety
     /// As [`BlockPipeline::init_partitioned`], with `full_arrivals` for `producers`.
@@ -320,7 +356,6 @@ impl<const STAGES: usize> BlockPipeline<STAGES> {
         barriers: Shared<PipelineSharedState<STAGES>>,
         full_arrivals: u32,
         consumers: u32,
-        for_copy_engine: bool,
     ) -> Self {
         if ptx::thread_idx_x() == 0 {
             for stage in 0..STAGES as u32 {
@@ -331,38 +366,29 @@ impl<const STAGES: usize> BlockPipeline<STAGES> {
                 }
             }
             #[cfg(target_feature = "sm_90")]
-            if for_copy_engine {
+            if K::FOR_COPY_ENGINE {
                 ptx::fence_mbarrier_init();
             }
         }
-        #[cfg(not(target_feature = "sm_90"))]
-        let _ = for_copy_engine;
         ptx::barrier_sync();
         BlockPipeline {
             barriers,
             producer: PipelineState::producer_start(),
             consumer: PipelineState::consumer_start(),
             unfilled: STAGES as u32,
+            kind: PhantomData,
         }
     }
 
     /// The producer and consumer sides.
     #[inline(always)]
-    pub fn split(&mut self) -> (BlockProducer<'_, STAGES>, BlockConsumer<'_, STAGES>) {
-        self.sides()
-    }
-
-    /// The two sides, the producer's `full` arrival being `A`'s.
-    #[inline(always)]
-    fn sides<A: FullArrival>(
-        &mut self,
-    ) -> (BlockProducer<'_, STAGES, A>, BlockConsumer<'_, STAGES>) {
+    pub fn split(&mut self) -> (BlockProducer<'_, STAGES, K>, BlockConsumer<'_, STAGES>) {
         (
             BlockProducer {
                 barriers: self.barriers,
                 state: &mut self.producer,
                 unfilled: &mut self.unfilled,
-                arrival: PhantomData,
+                kind: PhantomData,
             },
             BlockConsumer {
                 barriers: self.barriers,
@@ -390,20 +416,47 @@ fn empty<const STAGES: usize>(
     barriers.cast::<Mbarrier>().add(STAGES as u32 + stage)
 }
 
-/// How a producer's commit arrives on `full[s]`: what completes the stage's phase.
+/// The kind of a [`BlockPipeline`] (and of its [`BlockProducer`]): what completes `full[s]`,
+/// fixed when the mbarriers are initialized — how a producer's commit arrives on it, and
+/// whether the copy engine's bytes count too (then the initialization is fenced for it).
+///
+/// | kind | made by | commit | bulk / tensor copies into a stage |
+/// |---|---|---|---|
+/// | [`CpAsyncOnly`] | [`BlockPipeline::init_all_threads`], [`BlockPipeline::init_partitioned`] | `cp.async.mbarrier.arrive.noinc` | do not compile |
+/// | [`CpAsyncAndBulk`] (sm_90) | [`BlockPipeline::init_all_threads_with_bulk`] | `cp.async.mbarrier.arrive.noinc` | their bytes complete `full[s]` too |
+/// | [`BulkOnly`] (sm_90) | [`BulkPipeline::init`] | `mbarrier.arrive` (one producer) | the only copies (no `cp.async`) |
 pub trait FullArrival: sealed::Sealed {
+    /// Whether the copy engine completes `full` too, so that its initialization is fenced for
+    /// it (`fence.mbarrier_init`).
+    #[doc(hidden)]
+    const FOR_COPY_ENGINE: bool;
+
     #[doc(hidden)]
     /// # Safety
     /// `full` is initialized and its phase expects this arrival.
     unsafe fn arrive(full: Shared<Mbarrier>);
 }
 
-/// [`BlockPipeline`]'s: `cp.async.mbarrier.arrive.noinc`, an arrival when this thread's
-/// `cp.async` copies land.
-pub enum CpAsyncArrival {}
+/// A [`FullArrival`] kind whose `full` barriers were fenced for the copy engine when they were
+/// initialized (`fence.mbarrier_init`, sm_90): a stage of such a pipeline binds bulk and tensor
+/// copies ([`BulkCompletion`](crate::memcpy_async::completion::BulkCompletion)).
+#[cfg(target_feature = "sm_90")]
+#[diagnostic::on_unimplemented(
+    message = "the mbarriers of a `{Self}` block pipeline are not fenced for the copy engine",
+    label = "a bulk or tensor copy cannot complete on this stage",
+    note = "make the pipeline with `BlockPipeline::<STAGES, CpAsyncAndBulk>::init_all_threads_with_bulk` or `BulkPipeline::init`"
+)]
+pub trait CopyEngineFenced: FullArrival {}
 
-impl sealed::Sealed for CpAsyncArrival {}
-impl FullArrival for CpAsyncArrival {
+/// [`BlockPipeline`]'s default kind: `cp.async.mbarrier.arrive.noinc`, an arrival when this
+/// thread's `cp.async` copies land; nothing else completes `full`, so the mbarriers are not
+/// fenced for the copy engine and bulk or tensor copies cannot be bound to a stage.
+pub enum CpAsyncOnly {}
+
+impl sealed::Sealed for CpAsyncOnly {}
+impl FullArrival for CpAsyncOnly {
+    const FOR_COPY_ENGINE: bool = false;
+
     #[inline(always)]
     unsafe fn arrive(full: Shared<Mbarrier>) {
         // SAFETY: forwarded contract.
@@ -411,28 +464,54 @@ impl FullArrival for CpAsyncArrival {
     }
 }
 
-/// [`BulkPipeline`]'s: a plain `mbarrier.arrive`; the phase also waits for the bytes its bulk
-/// copies expected.
+/// The kind made by [`BlockPipeline::init_all_threads_with_bulk`] (sm_90): commits arrive as
+/// for [`CpAsyncOnly`], and `full` also waits for the bytes that bulk or tensor copies into the
+/// stage expected; the mbarriers are fenced for the copy engine.
 #[cfg(target_feature = "sm_90")]
-pub enum BulkArrival {}
+pub enum CpAsyncAndBulk {}
 
 #[cfg(target_feature = "sm_90")]
-impl sealed::Sealed for BulkArrival {}
+impl sealed::Sealed for CpAsyncAndBulk {}
 #[cfg(target_feature = "sm_90")]
-impl FullArrival for BulkArrival {
+impl FullArrival for CpAsyncAndBulk {
+    const FOR_COPY_ENGINE: bool = true;
+
+    #[inline(always)]
+    unsafe fn arrive(full: Shared<Mbarrier>) {
+        // SAFETY: forwarded contract.
+        unsafe { ptx::cp_async_mbarrier_arrive_noinc(full) }
+    }
+}
+#[cfg(target_feature = "sm_90")]
+impl CopyEngineFenced for CpAsyncAndBulk {}
+
+/// [`BulkPipeline`]'s kind: a plain `mbarrier.arrive`; the phase also waits for the bytes its
+/// bulk copies expected. The mbarriers are fenced for the copy engine.
+#[cfg(target_feature = "sm_90")]
+pub enum BulkOnly {}
+
+#[cfg(target_feature = "sm_90")]
+impl sealed::Sealed for BulkOnly {}
+#[cfg(target_feature = "sm_90")]
+impl FullArrival for BulkOnly {
+    const FOR_COPY_ENGINE: bool = true;
+
     #[inline(always)]
     unsafe fn arrive(full: Shared<Mbarrier>) {
         // SAFETY: forwarded contract.
         let _ = unsafe { ptx::mbarrier_arrive(full) };
     }
 }
+#[cfg(target_feature = "sm_90")]
+impl CopyEngineFenced for BulkOnly {}
 
-/// The producer side of a [`BlockPipeline`] (or, with [`BulkArrival`], of a [`BulkPipeline`]).
-pub struct BlockProducer<'p, const STAGES: usize, A: FullArrival = CpAsyncArrival> {
+/// The producer side of a [`BlockPipeline`] of kind `K` (with [`BulkOnly`], of a
+/// [`BulkPipeline`]).
+pub struct BlockProducer<'p, const STAGES: usize, K: FullArrival = CpAsyncOnly> {
     barriers: Shared<PipelineSharedState<STAGES>>,
     state: &'p mut PipelineState<STAGES>,
     unfilled: &'p mut u32,
-    arrival: PhantomData<A>,
+    kind: PhantomData<K>,
 }
 
 /// The consumer side of a [`BlockPipeline`] or a [`BulkPipeline`].
@@ -441,10 +520,10 @@ pub struct BlockConsumer<'p, const STAGES: usize> {
     state: &'p mut PipelineState<STAGES>,
 }
 
-impl<const STAGES: usize, A: FullArrival> sealed::Sealed for BlockProducer<'_, STAGES, A> {}
+impl<const STAGES: usize, K: FullArrival> sealed::Sealed for BlockProducer<'_, STAGES, K> {}
 impl<const STAGES: usize> sealed::Sealed for BlockConsumer<'_, STAGES> {}
 
-impl<const STAGES: usize, A: FullArrival> Producer for BlockProducer<'_, STAGES, A> {
+impl<const STAGES: usize, K: FullArrival> Producer for BlockProducer<'_, STAGES, K> {
     /// Waits for the parity of `empty[s]` the producer expects, except on the first pass
     /// over the ring, when the buffers are free (see [`BlockPipeline`]).
     #[inline(always)]
@@ -459,17 +538,19 @@ impl<const STAGES: usize, A: FullArrival> Producer for BlockProducer<'_, STAGES,
         ProducerStage { side: self, index }
     }
 
-    /// `A`'s arrival on `full[s]` (`cp.async.mbarrier.arrive.noinc`: arrives when this
+    /// `K`'s arrival on `full[s]` (`cp.async.mbarrier.arrive.noinc`: arrives when this
     /// thread's copies land; bulk: `mbarrier.arrive`, the bytes being expected already).
     #[inline(always)]
     fn commit(&mut self, _: Token) {
         // SAFETY: `full[s]` expects one arrival per producer per phase (init contract).
-        unsafe { A::arrive(full(self.barriers, self.state.index())) };
+        unsafe { K::arrive(full(self.barriers, self.state.index())) };
         self.state.advance();
     }
 }
 
-impl<const STAGES: usize> CpAsyncProducer for BlockProducer<'_, STAGES, CpAsyncArrival> {}
+impl<const STAGES: usize> CpAsyncProducer for BlockProducer<'_, STAGES, CpAsyncOnly> {}
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> CpAsyncProducer for BlockProducer<'_, STAGES, CpAsyncAndBulk> {}
 
 impl<const STAGES: usize> Consumer for BlockConsumer<'_, STAGES> {
     /// Waits for the parity of `full[s]` the consumer expects.
@@ -495,20 +576,20 @@ impl<const STAGES: usize> Consumer for BlockConsumer<'_, STAGES> {
 /// `full` mbarrier that one producer thread arrives on once per fill, completed by the bytes of
 /// its bulk copies ([`memcpy_async_bulk`](crate::memcpy_async::bulk::memcpy_async_bulk) bound to
 /// the [`ProducerStage`]: `mbarrier.expect_tx` + `cp.async.bulk`; the commit is the arrival), and
-/// an `empty` mbarrier released by the consumers — a [`BlockPipeline`] whose producer arrives
-/// with [`BulkArrival`], its ring, first pass and consumer side the same.
+/// an `empty` mbarrier released by the consumers — a [`BlockPipeline`] of kind [`BulkOnly`],
+/// its ring, first pass and consumer side the same.
 #[cfg(target_feature = "sm_90")]
-pub struct BulkPipeline<const STAGES: usize>(BlockPipeline<STAGES>);
+pub type BulkPipeline<const STAGES: usize> = BlockPipeline<STAGES, BulkOnly>;
 
 /// The producer side of a [`BulkPipeline`]: the one thread that issues the bulk copies.
 #[cfg(target_feature = "sm_90")]
-pub type BulkProducer<'p, const STAGES: usize> = BlockProducer<'p, STAGES, BulkArrival>;
+pub type BulkProducer<'p, const STAGES: usize> = BlockProducer<'p, STAGES, BulkOnly>;
 
 #[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize> BulkPipeline<STAGES> {
+impl<const STAGES: usize> BlockPipeline<STAGES, BulkOnly> {
     /// Collective: thread 0 initializes the mbarriers (`full`: one arrival, the producer's;
     /// `empty`: `consumers` arrivals), fences the initialization for the copy engine, and the
-    /// block syncs.
+    /// block syncs: a [`BulkPipeline`].
     ///
     /// # Safety
     /// 1. Every thread of the block calls it with the same arguments.
@@ -518,20 +599,15 @@ impl<const STAGES: usize> BulkPipeline<STAGES> {
     #[inline(always)]
     pub unsafe fn init(barriers: Shared<PipelineSharedState<STAGES>>, consumers: u32) -> Self {
         // SAFETY: forwarded contract.
-        BulkPipeline(unsafe { BlockPipeline::init_rings(barriers, 1, consumers, true) })
-    }
-
-    /// The producer (one thread) and consumer sides.
-    #[inline(always)]
-    pub fn split(&mut self) -> (BulkProducer<'_, STAGES>, BlockConsumer<'_, STAGES>) {
-        self.0.sides()
+        unsafe { Self::init_rings(barriers, 1, consumers) }
     }
 }
 
 /// The stage's `full[s]`, which a bulk or tensor copy into it expects its bytes on
-/// ([`BulkCompletion`](crate::memcpy_async::completion::BulkCompletion)).
+/// ([`BulkCompletion`](crate::memcpy_async::completion::BulkCompletion)): only for the kinds
+/// whose mbarriers were fenced for the copy engine.
 #[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize, A: FullArrival> ProducerStage<'_, BlockProducer<'_, STAGES, A>> {
+impl<const STAGES: usize, K: CopyEngineFenced> ProducerStage<'_, BlockProducer<'_, STAGES, K>> {
     #[inline(always)]
     pub(crate) fn full_barrier(&self) -> Shared<Mbarrier> {
         full(self.side.barriers, self.index)

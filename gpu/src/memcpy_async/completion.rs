@@ -18,7 +18,7 @@ use crate::barrier::Barrier;
 #[cfg(target_feature = "sm_90")]
 use crate::layout::Mbarrier;
 #[cfg(target_feature = "sm_90")]
-use crate::pipeline::{BlockProducer, FullArrival};
+use crate::pipeline::{BlockProducer, CopyEngineFenced};
 use crate::pipeline::{CpAsyncProducer, ProducerStage};
 use crate::ptx;
 #[cfg(target_feature = "sm_90")]
@@ -92,8 +92,11 @@ impl Completion for Unbound {
 }
 
 /// What a bulk copy's completion is bound to (sm_90): an mbarrier whose current phase counts
-/// the copy's bytes. Implemented by [`Barrier`] and by a
-/// [`BulkPipeline`](crate::pipeline::BulkPipeline)'s producer stage.
+/// the copy's bytes. Implemented by [`Barrier`], [`Arriving`], and the producer stage of a
+/// pipeline whose mbarriers were fenced for the copy engine: a
+/// [`BulkPipeline`](crate::pipeline::BulkPipeline)'s, or a
+/// [`BlockPipeline`](crate::pipeline::BlockPipeline)'s of kind
+/// [`CpAsyncAndBulk`](crate::pipeline::CpAsyncAndBulk).
 #[cfg(target_feature = "sm_90")]
 pub trait BulkCompletion {
     /// The mbarrier the bytes complete on.
@@ -153,12 +156,17 @@ impl BulkCompletion for Barrier {
 /// every producer's `cp.async` commit. Either way the issuing thread expects the bytes before
 /// its own commit, so the phase cannot complete without them.
 ///
+/// Only for the pipeline kinds whose mbarriers were fenced for the copy engine
+/// ([`CopyEngineFenced`]): a stage of a [`BlockPipeline`] made by `init_all_threads` or
+/// `init_partitioned` ([`CpAsyncOnly`](crate::pipeline::CpAsyncOnly)) is not one, so a bulk
+/// copy into it does not compile (see [`BlockPipeline`]).
+///
 /// [`BulkPipeline`]: crate::pipeline::BulkPipeline
 /// [`BlockPipeline`]: crate::pipeline::BlockPipeline
 /// [`BlockPipeline::init_all_threads_with_bulk`]: crate::pipeline::BlockPipeline::init_all_threads_with_bulk
 #[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize, A: FullArrival> BulkCompletion
-    for ProducerStage<'_, BlockProducer<'_, STAGES, A>>
+impl<const STAGES: usize, K: CopyEngineFenced> BulkCompletion
+    for ProducerStage<'_, BlockProducer<'_, STAGES, K>>
 {
     #[inline(always)]
     fn transaction_barrier(&self) -> Shared<Mbarrier> {

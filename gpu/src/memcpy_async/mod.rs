@@ -16,8 +16,10 @@
 //! (on sm_90, [`memcpy_async_bulk`](bulk::memcpy_async_bulk) instead has the copy engine move a
 //! whole buffer for one thread, and [`memcpy_async_tensor`](bulk::memcpy_async_tensor) a box of
 //! a tensor described by a tensor map, their bytes completing a phase of a
-//! [`Barrier`](crate::barrier::Barrier) or a [`BulkPipeline`](crate::pipeline::BulkPipeline)
-//! stage):
+//! [`Barrier`](crate::barrier::Barrier) or of a [`BulkPipeline`](crate::pipeline::BulkPipeline)
+//! stage — or of a [`BlockPipeline`](crate::pipeline::BlockPipeline) stage, if the pipeline's
+//! mbarriers were fenced for the copy engine: see
+//! [`CopyEngineFenced`](crate::pipeline::CopyEngineFenced)):
 //!
 //! - **Async-groups** ([`ThreadPipeline`](crate::pipeline::ThreadPipeline),
 //!   `cp.async.commit_group` / `wait_group`): per-thread and the cheapest bookkeeping (no shared

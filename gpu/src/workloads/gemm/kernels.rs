@@ -31,7 +31,7 @@ use crate::workloads::Quad;
 #[cfg(target_feature = "sm_90")]
 use crate::{
     memcpy_async::{AlignedSize, bulk::memcpy_async_tensor},
-    pipeline::BulkPipeline,
+    pipeline::{BulkPipeline, CpAsyncAndBulk},
     tensor_map::TensorMapRef,
 };
 
@@ -1032,7 +1032,10 @@ pub unsafe fn tma_b<
     // tensor copies complete on `full` too (fenced for the copy engine); the layout reserves
     // the barriers.
     let mut pipeline = unsafe {
-        BlockPipeline::<STAGES>::init_all_threads_with_bulk(block.barriers(), group.size())
+        BlockPipeline::<STAGES, CpAsyncAndBulk>::init_all_threads_with_bulk(
+            block.barriers(),
+            group.size(),
+        )
     };
     let (mut producer, mut consumer) = pipeline.split();
     // All of warp 0 votes (converged here); one lane issues every tensor copy.
