@@ -4,7 +4,10 @@
 use crate::check::{self, CheckReport, POISON, Tolerance};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use anyhow::{Context as _, Result, ensure};
-use gpu::workloads::study::{M, MAX_K, N, STUDY_KERNELS, StudyKernel, Style, TENSOR_STEPS};
+use gpu::tensor_map::TensorMap;
+use gpu::workloads::study::{
+    M, MAX_K, N, STUDY_KERNELS, StudyEntry, StudyKernel, Style, TENSOR_STEPS,
+};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
@@ -126,7 +129,7 @@ impl Workload for Study {
         let entries = STUDY_KERNELS
             .iter()
             .filter(|kernel| kernel.archs().contains(&arch))
-            .map(|kernel| Ok((kernel, StudyEntry::resolve(gpu, kernel)?)))
+            .map(|kernel| Ok((kernel, Resolved::resolve(gpu, kernel)?)))
             .collect::<Result<_>>()?;
         Ok(StudyProblem {
             k: size.0,
@@ -141,22 +144,17 @@ impl Workload for Study {
     }
 }
 
-/// The study kernels' parameters: `(a, b, c, k)`.
-type Pointers = (*const f32, *const f32, *mut f32, u32);
-/// The tensor style's: a tensor map of A in place of `a`.
-type TensorMapA = (gpu::tensor_map::TensorMap, *const f32, *mut f32, u32);
-
 /// A study kernel resolved once, with its parameter types.
-enum StudyEntry {
-    Pointers(Kernel<Pointers>),
-    TensorMapA(Kernel<TensorMapA>),
+enum Resolved {
+    Pointers(Kernel<(*const f32, *const f32, *mut f32, u32)>),
+    TensorMapA(Kernel<(TensorMap, *const f32, *mut f32, u32)>),
 }
 
-impl StudyEntry {
-    fn resolve(gpu: &Gpu, kernel: &StudyKernel) -> Result<StudyEntry> {
-        Ok(match kernel.style {
-            Style::Tensor => StudyEntry::TensorMapA(gpu.kernel(kernel.name)?),
-            _ => StudyEntry::Pointers(gpu.kernel(kernel.name)?),
+impl Resolved {
+    fn resolve(gpu: &Gpu, kernel: &StudyKernel) -> Result<Resolved> {
+        Ok(match kernel.entry {
+            StudyEntry::Pointers(entry) => Resolved::Pointers(gpu.entry_point(entry)?),
+            StudyEntry::TensorMapA(entry) => Resolved::TensorMapA(gpu.entry_point(entry)?),
         })
     }
 }
@@ -213,7 +211,7 @@ pub struct StudyProblem {
     c: CudaSlice<f32>,
     reference: Vec<f64>,
     /// Every kernel the GPU's module holds, resolved.
-    entries: Vec<(&'static StudyKernel, StudyEntry)>,
+    entries: Vec<(&'static StudyKernel, Resolved)>,
     /// A's tensor map (the tensor style), encoded at its first launch.
     maps: TensorMaps,
 }
@@ -246,10 +244,10 @@ impl StudyProblem {
         // the kernel expects) and k % 4 == 0 (checked below), and is resolved only on the
         // sm_90 module. A geometry other than `launch_config`'s is for refused launches only.
         match entry {
-            StudyEntry::Pointers(kernel) => unsafe {
+            Resolved::Pointers(kernel) => unsafe {
                 kernel.launch(gpu, config, (&self.a, b, c, k))?
             },
-            StudyEntry::TensorMapA(tensor) => {
+            Resolved::TensorMapA(tensor) => {
                 ensure!(
                     k.is_multiple_of(TENSOR_STEPS),
                     "{} needs K to be a multiple of {TENSOR_STEPS} (K = {k})",

@@ -10,9 +10,10 @@
 //! - the others copy with `cp.async` into a ring of `stages` buffers, `stages - 1` steps ahead,
 //!   so the copy latency hides behind the math of the steps in between.
 //!
-//! [`STUDY_KERNELS`] is the single definition of every study kernel: the table below generates
-//! it (everywhere) and the device entry points (on nvptx64), so the host launches exactly
-//! what the device defines.
+//! [`STUDY_KERNELS`] is the single definition of every study kernel: the table below declares
+//! each one with [`crate::kernel!`], which emits its [`EntryPoint`](crate::kernel::EntryPoint)
+//! (everywhere) and its entry point (on nvptx64), so the host launches exactly what the
+//! device defines, with the parameter types it declares.
 //!
 //! Matrices are row-major `f32`: `A[i][k]` at `a[i * K + k]`, `B[k][j]` at `b[k * 32 + j]`,
 //! `C[i][j]` at `c[i * 32 + j]`. Kernel parameters: `(a, b, c, k)` (the tensor style, sm_90:
@@ -34,52 +35,65 @@ macro_rules! study_kernels {
         /// Every study kernel, baseline first. A `static`, so that a reference to an entry
         /// is the same address wherever it is taken (the host compares entries by address).
         pub static STUDY_KERNELS: &[StudyKernel] = &[
-            $(StudyKernel { name: stringify!($name), style: Style::$style, stages: $stages },)*
+            $(StudyKernel {
+                name: entry_points::$name.name(),
+                entry: study_entry_point!(@entry $style entry_points::$name),
+                style: Style::$style,
+                stages: $stages,
+            },)*
         ];
 
-        /// The kernels' entry points; each runs its style's body from `kernels`.
-        #[cfg(target_arch = "nvptx64")]
-        mod entry_points {
+        /// The kernels, each declared once ([`crate::kernel!`]): an [`EntryPoint`]
+        /// (crate::kernel::EntryPoint) everywhere, and on the device its entry point, which
+        /// runs its style's body from `kernels`.
+        pub mod entry_points {
             $(study_entry_point!($style $name $stages $body);)*
         }
     };
 }
 
-/// One study kernel's entry point: `(a, b, c, k)` as pointers, or for the tensor style (sm_90)
-/// with a tensor map of A in place of `a`.
-#[cfg(target_arch = "nvptx64")]
+/// One study kernel's declaration: `(a, b, c, k)` as pointers, or for the tensor style (sm_90)
+/// with a tensor map of A in place of `a`; `@entry` wraps its [`EntryPoint`]
+/// (crate::kernel::EntryPoint) in the [`StudyEntry`] of its parameters.
 macro_rules! study_entry_point {
+    (@entry Tensor $entry:path) => {
+        StudyEntry::TensorMapA($entry)
+    };
+    (@entry $style:ident $entry:path) => {
+        StudyEntry::Pointers($entry)
+    };
     (Tensor $name:ident $stages:literal $body:ident) => {
-        /// Study kernel (see [`super::STUDY_KERNELS`]), tensor copies: `a` is a tensor map of
-        /// A (`k x 32`, innermost first, box `4 x 32`, zero fill), `b` is Kx32, `c` 32x32.
-        ///
-        /// # Safety
-        /// Launched by the host with the geometry [`super::StudyKernel`] gives, on valid
-        /// device buffers of those sizes, `1 <= k <= MAX_K`, `k % 4 == 0`.
-        #[cfg(target_feature = "sm_90")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            a: crate::tensor_map::TensorMap,
-            b: *const f32,
-            c: *mut f32,
-            k: u32,
-        ) {
-            let a = crate::tensor_map_param!($name, 0, a);
-            // SAFETY: forwarded launch contract.
-            unsafe { super::kernels::$body::<$stages>(a, b, c, k) }
+        crate::kernel! {
+            /// Study kernel (see [`STUDY_KERNELS`](crate::workloads::study::STUDY_KERNELS)),
+            /// tensor copies: `a` is a tensor map of A (`k x 32`, innermost first, box
+            /// `4 x 32`, zero fill), `b` is Kx32, `c` 32x32.
+            ///
+            /// # Safety
+            /// Launched by the host with the geometry [`StudyKernel`]
+            /// (crate::workloads::study::StudyKernel) gives, on valid device buffers of those
+            /// sizes, `1 <= k <= MAX_K`, `k % 4 == 0`.
+            pub fn $name(a: crate::tensor_map::TensorMap, b: *const f32, c: *mut f32, k: u32)
+                [device if target_feature = "sm_90"]
+            {
+                let a = crate::tensor_map_param!(entry, 0, a);
+                // SAFETY: forwarded launch contract.
+                unsafe { crate::workloads::study::kernels::$body::<$stages>(a, b, c, k) }
+            }
         }
     };
     ($style:ident $name:ident $stages:literal $body:ident) => {
-        /// Study kernel (see [`super::STUDY_KERNELS`]): `a` is 32xK, `b` is Kx32,
-        /// `c` is 32x32, all row-major f32; one block.
-        ///
-        /// # Safety
-        /// Launched by the host with the geometry [`super::StudyKernel`] gives, on valid
-        /// device buffers of those sizes, `1 <= k <= MAX_K`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
-            // SAFETY: forwarded launch contract.
-            unsafe { super::kernels::$body::<$stages>(a, b, c, k) }
+        crate::kernel! {
+            /// Study kernel (see [`STUDY_KERNELS`](crate::workloads::study::STUDY_KERNELS)):
+            /// `a` is 32xK, `b` is Kx32, `c` is 32x32, all row-major f32; one block.
+            ///
+            /// # Safety
+            /// Launched by the host with the geometry [`StudyKernel`]
+            /// (crate::workloads::study::StudyKernel) gives, on valid device buffers of those
+            /// sizes, `1 <= k <= MAX_K`.
+            pub fn $name(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
+                // SAFETY: forwarded launch contract.
+                unsafe { crate::workloads::study::kernels::$body::<$stages>(a, b, c, k) }
+            }
         }
     };
 }

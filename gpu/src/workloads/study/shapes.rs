@@ -1,7 +1,9 @@
 //! The study's problem and styles, for host and device: matrix shapes, the completion styles,
 //! and each kernel's shared-memory layout.
 
+use crate::kernel::EntryPoint;
 use crate::layout::StagedLayout;
+use crate::tensor_map::TensorMap;
 
 /// Rows of A and C.
 pub const M: u32 = 32;
@@ -134,11 +136,22 @@ pub const fn shared_layout(style: Style, stages: u32) -> StagedLayout {
     StagedLayout::new(style.stage_bytes(), stages, style.has_stage_barriers())
 }
 
-/// One study kernel: its entry-point name, style and pipeline depth.
+/// A study kernel's entry point, by its parameter types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StudyEntry {
+    /// `(a, b, c, k)`: A (32 x K), B (K x 32) and C (32 x 32), row-major `f32`.
+    Pointers(EntryPoint<(*const f32, *const f32, *mut f32, u32)>),
+    /// The tensor style (sm_90): a tensor map of A in place of `a`.
+    TensorMapA(EntryPoint<(TensorMap, *const f32, *mut f32, u32)>),
+}
+
+/// One study kernel: its entry point, style and pipeline depth.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StudyKernel {
-    /// Entry point name.
+    /// Entry point name (the name `entry` is exported under).
     pub name: &'static str,
+    /// Its entry point.
+    pub entry: StudyEntry,
     /// How it copies and waits.
     pub style: Style,
     /// Buffers in the ring (1 for the synchronous baseline).
