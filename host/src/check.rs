@@ -269,15 +269,78 @@ mod tests {
         );
     }
 
+    /// `outputs` dot products of length `k` of values in [-1, 1) from a fixed xorshift
+    /// sequence: the f64 reference, and the f32 result accumulated with FMA in k order (what a
+    /// kernel computes), leaving out term `skip` where one is given.
+    fn dot_products(k: usize, outputs: usize, skip: Option<usize>) -> (Vec<f32>, Vec<f64>) {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        };
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        for _ in 0..outputs {
+            let (mut acc, mut exact) = (0.0f32, 0.0f64);
+            for i in 0..k {
+                let (a, b) = (next(), next());
+                exact += f64::from(a) * f64::from(b);
+                if skip != Some(i) {
+                    acc = a.mul_add(b, acc);
+                }
+            }
+            got.push(acc);
+            want.push(exact);
+        }
+        (got, want)
+    }
+
+    const DOT_LENGTHS: [usize; 5] = [16, 256, 4096, 8192, 65536];
+
+    #[test]
+    fn dot_tolerance_accepts_f32_dot_products_of_length_k() {
+        for k in DOT_LENGTHS {
+            let (got, want) = dot_products(k, 64, None);
+            let report = check(&got, &want, Tolerance::f32_dot(k as u32));
+            assert!(report.passed, "K = {k}: {}", report.summary());
+            // The f32 sums carry real rounding error, so passing says the bound covers it.
+            assert!(report.norm_rel_err > 0.0, "K = {k}: exact in f32");
+        }
+    }
+
+    #[test]
+    fn dot_tolerance_rejects_a_dot_product_missing_one_term() {
+        for k in DOT_LENGTHS {
+            for skip in [0, k / 2, k - 1] {
+                let (got, want) = dot_products(k, 64, Some(skip));
+                let report = check(&got, &want, Tolerance::f32_dot(k as u32));
+                assert!(
+                    !report.passed,
+                    "K = {k}, term {skip} missing: {}",
+                    report.summary()
+                );
+            }
+        }
+    }
+
     #[test]
     fn dot_tolerance_grows_with_k() {
-        let (small, large) = (Tolerance::f32_dot(16), Tolerance::f32_dot(8192));
-        assert!(small.norm < large.norm);
-        assert!((large.norm - 16.0 * 8192f64.sqrt() * 2f64.powi(-24)).abs() < 1e-12);
-        assert_eq!(large.element, 4.0 * large.norm);
-        // A k-tile of 8 terms out of 8192 missing moves the result by about sqrt(8 / 8192) of
-        // its norm: hundreds of times the bound.
-        assert!(large.norm * 300.0 < (8.0f64 / 8192.0).sqrt());
+        let bounds: Vec<Tolerance> = DOT_LENGTHS
+            .iter()
+            .map(|&k| Tolerance::f32_dot(k as u32))
+            .collect();
+        for (pair, ks) in bounds.windows(2).zip(DOT_LENGTHS.windows(2)) {
+            assert!(pair[0].norm < pair[1].norm, "K = {ks:?}: {pair:?}");
+            assert!(pair[0].element < pair[1].element, "K = {ks:?}: {pair:?}");
+        }
+        // So an error that a long sum's rounding may reach passes at that K and fails at a
+        // short one: a correct K = 16 result scaled by 1 + 3 * (the K = 16 norm bound).
+        let (got, want) = dot_products(16, 64, None);
+        let scale = 1.0 + 3.0 * Tolerance::f32_dot(16).norm as f32;
+        let off: Vec<f32> = got.iter().map(|x| x * scale).collect();
+        assert!(!check(&off, &want, Tolerance::f32_dot(16)).passed);
+        assert!(check(&off, &want, Tolerance::f32_dot(65536)).passed);
     }
 
     #[test]

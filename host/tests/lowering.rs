@@ -8,6 +8,7 @@
 use gpu::workloads::stream::StreamStyle;
 use host::inspect::{Inspection, KernelView, inspect};
 use ptx_builder::Arch;
+use ptx_builder::ptx_text::PtxInstr;
 use std::sync::OnceLock;
 
 /// The inspection of each arch, assembled once per test binary.
@@ -141,14 +142,134 @@ fn study_kernels_cannot_trap() {
     }
 }
 
+/// The operands of a PTX instruction, split at the commas outside `{ }` and `[ ]`.
+fn operands(instr: &PtxInstr) -> Vec<&str> {
+    let text = instr.operands.as_str();
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !text[start..].trim().is_empty() {
+        parts.push(text[start..].trim());
+    }
+    parts
+}
+
+/// The shared-memory accesses of a kernel whose address is the dynamic shared memory's base
+/// (`mov.u32 r, DYNAMIC_SHARED`) plus a constant: (opcode, byte offset), in program order.
+/// Follows `mov` copies and `add`s of immediates; an address with a run-time part is not
+/// listed.
+fn constant_dynamic_shared_accesses(view: &KernelView) -> Vec<(String, i64)> {
+    use std::collections::HashMap;
+    let mut base: HashMap<String, i64> = HashMap::new();
+    let mut accesses = Vec::new();
+    for instr in &view.ptx {
+        let ops = operands(instr);
+        let op = instr.opcode.as_str();
+        let offset = |o: &str| base.get(o).copied();
+        let derived = match (op, ops.as_slice()) {
+            ("mov.u32" | "mov.b32", [_, "DYNAMIC_SHARED"]) => Some(0),
+            ("mov.u32" | "mov.b32", [_, src]) => offset(src),
+            ("add.s32" | "add.u32", [_, a, b]) => match (offset(a), b.parse::<i64>()) {
+                (Some(o), Ok(imm)) => Some(o + imm),
+                _ => match (a.parse::<i64>(), offset(b)) {
+                    (Ok(imm), Some(o)) => Some(o + imm),
+                    _ => None,
+                },
+            },
+            _ => None,
+        };
+        for o in &ops {
+            let Some(address) = o.strip_prefix('[').and_then(|a| a.strip_suffix(']')) else {
+                continue;
+            };
+            let (register, imm) = match address.split_once('+') {
+                Some((r, imm)) => (r.trim(), imm.trim().parse::<i64>().ok()),
+                None => (address.trim(), Some(0)),
+            };
+            if let (Some(at), Some(imm)) = (offset(register), imm) {
+                accesses.push((instr.opcode.clone(), at + imm));
+            }
+        }
+        // The destination, if the instruction writes a register, holds something else now.
+        if let Some(dest) = ops.first().filter(|d| d.starts_with('%')) {
+            match derived {
+                Some(o) => base.insert(dest.to_string(), o),
+                None => base.remove(*dest),
+            };
+        }
+    }
+    accesses
+}
+
+/// A study kernel's shared memory is only the dynamic shared memory its registry entry asks
+/// the launch for: ptxas charges it no static shared memory, it names the dynamic block, every
+/// access at a constant offset from the block's base lies inside the registered bytes, and the
+/// kernels with stage barriers initialize exactly the `2 * stages` mbarriers of the registered
+/// layout, where the layout puts them (after the stage buffers). Accesses at run-time offsets
+/// (the stage buffers) are bounded by the GPU tests under compute-sanitizer, not here.
 #[test]
 fn study_kernels_use_only_the_dynamic_shared_memory_they_register() {
     for arch in Arch::ALL {
         for k in study_kernels_of(arch) {
-            let r = kernel(arch, k.name).resources.as_ref().expect("resources");
+            let view = kernel(arch, k.name);
+            let r = view.resources.as_ref().expect("resources");
             assert_eq!(
                 r.shared_bytes, 0,
                 "{} ({arch}) has static shared memory",
+                k.name
+            );
+            let registered = host::experiment::Experiment::shared_bytes(k)
+                .expect("a study kernel registers its dynamic shared memory");
+            let layout = k.shared();
+            assert_eq!(registered, layout.bytes, "{}: registry vs layout", k.name);
+            assert!(
+                view.ptx
+                    .iter()
+                    .any(|i| i.opcode.starts_with("mov") && i.operands.ends_with("DYNAMIC_SHARED")),
+                "{} ({arch}) never takes the dynamic shared memory's address",
+                k.name
+            );
+            let accesses = constant_dynamic_shared_accesses(view);
+            for (op, at) in &accesses {
+                assert!(
+                    (0..i64::from(registered)).contains(at),
+                    "{} ({arch}): `{op}` at byte {at} of a {registered}-byte registration",
+                    k.name
+                );
+                if op.starts_with("mbarrier") {
+                    assert!(
+                        *at >= i64::from(layout.barriers_offset) && at % 8 == 0,
+                        "{} ({arch}): `{op}` at byte {at}, outside the barriers (from byte {})",
+                        k.name,
+                        layout.barriers_offset
+                    );
+                }
+            }
+            let mut inits: Vec<i64> = accesses
+                .iter()
+                .filter(|(op, _)| op == "mbarrier.init.shared.b64")
+                .map(|&(_, at)| at)
+                .collect();
+            inits.sort();
+            let expected: Vec<i64> = if k.style.has_stage_barriers() {
+                (0..2 * k.stages)
+                    .map(|i| i64::from(layout.barriers_offset + 8 * i))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            assert_eq!(
+                inits, expected,
+                "{} ({arch}): mbarrier.init offsets",
                 k.name
             );
         }
@@ -394,134 +515,328 @@ fn block_pipelines_commit_copies_before_any_wait() {
     }
 }
 
+/// What an instruction wrapper leaves in the PTX, told apart from what every other wrapper
+/// leaves, so that a row of the table below fails when its own wrapper's uses go. Every form
+/// but [`Emits::Intrinsic`] is looked for among the instructions that came from inline asm
+/// (LLVM's `// begin inline asm` ... `// end inline asm`), so code that LLVM generates with
+/// the same instruction (a plain 16-byte store is `st.global.v4.b32` too) does not count.
+#[derive(Clone, Copy, Debug)]
+enum Emits {
+    /// An instruction with exactly this opcode.
+    Op(&'static str),
+    /// An instruction with exactly this opcode and this many operands: for wrappers that share
+    /// an opcode (the zero-filling copies' extra source-size operand, the named barrier's
+    /// thread count).
+    OpWith(&'static str, usize),
+    /// Any of these opcodes: a wrapper generic over the value it moves.
+    AnyOf(&'static [&'static str]),
+    /// `mov.u32 r, REG;` of this special register.
+    Reads(&'static str),
+    /// A loop whose whole body is this wait (its result branching back to it): the blocking
+    /// waits, `while !wait() {}`, apart from a single non-blocking test of the same
+    /// instruction.
+    SpinLoop(&'static str),
+    /// An instruction with exactly this opcode, from an LLVM intrinsic rather than inline asm.
+    Intrinsic(&'static str),
+}
+
+/// The instructions of each kernel of `arch`'s PTX that came from inline asm.
+fn asm_instructions(arch: Arch) -> &'static std::collections::BTreeMap<String, Vec<PtxInstr>> {
+    static CACHE: [OnceLock<std::collections::BTreeMap<String, Vec<PtxInstr>>>; 2] =
+        [OnceLock::new(), OnceLock::new()];
+    let slot = &CACHE[Arch::ALL.iter().position(|&a| a == arch).expect("an arch")];
+    slot.get_or_init(|| {
+        // Each kernel's inline-asm lines, as the body of a kernel of their own, for the PTX
+        // reader to split into instructions.
+        let mut only_asm = String::new();
+        let (mut in_kernel, mut in_asm) = (false, false);
+        for line in host::device_code::module_text(arch).lines() {
+            let code = line.trim();
+            if let Some(rest) = code
+                .strip_prefix(".visible .entry ")
+                .or_else(|| code.strip_prefix(".entry "))
+            {
+                if in_kernel {
+                    only_asm.push_str("}\n");
+                }
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                only_asm.push_str(&format!(".entry {name}()\n{{\n"));
+                in_kernel = true;
+            } else if code.contains(".func ") && in_kernel {
+                only_asm.push_str("}\n");
+                in_kernel = false;
+            } else if code == "// begin inline asm" {
+                in_asm = true;
+            } else if code == "// end inline asm" {
+                in_asm = false;
+            } else if in_asm && in_kernel {
+                only_asm.push_str(line);
+                only_asm.push('\n');
+            }
+        }
+        if in_kernel {
+            only_asm.push_str("}\n");
+        }
+        ptx_builder::ptx_text::kernel_instructions(&only_asm)
+    })
+}
+
+/// The wait instructions that are the whole body of a loop in any kernel of `arch`'s PTX:
+/// a label, the wait's inline-asm scope, a `setp` on its result and a branch back to the
+/// label, with no other branch and no other label in between.
+fn spin_loop_waits(arch: Arch) -> &'static std::collections::BTreeSet<String> {
+    static CACHE: [OnceLock<std::collections::BTreeSet<String>>; 2] =
+        [OnceLock::new(), OnceLock::new()];
+    let slot = &CACHE[Arch::ALL.iter().position(|&a| a == arch).expect("an arch")];
+    slot.get_or_init(|| {
+        let module =
+            ptx_builder::fingerprint::ModuleFingerprints::new(host::device_code::module_text(arch));
+        let mut waits = std::collections::BTreeSet::new();
+        for name in module.kernels() {
+            let text = module.normal_form(name).expect("a kernel");
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                let Some(label) = line.strip_suffix(" :") else {
+                    continue;
+                };
+                let branch = |l: &str| l.split(' ').any(|t| t == "bra" || t.starts_with("bra."));
+                let back = format!(" {label} ;");
+                let Some(len) = lines[i + 1..]
+                    .iter()
+                    .take(8)
+                    .position(|l| branch(l) && l.ends_with(&back))
+                else {
+                    continue;
+                };
+                let body = &lines[i + 1..i + 1 + len];
+                let wait: Vec<&str> = body
+                    .iter()
+                    .filter(|l| l.starts_with("mbarrier.") && l.contains("wait"))
+                    .map(|l| l.split(' ').next().unwrap_or(""))
+                    .collect();
+                let exits = body.iter().any(|l| branch(l) || l.ends_with(" :"));
+                if let ([wait], false) = (wait.as_slice(), exits) {
+                    waits.insert(wait.to_string());
+                }
+            }
+        }
+        waits
+    })
+}
+
+/// Whether some kernel of `arch`'s PTX holds what `emits` describes.
+fn emitted(arch: Arch, emits: Emits) -> bool {
+    let kernels = || asm_instructions(arch).values().flatten();
+    match emits {
+        Emits::Intrinsic(op) => inspection(arch)
+            .kernels
+            .values()
+            .any(|k| k.ptx.iter().any(|i| i.opcode == op)),
+        Emits::Op(op) => kernels().any(|i| i.opcode == op),
+        Emits::OpWith(op, n) => kernels().any(|i| i.opcode == op && operands(i).len() == n),
+        Emits::AnyOf(ops) => kernels().any(|i| ops.contains(&i.opcode.as_str())),
+        Emits::Reads(reg) => {
+            kernels().any(|i| i.opcode == "mov.u32" && operands(i).last() == Some(&reg))
+        }
+        Emits::SpinLoop(op) => spin_loop_waits(arch).contains(op),
+    }
+}
+
 /// Every wrapper of the instruction layer (`gpu/src/ptx/`) is used by some kernel, so ptxas
 /// assembles each one in CI: for each wrapper, what it must leave in the PTX of some kernel
-/// (an opcode prefix, or for special registers the register read). A wrapper missing from
-/// this table fails the test: a new instruction comes with a use.
+/// ([`Emits`]: the full instruction form, precise enough that no other wrapper's use leaves
+/// it). A wrapper missing from this table fails the test: a new instruction comes with a use.
+///
+/// Wrappers built on another one and its only caller (`read` on `load_shared`,
+/// `as_generic_ptr` on `shared_to_generic`, the blocking waits on the sm_90 `try_wait`s) leave
+/// the same instructions and fail together. On sm_80 the blocking waits are loops around the
+/// same `test_wait`s that the non-blocking wrappers emit, so those are checked on sm_90,
+/// where only a direct use emits them.
 #[test]
 fn every_instruction_wrapper_is_assembled_in_some_kernel() {
-    // (wrapper, PTX it emits, archs whose PTX must contain it)
+    use Emits::{AnyOf, Intrinsic, Op, OpWith, Reads, SpinLoop};
+    // (wrapper, what it emits, archs whose PTX must contain it)
     const BOTH: &[Arch] = &[Arch::Sm80, Arch::Sm90];
     const SM90: &[Arch] = &[Arch::Sm90];
     const SM80: &[Arch] = &[Arch::Sm80];
-    let table: &[(&str, &str, &[Arch])] = &[
-        ("cp_async_ca", "cp.async.ca.shared.global", BOTH),
-        ("cp_async_cg", "cp.async.cg.shared.global", BOTH),
-        ("cp_async_ca_zfill", "cp.async.ca.shared.global", BOTH),
-        ("cp_async_cg_zfill", "cp.async.cg.shared.global", BOTH),
-        ("commit_group", "cp.async.commit_group", BOTH),
-        ("wait_group", "cp.async.wait_group", BOTH),
-        ("wait_all", "cp.async.wait_all", BOTH),
+    let table: &[(&str, Emits, &[Arch])] = &[
+        ("cp_async_ca", OpWith("cp.async.ca.shared.global", 3), BOTH),
+        ("cp_async_cg", OpWith("cp.async.cg.shared.global", 3), BOTH),
+        (
+            "cp_async_ca_zfill",
+            OpWith("cp.async.ca.shared.global", 4),
+            BOTH,
+        ),
+        (
+            "cp_async_cg_zfill",
+            OpWith("cp.async.cg.shared.global", 4),
+            BOTH,
+        ),
+        ("commit_group", Op("cp.async.commit_group"), BOTH),
+        ("wait_group", Op("cp.async.wait_group"), BOTH),
+        ("wait_all", Op("cp.async.wait_all"), BOTH),
         (
             "cp_async_mbarrier_arrive",
-            "cp.async.mbarrier.arrive.shared.b64",
+            Op("cp.async.mbarrier.arrive.shared.b64"),
             BOTH,
         ),
         (
             "cp_async_mbarrier_arrive_noinc",
-            "cp.async.mbarrier.arrive.noinc",
+            Op("cp.async.mbarrier.arrive.noinc.shared.b64"),
             BOTH,
         ),
-        ("mbarrier_init", "mbarrier.init", BOTH),
-        ("mbarrier_inval", "mbarrier.inval", BOTH),
-        ("mbarrier_arrive", "mbarrier.arrive.shared.b64", BOTH),
-        ("mbarrier_arrive_drop", "mbarrier.arrive_drop", BOTH),
-        ("mbarrier_pending_count", "mbarrier.pending_count", BOTH),
-        ("mbarrier_test_wait", "mbarrier.test_wait.shared.b64", BOTH),
+        ("mbarrier_init", Op("mbarrier.init.shared.b64"), BOTH),
+        ("mbarrier_inval", Op("mbarrier.inval.shared.b64"), BOTH),
+        ("mbarrier_arrive", Op("mbarrier.arrive.shared.b64"), BOTH),
+        (
+            "mbarrier_arrive_drop",
+            Op("mbarrier.arrive_drop.shared.b64"),
+            BOTH,
+        ),
+        (
+            "mbarrier_pending_count",
+            Op("mbarrier.pending_count.b64"),
+            BOTH,
+        ),
+        (
+            "mbarrier_test_wait",
+            Op("mbarrier.test_wait.shared.b64"),
+            SM90,
+        ),
         (
             "mbarrier_test_wait_parity",
-            "mbarrier.test_wait.parity",
-            BOTH,
+            Op("mbarrier.test_wait.parity.shared.b64"),
+            SM90,
         ),
-        ("mbarrier_try_wait", "mbarrier.try_wait.shared.b64", SM90),
-        ("mbarrier_try_wait_parity", "mbarrier.try_wait.parity", SM90),
-        ("mbarrier_wait", "mbarrier.test_wait.shared.b64", SM80),
-        ("mbarrier_wait_parity", "mbarrier.test_wait.parity", SM80),
-        ("trap", "trap", BOTH),
-        ("fma_f32", "fma.rn.f32", BOTH),
+        (
+            "mbarrier_try_wait",
+            Op("mbarrier.try_wait.shared.b64"),
+            SM90,
+        ),
+        (
+            "mbarrier_try_wait_parity",
+            Op("mbarrier.try_wait.parity.shared.b64"),
+            SM90,
+        ),
+        (
+            "mbarrier_wait",
+            SpinLoop("mbarrier.test_wait.shared.b64"),
+            SM80,
+        ),
+        (
+            "mbarrier_wait",
+            SpinLoop("mbarrier.try_wait.shared.b64"),
+            SM90,
+        ),
+        (
+            "mbarrier_wait_parity",
+            SpinLoop("mbarrier.test_wait.parity.shared.b64"),
+            SM80,
+        ),
+        (
+            "mbarrier_wait_parity",
+            SpinLoop("mbarrier.try_wait.parity.shared.b64"),
+            SM90,
+        ),
+        ("trap", Op("trap"), BOTH),
+        ("fma_f32", Intrinsic("fma.rn.f32"), BOTH),
         (
             "atom_add_relaxed_gpu",
-            "atom.relaxed.gpu.global.add.u32",
+            Op("atom.relaxed.gpu.global.add.u32"),
             BOTH,
         ),
         (
             "atom_add_acq_rel_gpu",
-            "atom.acq_rel.gpu.global.add.u32",
+            Op("atom.acq_rel.gpu.global.add.u32"),
             BOTH,
         ),
-        ("st_relaxed_gpu", "st.relaxed.gpu.global.u32", BOTH),
-        ("ld_global_v4", "ld.global.v4.b32", BOTH),
-        ("st_global_v4", "st.global.v4.b32", BOTH),
-        ("as_generic_ptr", "cvta.shared", BOTH),
-        ("shared_to_generic", "cvta.shared", BOTH),
-        ("read", "ld.shared", BOTH),
-        ("write", "st.shared", BOTH),
-        ("load_shared", "ld.shared.v4", BOTH),
-        ("store_shared", "st.shared", BOTH),
-        ("thread_idx_x", "%tid.x", BOTH),
-        ("block_dim_x", "%ntid.x", BOTH),
-        ("block_idx_x", "%ctaid.x", BOTH),
-        ("block_idx_y", "%ctaid.y", BOTH),
-        ("grid_dim_x", "%nctaid.x", BOTH),
-        ("lane_id", "%laneid", BOTH),
-        ("barrier_sync", "barrier.sync", BOTH),
-        ("barrier_sync_threads", "barrier.sync", BOTH),
-        ("shfl_sync_idx", "shfl.sync.idx", BOTH),
-        ("syncwarp", "bar.warp.sync", SM90),
+        ("st_relaxed_gpu", Op("st.relaxed.gpu.global.u32"), BOTH),
+        ("ld_global_v4", Op("ld.global.v4.b32"), BOTH),
+        ("st_global_v4", Op("st.global.v4.b32"), BOTH),
+        ("as_generic_ptr", Op("cvta.shared.u64"), BOTH),
+        ("shared_to_generic", Op("cvta.shared.u64"), BOTH),
+        ("read", AnyOf(&["ld.shared.b32", "ld.shared.v4.b32"]), BOTH),
+        ("write", AnyOf(&["st.shared.b32", "st.shared.v4.b32"]), BOTH),
+        // One row per `SharedValue` implementation: 4-byte scalars and `[f32; 4]`.
+        ("load_shared", Op("ld.shared.b32"), BOTH),
+        ("load_shared", Op("ld.shared.v4.b32"), BOTH),
+        ("store_shared", Op("st.shared.b32"), BOTH),
+        ("store_shared", Op("st.shared.v4.b32"), BOTH),
+        ("thread_idx_x", Reads("%tid.x"), BOTH),
+        ("block_dim_x", Reads("%ntid.x"), BOTH),
+        ("block_idx_x", Reads("%ctaid.x"), BOTH),
+        ("block_idx_y", Reads("%ctaid.y"), BOTH),
+        ("grid_dim_x", Reads("%nctaid.x"), BOTH),
+        ("lane_id", Reads("%laneid"), BOTH),
+        ("barrier_sync", OpWith("barrier.sync", 1), BOTH),
+        ("barrier_sync_threads", OpWith("barrier.sync", 2), BOTH),
+        ("shfl_sync_idx", Op("shfl.sync.idx.b32"), BOTH),
+        ("syncwarp", Op("bar.warp.sync"), SM90),
         (
             "cp_async_bulk_global_to_shared",
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+            Op("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"),
             SM90,
         ),
         (
             "cp_async_bulk_shared_to_global",
-            "cp.async.bulk.global.shared::cta.bulk_group",
+            Op("cp.async.bulk.global.shared::cta.bulk_group"),
             SM90,
         ),
-        ("bulk_commit_group", "cp.async.bulk.commit_group", SM90),
+        ("bulk_commit_group", Op("cp.async.bulk.commit_group"), SM90),
         (
             "bulk_wait_group_read",
-            "cp.async.bulk.wait_group.read",
+            Op("cp.async.bulk.wait_group.read"),
             SM90,
         ),
-        ("bulk_wait_group", "cp.async.bulk.wait_group", SM90),
-        ("mbarrier_expect_tx", "mbarrier.expect_tx", SM90),
+        ("bulk_wait_group", Op("cp.async.bulk.wait_group"), SM90),
+        (
+            "mbarrier_expect_tx",
+            Op("mbarrier.expect_tx.relaxed.cta.shared::cta.b64"),
+            SM90,
+        ),
         (
             "mbarrier_arrive_expect_tx",
-            "mbarrier.arrive.expect_tx",
+            Op("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64"),
             SM90,
         ),
         (
             "fence_proxy_async_shared",
-            "fence.proxy.async.shared::cta",
+            Op("fence.proxy.async.shared::cta"),
             SM90,
         ),
-        ("fence_mbarrier_init", "fence.mbarrier_init", SM90),
-        ("elect_one", "elect.sync", SM90),
+        (
+            "fence_mbarrier_init",
+            Op("fence.mbarrier_init.release.cluster"),
+            SM90,
+        ),
+        ("elect_one", Op("elect.sync"), SM90),
         (
             "cp_async_bulk_tensor_global_to_shared",
-            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+            Op("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"),
             SM90,
         ),
         (
             "cp_async_bulk_tensor_shared_to_global",
-            "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
+            Op("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"),
             SM90,
         ),
-        ("prefetch_tensormap", "prefetch.tensormap", SM90),
+        ("prefetch_tensormap", Op("prefetch.tensormap"), SM90),
         (
             "l2_policy_evict_first",
-            "createpolicy.fractional.L2::evict_first",
+            Op("createpolicy.fractional.L2::evict_first.b64"),
             SM90,
         ),
         (
             "cp_async_bulk_global_to_shared_l2_hint",
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint",
+            Op("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"),
             SM90,
         ),
         (
             "cp_async_bulk_shared_to_global_l2_hint",
-            "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint",
+            Op("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint"),
             SM90,
         ),
     ];
@@ -549,9 +864,20 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
-            // Plain address arithmetic emits nothing of its own; `load` / `store` are the
-            // per-rank halves of the tensor-copy wrappers.
-            if !["from_addr", "addr", "add", "cast", "load", "store", ""].contains(&name.as_str()) {
+            // Constructors and plain address arithmetic emit nothing of their own; `load` /
+            // `store` are the per-rank halves of the tensor-copy wrappers.
+            if ![
+                "from_addr",
+                "from_generic_address",
+                "addr",
+                "add",
+                "cast",
+                "load",
+                "store",
+                "",
+            ]
+            .contains(&name.as_str())
+            {
                 defined.push(name);
             }
         }
@@ -562,16 +888,11 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
             "ptx wrapper `{name}` has no entry here: add what it emits, and a kernel using it"
         );
     }
-    for (wrapper, emitted, archs) in table {
-        for &arch in *archs {
-            let used = inspection(arch).kernels.values().any(|k| {
-                k.ptx
-                    .iter()
-                    .any(|i| i.opcode.starts_with(emitted) || i.operands.contains(emitted))
-            });
+    for &(wrapper, emits, archs) in table {
+        for &arch in archs {
             assert!(
-                used,
-                "`{wrapper}` ({emitted}) is in no kernel of the {arch} PTX"
+                emitted(arch, emits),
+                "`{wrapper}` ({emits:?}) is in no kernel of the {arch} PTX"
             );
         }
     }
