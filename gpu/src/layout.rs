@@ -77,11 +77,18 @@ impl StagedLayout {
 mod tests {
     use super::*;
 
+    /// The host reserves `pipeline_barrier_bytes(stages)` for what the device lays out as a
+    /// `PipelineSharedState`: two 8-byte mbarriers per stage, 8-byte aligned.
     #[test]
-    fn one_definition_of_the_barrier_bytes() {
+    fn pipeline_barriers_are_two_mbarriers_per_stage() {
         assert_eq!(Mbarrier::BYTES, 8);
-        assert_eq!(PipelineSharedState::<1>::BYTES, pipeline_barrier_bytes(1));
-        assert_eq!(PipelineSharedState::<4>::BYTES, pipeline_barrier_bytes(4));
+        assert_eq!(align_of::<Mbarrier>(), 8);
+        assert_eq!(PipelineSharedState::<1>::BYTES, 16);
+        assert_eq!(PipelineSharedState::<3>::BYTES, 48);
+        assert_eq!(PipelineSharedState::<4>::BYTES, 64);
+        for stages in [1, 3, 4] {
+            assert_eq!(pipeline_barrier_bytes(stages), 16 * stages);
+        }
         assert_eq!(align_of::<PipelineSharedState<3>>(), 8);
     }
 

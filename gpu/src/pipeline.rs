@@ -238,14 +238,9 @@ impl<const STAGES: usize> Consumer for ThreadConsumer<'_, STAGES> {
 /// and arrive on `empty[s]`, which producers wait on before refilling. No block barrier is
 /// needed, and producers and consumers may be different threads (warp specialization).
 ///
-/// The first pass over the ring does not wait on `empty` at all: the buffers start free.
-/// (CUTLASS instead waits for the parity of the phase before phase 0, which a fresh mbarrier
-/// reports complete at once. That is correct on the hardware, but after such a wait
-/// compute-sanitizer's racecheck (2025.3) no longer sees the later `empty` and `full` phases
-/// order anything: it reports every refill as racing with the reads before it, and every
-/// read with the copy before it (6 errors per warp-specialized study kernel on an H200; 0
-/// with the first pass skipped). The skip costs a counter and a branch that the compiler
-/// peels off the steady-state loop.)
+/// The first pass over the ring does not wait on `empty` at all: the buffers start free. Not
+/// CUTLASS's wait for the phase before phase 0, after which racecheck reports every refill and
+/// read as a race (docs/design.md: The first pass skips the empty wait).
 ///
 /// # What completes a stage: the kind `K`
 ///

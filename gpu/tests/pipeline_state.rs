@@ -2,7 +2,6 @@
 //! after `n` steps a side is at stage `n mod S`, and the phase it waits for has flipped once
 //! per trip around the ring.
 
-use gpu::layout::PipelineSharedState;
 use gpu::pipeline_state::PipelineState;
 use proptest::prelude::*;
 
@@ -47,45 +46,95 @@ proptest! {
     }
 }
 
-/// The property every pipeline relies on: a producer at round `r` of stage `s` waits for the
-/// parity of the phase in which consumers released round `r - 1`, and a consumer waits for
-/// the parity of the phase in which round `r` was filled.
-#[test]
-fn producer_and_consumer_parities_interlock() {
-    const S: usize = 3;
+/// An mbarrier that has completed `done` phases reports the phase of parity `parity` complete
+/// iff `parity != done % 2` (PTX's `test_wait.parity` / `try_wait.parity`).
+fn parity_complete(done: u32, parity: u32) -> bool {
+    parity != done % 2
+}
+
+/// One ring of `S` stages driven by `schedule` (true: the producer tries to fill its next
+/// stage; false: the consumer tries to release its next one), each stage's `full` and `empty`
+/// mbarrier modelled by the phases it has completed. At every try, the side's parity wait must
+/// say "go" exactly when the protocol allows it: the producer while fewer than `S` stages are
+/// filled and not released, the consumer while one is.
+fn run_ring<const S: usize>(schedule: &[bool]) {
     let mut producer = PipelineState::<S>::producer_start();
     let mut consumer = PipelineState::<S>::consumer_start();
-    // Phases completed so far on each stage's `full` and `empty` barrier.
     let mut full_done = [0u32; S];
     let mut empty_done = [0u32; S];
-    let parity_complete = |done: u32, parity: u32| {
-        // An mbarrier in phase `done` reports parity p complete iff p != done % 2.
-        parity != done % 2
-    };
-    for _ in 0..50 {
+    let (mut filled, mut released) = (0u32, 0u32);
+    for &producer_moves in schedule {
+        if producer_moves {
+            let s = producer.index() as usize;
+            let free = parity_complete(empty_done[s], producer.phase());
+            assert_eq!(
+                free,
+                filled - released < S as u32,
+                "S = {S}: producer after {filled} fills, {released} releases"
+            );
+            if free {
+                full_done[s] += 1; // the producer's copies land
+                filled += 1;
+                producer.advance();
+            }
+        } else {
+            let c = consumer.index() as usize;
+            let ready = parity_complete(full_done[c], consumer.phase());
+            assert_eq!(
+                ready,
+                released < filled,
+                "S = {S}: consumer after {filled} fills, {released} releases"
+            );
+            if ready {
+                empty_done[c] += 1; // the consumer releases
+                released += 1;
+                consumer.advance();
+            }
+        }
+    }
+}
+
+/// A producer `STAGES` ahead of the consumer finds every buffer still in use: its wait on the
+/// next `empty` barrier blocks until the consumer releases that stage, then lets exactly one
+/// more fill through.
+#[test]
+fn a_producer_stages_ahead_blocks() {
+    const S: usize = 3;
+    let mut producer = PipelineState::<S>::producer_start();
+    let mut empty_done = [0u32; S];
+    for _ in 0..S {
         let s = producer.index() as usize;
         assert!(
             parity_complete(empty_done[s], producer.phase()),
-            "producer blocked forever"
+            "a free buffer blocked"
         );
-        full_done[s] += 1; // the producer's copies land
         producer.advance();
-        let c = consumer.index() as usize;
-        assert!(
-            parity_complete(full_done[c], consumer.phase()),
-            "consumer would miss data"
-        );
-        empty_done[c] += 1; // the consumer releases
-        consumer.advance();
     }
-    // A consumer must not see a stage as full before its first fill.
-    let fresh = PipelineState::<S>::consumer_start();
-    assert!(!parity_complete(0, fresh.phase()));
+    // Back at stage 0, all S stages filled, none released.
+    assert_eq!(producer.index(), 0);
+    assert!(
+        !parity_complete(empty_done[0], producer.phase()),
+        "a producer STAGES ahead did not block"
+    );
+    // The consumer releases stage 0: the producer may refill it, and then blocks on stage 1.
+    empty_done[0] += 1;
+    assert!(parity_complete(empty_done[0], producer.phase()));
+    producer.advance();
+    assert!(!parity_complete(empty_done[1], producer.phase()));
 }
 
-#[test]
-fn shared_state_is_two_mbarriers_per_stage() {
-    assert_eq!(PipelineSharedState::<1>::BYTES, 16);
-    assert_eq!(PipelineSharedState::<4>::BYTES, 64);
-    assert_eq!(std::mem::align_of::<PipelineSharedState<3>>(), 8);
+proptest! {
+    /// The property every pipeline relies on, in any interleaving of the two sides: a producer
+    /// waits exactly while all stages are full (it never overwrites a stage a consumer still
+    /// reads), and a consumer exactly while none is (it never reads a stage before its fill).
+    #[test]
+    fn producer_and_consumer_parities_interlock(
+        schedule in proptest::collection::vec(any::<bool>(), 0..400),
+    ) {
+        run_ring::<1>(&schedule);
+        run_ring::<2>(&schedule);
+        run_ring::<3>(&schedule);
+        run_ring::<4>(&schedule);
+        run_ring::<8>(&schedule);
+    }
 }

@@ -801,9 +801,8 @@ pub unsafe fn block_pipeline<
     }
     let mut acc = [[0.0f32; TN]; TM];
     // This loop and its siblings in `thread_pipeline` and `warp_specialized` are written out on
-    // purpose: one shared helper taking each style's part as a closure compiled to different
-    // code placement and cost this kernel 4-5 points of cuBLAS on the H200 (90% against
-    // 93-95%, 2026-11-29), the other styles nothing.
+    // purpose: a shared helper changed this kernel's code placement and cost it speed
+    // (docs/design.md: GEMM mainloops written out per style).
     let mut ready = consumer.consumer_wait();
     // SAFETY: the stage's phase completed: every thread's copies landed.
     let mut frags = unsafe { FragmentPipe::start(&block, f, ready.index()) };
@@ -1263,15 +1262,8 @@ crate::static_shared!(
 /// # Safety
 /// Grid `(ceil(n / 16), ceil(m / 16))` of 256-thread blocks; `a` holds `m * k` floats, `b`
 /// `k * n`, `c` `m * n` doubles.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn gemm_reference(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f64,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
+#[inline(always)]
+pub(super) unsafe fn reference(a: *const f32, b: *const f32, c: *mut f64, m: u32, n: u32, k: u32) {
     let t = ptx::thread_idx_x();
     let (tx, ty) = (t % REFERENCE_TILE, t / REFERENCE_TILE);
     let row = ptx::block_idx_y() * REFERENCE_TILE + ty;

@@ -12,9 +12,9 @@
 //! with the operands of step `j + STAGES` (async-groups: after a second `barrier.sync`;
 //! mbarriers: after the `empty` phase completes) and only then does the 32 FMAs of step `j`.
 //! A copy thus has almost `STAGES` steps to land, so even two stages hide most of the copy
-//! latency. (Refilling after the FMAs instead, to hide the `empty` round trip, measured slower
-//! on an H200 at every depth: issuing the copy early matters more.) Loops commit a stage every
-//! step, even when nothing is left to copy, so the waits stay uniform.
+//! latency; issuing the copy early matters more than hiding the `empty` round trip behind the
+//! FMAs (docs/design.md: Study: refill before the math). Loops commit a stage every step, even
+//! when nothing is left to copy, so the waits stay uniform.
 //!
 //! The kernels are one warp (two for [`warp_specialized`]): a thread's row of C is its lane.
 
@@ -180,8 +180,8 @@ unsafe fn copy_step<C: Completion>(
 
 /// Runs `step(s)` for every `s` in `0..k`, two per loop iteration (then the odd one out), as
 /// nvcc does for the C++ twins of the synchronous and async-group kernels: the two steps'
-/// independent instructions interleave, and the loop's bookkeeping is paid once per pair.
-/// (A loop of single steps measured 4-8% slower than the twins on an H200.)
+/// independent instructions interleave, and the loop's bookkeeping is paid once per pair; a
+/// loop of single steps is slower (docs/design.md: Study: two steps per loop iteration).
 #[inline(always)]
 fn for_each_step(k: u32, mut step: impl FnMut(u32)) {
     let mut s = 0;
@@ -356,7 +356,7 @@ pub unsafe fn raw_mbarrier<const STAGES: usize>(a: *const f32, b: *const f32, c:
 /// next step's `full` barrier *before* the math of this step and waits for it only at the
 /// next step, so the phase completes while it computes. Waits go by phase parity: a
 /// token-returning `arrive` makes the thread wait for the token's round trip to shared
-/// memory (measured 25% slower on an H200).
+/// memory (docs/design.md: Split barrier: waits by parity, not by token).
 ///
 /// # Safety
 /// The study's launch contract (module docs).
