@@ -71,17 +71,19 @@ impl<P> fmt::Debug for EntryPoint<P> {
     }
 }
 
-/// Declares a kernel once for host and device (see the [module docs](crate::kernel)).
+/// Declares a kernel once for host and device (see the [module docs](mod@crate::kernel)).
 ///
 /// ```ignore
 /// gpu::kernel! {
 ///     /// Docs, with the launch contract under `# Safety`.
-///     pub fn NAME(PARAM: TYPE, ...) [max_threads = THREADS] [device if CFG] {
+///     pub fn NAME(PARAM: TYPE, ...) [export = NAME_EXPR] [max_threads = THREADS] [device if CFG] {
 ///         BODY
 ///     }
 /// }
 /// ```
 ///
+/// - `[export = NAME_EXPR]` (optional): the name to export the entry point under, when it
+///   is not the declaration's own (`concat!(stringify!(family), "_a16")`, say).
 /// - `[max_threads = THREADS]` (optional) is the kernel's `__launch_bounds__`
 ///   ([`max_threads!`](crate::max_threads)).
 /// - `[device if CFG]` (optional) compiles the entry point only where `CFG` holds on the device
@@ -94,9 +96,16 @@ impl<P> fmt::Debug for EntryPoint<P> {
 /// `entry`, exported as `NAME`.
 #[macro_export]
 macro_rules! kernel {
+    (@export $name:ident) => {
+        stringify!($name)
+    };
+    (@export $name:ident $export:expr) => {
+        $export
+    };
     (
         $(#[$attr:meta])*
         $vis:vis fn $name:ident($($param:ident : $ty:ty),* $(,)?)
+        $([export = $export:expr])?
         $([max_threads = $threads:expr])?
         $([device if $cfg:meta])?
         $body:block
@@ -104,7 +113,7 @@ macro_rules! kernel {
         #[allow(non_upper_case_globals)]
         #[doc = concat!("The entry point of the kernel `", stringify!($name), "` (see [`kernel!`](", "crate::kernel!)).")]
         $vis const $name: $crate::kernel::EntryPoint<($($ty,)*)> =
-            $crate::kernel::EntryPoint::declared(stringify!($name));
+            $crate::kernel::EntryPoint::declared($crate::kernel!(@export $name $($export)?));
 
         #[cfg(all(target_arch = "nvptx64" $(, $cfg)?))]
         #[allow(non_snake_case)]
@@ -115,7 +124,7 @@ macro_rules! kernel {
             $($crate::max_threads!(entry, $threads);)?
 
             $(#[$attr])*
-            #[unsafe(export_name = stringify!($name))]
+            #[unsafe(export_name = $crate::kernel!(@export $name $($export)?))]
             pub unsafe extern "ptx-kernel" fn entry($($param : $ty),*) $body
         }
     };

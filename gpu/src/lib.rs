@@ -55,7 +55,7 @@
 //! | instructions | [`ptx`] | inline PTX | one `asm!` per instruction |
 //! | shared memory | [`layout`], [`shared`] | `__shared__` | `.shared` declarations, typed 32-bit addresses |
 //! | tensor maps (sm_90) | [`tensor_map`] | `const __grid_constant__ CUtensorMap` | a kernel parameter, `cvta.param` |
-//! | kernel declarations | [`kernel`] | `__global__ void f(...)` + its host-side stub | an `extern "ptx-kernel"` entry point, and an [`EntryPoint`](kernel::EntryPoint) the host launches |
+//! | kernel declarations | [`kernel`](mod@kernel) | `__global__ void f(...)` + its host-side stub | an `extern "ptx-kernel"` entry point, and an [`EntryPoint`](kernel::EntryPoint) the host launches |
 //! | thread groups | [`group`] | cooperative groups (`thread_block`, `tiled_partition<32>`) | `%tid.x`, `%laneid` read once |
 //! | split barrier | [`barrier`] | `cuda::barrier<thread_scope_block>` | `mbarrier.*` |
 //! | pipelines | [`pipeline_state`], [`pipeline`] | `cuda::pipeline<thread_scope_thread / _block>` | `cp.async.commit_group` / `wait_group`, or `cp.async.mbarrier.arrive.noinc` + parity waits |

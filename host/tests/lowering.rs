@@ -906,8 +906,9 @@ fn gemm_entries()
         .iter()
         .filter(|k| !k.style.needs_sm90())
         .flat_map(|k| {
-            let any = k.entry_any.expect("copy styles have a 4-byte entry point");
-            [(k, k.entry_aligned, 16), (k, any, 4)]
+            let (aligned, any) = k.entry_names();
+            let any = any.expect("copy styles have a 4-byte entry point");
+            [(k, aligned, 16), (k, any, 4)]
         })
 }
 
@@ -1147,7 +1148,7 @@ fn the_tma_gemm_loads_tiles_with_tensor_copies() {
         .collect();
     assert!(!families.is_empty(), "no tensor-copy GEMM in the table");
     for family in families {
-        let entry = family.entry_aligned;
+        let entry = family.entry_aligned.name();
         assert!(family.entry_any.is_none(), "{entry}");
         assert!(
             inspection(Arch::Sm80).kernel(entry).is_none(),
@@ -1201,7 +1202,7 @@ fn the_tma_b_gemm_mixes_a_tensor_copy_and_cp_async_in_one_stage() {
     assert!(!families.is_empty(), "no tensor-copy-B GEMM in the table");
     let text = host::device_code::module_text(Arch::Sm90);
     for family in families {
-        let entry = family.entry_aligned;
+        let entry = family.entry_aligned.name();
         assert!(family.entry_any.is_none(), "{entry}");
         assert!(
             inspection(Arch::Sm80).kernel(entry).is_none(),

@@ -11,9 +11,10 @@
 use crate::check::{self, CheckReport, POISON, Tolerance};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use anyhow::{Result, bail, ensure};
+use gpu::tensor_map::TensorMap;
 use gpu::workloads::gemm::{
-    GEMM_KERNELS, GemmKernel, GemmStyle, MAX_DIM, REFERENCE_KERNEL, REFERENCE_THREADS,
-    REFERENCE_TILE,
+    GEMM_KERNELS, GemmEntry, GemmKernel, GemmPointers, MAX_DIM, REFERENCE_THREADS, REFERENCE_TILE,
+    gemm_reference,
 };
 use gpu_runtime::blas::{Blas, sys as cublas};
 use gpu_runtime::cudarc::driver::CudaSlice;
@@ -92,8 +93,8 @@ impl Experiment for GemmExperiment {
     fn entry_points(&self) -> Vec<&'static str> {
         match self {
             GemmExperiment::Cublas => Vec::new(),
-            GemmExperiment::Kernel(k) => std::iter::once(k.entry_aligned)
-                .chain(k.entry_any)
+            GemmExperiment::Kernel(k) => std::iter::once(k.entry_names().0)
+                .chain(k.entry_names().1)
                 .collect(),
         }
     }
@@ -186,7 +187,8 @@ impl Workload for Gemm {
         &EXPERIMENTS
     }
     fn helper_kernels(&self) -> &'static [&'static str] {
-        &[REFERENCE_KERNEL]
+        const HELPERS: &[&str] = &[gemm_reference.name()];
+        HELPERS
     }
     fn device_bytes(&self, size: Mnk) -> u64 {
         size.device_bytes()
@@ -229,47 +231,22 @@ impl Workload for Gemm {
     }
 }
 
-/// The GEMM kernels' parameters: `(a, b, c, m, n, k)` with A and B as pointers.
-type Pointers = (*const f32, *const f32, *mut f32, u32, u32, u32);
-/// The tensor-copy family's: tensor maps of A and B.
-type TensorMaps2 = (
-    gpu::tensor_map::TensorMap,
-    gpu::tensor_map::TensorMap,
-    *mut f32,
-    u32,
-    u32,
-    u32,
-);
-/// The tensor-copy-B family's: A as a pointer, a tensor map of B.
-type TensorMapB = (
-    *const f32,
-    gpu::tensor_map::TensorMap,
-    *mut f32,
-    u32,
-    u32,
-    u32,
-);
-/// The reference kernel's: C in `f64`.
-type Reference = (*const f32, *const f32, *mut f64, u32, u32, u32);
-
 /// A family's entry point for one problem size, resolved once, with its parameter types.
-enum Entry {
-    Pointers(Kernel<Pointers>),
-    TensorMaps(Kernel<TensorMaps2>),
-    TensorMapB(Kernel<TensorMapB>),
+enum Resolved {
+    Pointers(Kernel<GemmPointers>),
+    TensorMaps(Kernel<(TensorMap, TensorMap, *mut f32, u32, u32, u32)>),
+    TensorMapB(Kernel<(*const f32, TensorMap, *mut f32, u32, u32, u32)>),
 }
 
-impl Entry {
+impl Resolved {
     /// The entry point `kernel` takes at `n` and `k`, if it has one there.
-    fn resolve(gpu: &Gpu, kernel: &GemmKernel, n: u32, k: u32) -> Result<Option<Entry>> {
-        let Some(name) = kernel.entry_for(n, k) else {
-            return Ok(None);
-        };
-        Ok(Some(match kernel.style {
-            GemmStyle::Tma { .. } => Entry::TensorMaps(gpu.kernel(name)?),
-            GemmStyle::TmaB { .. } => Entry::TensorMapB(gpu.kernel(name)?),
-            _ => Entry::Pointers(gpu.kernel(name)?),
-        }))
+    fn resolve(gpu: &Gpu, kernel: &GemmKernel, n: u32, k: u32) -> Result<Option<Resolved>> {
+        Ok(match kernel.entry_for(n, k) {
+            None => None,
+            Some(GemmEntry::Pointers(e)) => Some(Resolved::Pointers(gpu.entry_point(e)?)),
+            Some(GemmEntry::TensorMaps(e)) => Some(Resolved::TensorMaps(gpu.entry_point(e)?)),
+            Some(GemmEntry::TensorMapB(e)) => Some(Resolved::TensorMapB(gpu.entry_point(e)?)),
+        })
     }
 }
 
@@ -283,7 +260,7 @@ pub struct GemmProblem {
     reference: Vec<f64>,
     cublas: Result<Blas, String>,
     /// The entry point of each family that runs on this GPU's module at this size.
-    entries: Vec<(&'static GemmKernel, Entry)>,
+    entries: Vec<(&'static GemmKernel, Resolved)>,
     /// The tensor-copy kernels' maps of A and B, encoded at their first launch.
     maps: TensorMaps,
 }
@@ -314,7 +291,7 @@ impl GemmProblem {
                 threads: REFERENCE_THREADS,
                 shared_bytes: 0,
             };
-            let kernel = gpu.kernel::<Reference>(REFERENCE_KERNEL)?;
+            let kernel = gpu.entry_point(gemm_reference)?;
             // SAFETY: gemm_reference(a, b, c: *mut f64, m, n, k) reads m*k and k*n floats
             // and writes m*n doubles, which the buffers hold; the grid covers C in 16x16
             // tiles of 256-thread blocks (M <= MAX_M keeps the grid's y within 65535).
@@ -328,7 +305,7 @@ impl GemmProblem {
             if !GemmExperiment::Kernel(kernel).archs().contains(&arch) {
                 continue;
             }
-            if let Some(entry) = Entry::resolve(gpu, kernel, n, k)? {
+            if let Some(entry) = Resolved::resolve(gpu, kernel, n, k)? {
                 entries.push((kernel, entry));
             }
         }
@@ -391,13 +368,13 @@ impl Problem<GemmExperiment> for GemmProblem {
                 // the table's; 1 <= m, n, k <= MAX_DIM (parse_mnk); sm_90 kernels only on
                 // the sm_90 module (resolved only there).
                 match entry {
-                    Entry::Pointers(kernel) => unsafe {
+                    Resolved::Pointers(kernel) => unsafe {
                         kernel.launch(gpu, config, (a, b, c, m, n, k))?
                     },
-                    Entry::TensorMaps(kernel) => unsafe {
+                    Resolved::TensorMaps(kernel) => unsafe {
                         kernel.launch(gpu, config, (&a_map()?, &b_map()?, c, m, n, k))?
                     },
-                    Entry::TensorMapB(kernel) => unsafe {
+                    Resolved::TensorMapB(kernel) => unsafe {
                         kernel.launch(gpu, config, (a, &b_map()?, c, m, n, k))?
                     },
                 }

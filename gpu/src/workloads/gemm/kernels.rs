@@ -1262,15 +1262,8 @@ crate::static_shared!(
 /// # Safety
 /// Grid `(ceil(n / 16), ceil(m / 16))` of 256-thread blocks; `a` holds `m * k` floats, `b`
 /// `k * n`, `c` `m * n` doubles.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn gemm_reference(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f64,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
+#[inline(always)]
+pub(super) unsafe fn reference(a: *const f32, b: *const f32, c: *mut f64, m: u32, n: u32, k: u32) {
     let t = ptx::thread_idx_x();
     let (tx, ty) = (t % REFERENCE_TILE, t / REFERENCE_TILE);
     let row = ptx::block_idx_y() * REFERENCE_TILE + ty;

@@ -22,6 +22,19 @@ pub use shapes::*;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 
+crate::kernel! {
+    /// The reference: `C = A B` in `f64` (one thread per output, f64 accumulation of the f32
+    /// products) to an `m x n` array of `f64`.
+    ///
+    /// # Safety
+    /// Grid `(ceil(n / 16), ceil(m / 16))` of [`REFERENCE_THREADS`]-thread blocks; `a` holds
+    /// `m * k` floats, `b` `k * n`, `c` `m * n` doubles.
+    pub fn gemm_reference(a: *const f32, b: *const f32, c: *mut f64, m: u32, n: u32, k: u32) {
+        // SAFETY: forwarded launch contract.
+        unsafe { kernels::reference(a, b, c, m, n, k) }
+    }
+}
+
 /// Looks a GEMM kernel family up by name.
 pub fn find(name: &str) -> Option<&'static GemmKernel> {
     GEMM_KERNELS.iter().find(|k| k.name == name)
@@ -36,58 +49,42 @@ macro_rules! gemm_kernels {
                 name: stringify!($name),
                 style: GemmStyle::$style { $($param: $value),* },
                 tile: GemmTile { warps_m: $wm, warps_n: $wn, thread_m: $tm, thread_n: $tn },
-                entry_aligned: gemm_entry_names!($style $name).0,
-                entry_any: gemm_entry_names!($style $name).1,
+                entry_aligned: gemm_entry_points!(@aligned $style $name),
+                entry_any: gemm_entry_points!(@any $style $name),
             },)*
         ];
 
-        /// The entry points of each family (see [`gemm_entry_points`]).
-        #[cfg(target_arch = "nvptx64")]
-        mod entry_points {
+        /// The entry points of each family (see [`gemm_entry_points`]), one module per family.
+        pub mod entry_points {
             $(gemm_entry_points!($style $name { $($param: $value),* } ($tm, $tn, $wm, $wn) $body);)*
         }
     };
 }
 
-/// A family's entry-point names: `NAME_a16` and `NAME_a4` for the copy styles, `NAME` alone
-/// for tensor copies.
-macro_rules! gemm_entry_names {
-    (Tma $name:ident) => {
-        (stringify!($name), None::<&str>)
-    };
-    (TmaB $name:ident) => {
-        (stringify!($name), None::<&str>)
-    };
-    ($style:ident $name:ident) => {
-        (
-            concat!(stringify!($name), "_a16"),
-            Some(concat!(stringify!($name), "_a4")),
-        )
-    };
-}
-
-/// A family's entry points, each calling its style's body with the tile, the style's
-/// parameters in table order (and, for the copy styles, the copy size) as const generics:
-/// `NAME_a16` (16-byte copies) and `NAME_a4` (4-byte copies), each choosing per block the
-/// body with `INTERIOR` true or false (`@body`), or for tensor copies (sm_90) `NAME`, which
-/// takes tensor maps of A and B.
-#[cfg(target_arch = "nvptx64")]
+/// A family's entry points, each declared with [`crate::kernel!`] and calling its style's body
+/// with the tile, the style's parameters in table order (and, for the copy styles, the copy
+/// size) as const generics: `NAME::aligned` (exported `NAME_a16`: 16-byte copies) and
+/// `NAME::any` (`NAME_a4`: 4-byte copies), each choosing per block the body with `INTERIOR`
+/// true or false (`@body`), or for tensor copies (sm_90) `NAME::entry` (exported `NAME`), which
+/// takes tensor maps. `@aligned` / `@any` name a family's [`GemmEntry`] and 4-byte entry point.
 macro_rules! gemm_entry_points {
+    (@aligned Tma $family:ident) => { GemmEntry::TensorMaps(entry_points::$family::entry) };
+    (@aligned TmaB $family:ident) => { GemmEntry::TensorMapB(entry_points::$family::entry) };
+    (@aligned $style:ident $family:ident) => { GemmEntry::Pointers(entry_points::$family::aligned) };
+    (@any Tma $family:ident) => { None };
+    (@any TmaB $family:ident) => { None };
+    (@any $style:ident $family:ident) => { Some(entry_points::$family::any) };
     (@threads $style:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal)) => {
-        crate::workloads::gemm::GemmKernel {
-            name: "",
-            style: crate::workloads::gemm::GemmStyle::$style { $($param: $value),* },
-            tile: crate::workloads::gemm::GemmTile {
+        crate::workloads::gemm::block_threads(
+            crate::workloads::gemm::GemmStyle::$style { $($param: $value),* },
+            crate::workloads::gemm::GemmTile {
                 warps_m: $wm, warps_n: $wn, thread_m: $tm, thread_n: $tn,
             },
-            entry_aligned: "",
-            entry_any: None,
-        }
-        .threads()
+        )
     };
     (@body $body:ident ($tm:literal, $tn:literal, $wm:literal, $wn:literal) [$($value:literal),*]
         $align:literal ($a:ident, $b:ident, $c:ident, $m:ident, $n:ident, $k:ident)) => {{
-        use super::super::kernels::{block_is_interior, $body as body};
+        use crate::workloads::gemm::kernels::{block_is_interior, $body as body};
         // SAFETY (caller's): the launch contract; INTERIOR only for an interior block.
         if block_is_interior::<$tm, $tn, $wm, $wn>($m, $n, $k) {
             body::<$tm, $tn, $wm, $wn, $($value,)* $align, true>($a, $b, $c, $m, $n, $k)
@@ -96,63 +93,78 @@ macro_rules! gemm_entry_points {
         }
     }};
     (Tma $name:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal) $body:ident) => {
-        #[cfg(target_feature = "sm_90")]
         #[allow(non_snake_case)]
-        mod $name {
+        #[doc = concat!("The entry points of the family `", stringify!($name), "`.")]
+        pub mod $name {
             use crate::tensor_map::TensorMap;
+            #[cfg_attr(
+                not(all(target_arch = "nvptx64", target_feature = "sm_90")),
+                allow(dead_code)
+            )]
             const THREADS: u32 = gemm_entry_points!(
                 @threads Tma { $($param: $value),* } ($tm, $tn, $wm, $wn)
             );
-            crate::max_threads!(entry, THREADS);
 
-            /// GEMM kernel, tensor copies (see [`super::super::GEMM_KERNELS`]).
-            ///
-            /// # Safety
-            /// The GEMM launch contract (module docs) with `k % 4 == 0` and `n % 4 == 0`, and
-            /// `a`, `b` tensor maps of A (`k x m`, innermost first) and B (`n x k`) with the
-            /// family's `a_box` / `b_box`, zero fill, no swizzle.
-            #[unsafe(export_name = stringify!($name))]
-            pub unsafe extern "ptx-kernel" fn entry(
-                a: TensorMap, b: TensorMap, c: *mut f32, m: u32, n: u32, k: u32,
-            ) {
-                let a = crate::tensor_map_param!(entry, 0, a);
-                let b = crate::tensor_map_param!(entry, 1, b);
-                // SAFETY: forwarded launch contract.
-                unsafe {
-                    super::super::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)*>(
-                        a, b, c, m, n, k,
-                    )
+            crate::kernel! {
+                /// GEMM kernel, tensor copies (see [`GEMM_KERNELS`]
+                /// (crate::workloads::gemm::GEMM_KERNELS)).
+                ///
+                /// # Safety
+                /// The GEMM launch contract (module docs) with `k % 4 == 0` and `n % 4 == 0`,
+                /// and `a`, `b` tensor maps of A (`k x m`, innermost first) and B (`n x k`)
+                /// with the family's `a_box` / `b_box`, zero fill, no swizzle.
+                pub fn entry(a: TensorMap, b: TensorMap, c: *mut f32, m: u32, n: u32, k: u32)
+                    [export = stringify!($name)]
+                    [max_threads = THREADS]
+                    [device if target_feature = "sm_90"]
+                {
+                    let a = crate::tensor_map_param!(entry, 0, a);
+                    let b = crate::tensor_map_param!(entry, 1, b);
+                    // SAFETY: forwarded launch contract.
+                    unsafe {
+                        crate::workloads::gemm::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)*>(
+                            a, b, c, m, n, k,
+                        )
+                    }
                 }
             }
         }
     };
     (TmaB $name:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal) $body:ident) => {
-        #[cfg(target_feature = "sm_90")]
         #[allow(non_snake_case)]
-        mod $name {
+        #[doc = concat!("The entry points of the family `", stringify!($name), "`.")]
+        pub mod $name {
             use crate::tensor_map::TensorMap;
+            #[cfg_attr(
+                not(all(target_arch = "nvptx64", target_feature = "sm_90")),
+                allow(dead_code)
+            )]
             const THREADS: u32 = gemm_entry_points!(
                 @threads TmaB { $($param: $value),* } ($tm, $tn, $wm, $wn)
             );
-            crate::max_threads!(entry, THREADS);
 
-            /// GEMM kernel, B by tensor copies (see [`super::super::GEMM_KERNELS`]).
-            ///
-            /// # Safety
-            /// The GEMM launch contract (module docs) with `n % 4 == 0`, and `b` a tensor map
-            /// of B (`n x k`, innermost first) with the family's `b_box`, zero fill, no swizzle.
-            #[unsafe(export_name = stringify!($name))]
-            pub unsafe extern "ptx-kernel" fn entry(
-                a: *const f32, b: TensorMap, c: *mut f32, m: u32, n: u32, k: u32,
-            ) {
-                use super::super::kernels::{block_is_interior, $body as body};
-                let b = crate::tensor_map_param!(entry, 1, b);
-                // SAFETY: forwarded launch contract; INTERIOR only for an interior block.
-                unsafe {
-                    if block_is_interior::<$tm, $tn, $wm, $wn>(m, n, k) {
-                        body::<$tm, $tn, $wm, $wn, $($value,)* true>(a, b, c, m, n, k)
-                    } else {
-                        body::<$tm, $tn, $wm, $wn, $($value,)* false>(a, b, c, m, n, k)
+            crate::kernel! {
+                /// GEMM kernel, B by tensor copies (see [`GEMM_KERNELS`]
+                /// (crate::workloads::gemm::GEMM_KERNELS)).
+                ///
+                /// # Safety
+                /// The GEMM launch contract (module docs) with `n % 4 == 0`, and `b` a tensor
+                /// map of B (`n x k`, innermost first) with the family's `b_box`, zero fill, no
+                /// swizzle.
+                pub fn entry(a: *const f32, b: TensorMap, c: *mut f32, m: u32, n: u32, k: u32)
+                    [export = stringify!($name)]
+                    [max_threads = THREADS]
+                    [device if target_feature = "sm_90"]
+                {
+                    use crate::workloads::gemm::kernels::{block_is_interior, $body as body};
+                    let b = crate::tensor_map_param!(entry, 1, b);
+                    // SAFETY: forwarded launch contract; INTERIOR only for an interior block.
+                    unsafe {
+                        if block_is_interior::<$tm, $tn, $wm, $wn>(m, n, k) {
+                            body::<$tm, $tn, $wm, $wn, $($value,)* true>(a, b, c, m, n, k)
+                        } else {
+                            body::<$tm, $tn, $wm, $wn, $($value,)* false>(a, b, c, m, n, k)
+                        }
                     }
                 }
             }
@@ -160,43 +172,48 @@ macro_rules! gemm_entry_points {
     };
     ($style:ident $name:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal) $body:ident) => {
         #[allow(non_snake_case)]
-        mod $name {
+        #[doc = concat!("The entry points of the family `", stringify!($name), "`.")]
+        pub mod $name {
+            #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
             const THREADS: u32 = gemm_entry_points!(
                 @threads $style { $($param: $value),* } ($tm, $tn, $wm, $wn)
             );
-            crate::max_threads!(aligned, THREADS);
-            crate::max_threads!(any, THREADS);
 
-            /// GEMM kernel, 16-byte copies (see [`super::super::GEMM_KERNELS`]).
-            ///
-            /// # Safety
-            /// The GEMM launch contract (module docs), with `k % 4 == 0` and
-            /// `n % 4 == 0`, every buffer 16-byte aligned.
-            #[unsafe(export_name = concat!(stringify!($name), "_a16"))]
-            pub unsafe extern "ptx-kernel" fn aligned(
-                a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32,
-            ) {
-                // SAFETY: forwarded launch contract.
-                unsafe {
-                    gemm_entry_points!(
-                        @body $body ($tm, $tn, $wm, $wn) [$($value),*] 16 (a, b, c, m, n, k)
-                    )
+            crate::kernel! {
+                /// GEMM kernel, 16-byte copies (see [`GEMM_KERNELS`]
+                /// (crate::workloads::gemm::GEMM_KERNELS)).
+                ///
+                /// # Safety
+                /// The GEMM launch contract (module docs), with `k % 4 == 0` and `n % 4 == 0`,
+                /// every buffer 16-byte aligned.
+                pub fn aligned(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32)
+                    [export = concat!(stringify!($name), "_a16")]
+                    [max_threads = THREADS]
+                {
+                    // SAFETY: forwarded launch contract.
+                    unsafe {
+                        gemm_entry_points!(
+                            @body $body ($tm, $tn, $wm, $wn) [$($value),*] 16 (a, b, c, m, n, k)
+                        )
+                    }
                 }
             }
 
-            /// GEMM kernel, 4-byte copies: any size.
-            ///
-            /// # Safety
-            /// The GEMM launch contract (module docs).
-            #[unsafe(export_name = concat!(stringify!($name), "_a4"))]
-            pub unsafe extern "ptx-kernel" fn any(
-                a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32,
-            ) {
-                // SAFETY: forwarded launch contract.
-                unsafe {
-                    gemm_entry_points!(
-                        @body $body ($tm, $tn, $wm, $wn) [$($value),*] 4 (a, b, c, m, n, k)
-                    )
+            crate::kernel! {
+                /// GEMM kernel, 4-byte copies: any size.
+                ///
+                /// # Safety
+                /// The GEMM launch contract (module docs).
+                pub fn any(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32)
+                    [export = concat!(stringify!($name), "_a4")]
+                    [max_threads = THREADS]
+                {
+                    // SAFETY: forwarded launch contract.
+                    unsafe {
+                        gemm_entry_points!(
+                            @body $body ($tm, $tn, $wm, $wn) [$($value),*] 4 (a, b, c, m, n, k)
+                        )
+                    }
                 }
             }
         }
@@ -274,12 +291,22 @@ mod tests {
             (64, 64, 128)
         );
         assert_eq!(wide.grid(4095, 4097), (17, 32));
-        assert_eq!(k.entry_for(4096, 4096), Some("gemm_thread_pipeline_4_a16"));
-        assert_eq!(k.entry_for(4097, 4096), Some("gemm_thread_pipeline_4_a4"));
-        assert_eq!(k.entry_for(4096, 1023), Some("gemm_thread_pipeline_4_a4"));
+        let entry = |k: &GemmKernel, n, kk| k.entry_for(n, kk).map(|e| e.name());
+        assert_eq!(entry(k, 4096, 4096), Some("gemm_thread_pipeline_4_a16"));
+        assert_eq!(entry(k, 4097, 4096), Some("gemm_thread_pipeline_4_a4"));
+        assert_eq!(entry(k, 4096, 1023), Some("gemm_thread_pipeline_4_a4"));
         let tma = find("gemm_tma_3").unwrap();
-        assert_eq!(tma.entry_for(4096, 4096), Some("gemm_tma_3"));
-        assert_eq!(tma.entry_for(4096, 1023), None);
+        assert_eq!(entry(tma, 4096, 4096), Some("gemm_tma_3"));
+        assert!(matches!(
+            tma.entry_for(4096, 4096),
+            Some(GemmEntry::TensorMaps(_))
+        ));
+        assert_eq!(entry(tma, 4096, 1023), None);
+        let tma_b = find("gemm_tma_b_3").unwrap();
+        assert!(matches!(
+            tma_b.entry_for(4096, 4096),
+            Some(GemmEntry::TensorMapB(_))
+        ));
         assert_eq!((tma.a_box(), tma.b_box()), ((8, 128), (128, 8)));
         assert_eq!(tma.layout().bytes, 3 * 8192 + 3 * 16);
     }

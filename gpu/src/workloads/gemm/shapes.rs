@@ -1,7 +1,9 @@
 //! The GEMM's shapes, for host and device: block, warp and thread tiles, the completion
 //! styles, each kernel's launch geometry and shared-memory layout.
 
+use crate::kernel::EntryPoint;
 use crate::layout::StagedLayout;
+use crate::tensor_map::TensorMap;
 
 /// The k-extent of a block's tile: one pipeline stage holds `BK` columns of A and `BK` rows of
 /// B. Stored m-major, eight floats make an A row 32 bytes, so the four rows the four `m` lanes
@@ -215,9 +217,43 @@ impl GemmStyle {
     }
 }
 
+/// The copy styles' parameters: `(a, b, c, m, n, k)`, A `m x k`, B `k x n`, C `m x n`,
+/// row-major `f32`.
+pub type GemmPointers = (*const f32, *const f32, *mut f32, u32, u32, u32);
+
+/// A GEMM entry point, by its parameter types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GemmEntry {
+    /// A and B as pointers (the `cp.async` styles).
+    Pointers(EntryPoint<GemmPointers>),
+    /// Tensor maps of A (`k x m`, innermost first) and B (`n x k`) with the family's
+    /// [`GemmKernel::a_box`] / [`GemmKernel::b_box`], zero fill, no swizzle (sm_90).
+    TensorMaps(EntryPoint<(TensorMap, TensorMap, *mut f32, u32, u32, u32)>),
+    /// A as a pointer, a tensor map of B (`n x k`) with the family's
+    /// [`GemmKernel::b_box`] (sm_90).
+    TensorMapB(EntryPoint<(*const f32, TensorMap, *mut f32, u32, u32, u32)>),
+}
+
+impl GemmEntry {
+    /// The name its entry point is exported under.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            GemmEntry::Pointers(e) => e.name(),
+            GemmEntry::TensorMaps(e) => e.name(),
+            GemmEntry::TensorMapB(e) => e.name(),
+        }
+    }
+}
+
+/// The threads of a block of `style` cutting C by `tile`: the compute warps, then the
+/// producer warps.
+pub const fn block_threads(style: GemmStyle, tile: GemmTile) -> u32 {
+    tile.compute_threads() + 32 * style.producer_warps()
+}
+
 /// One GEMM kernel family: a style and a tile, built twice — with 16-byte copies for
 /// operands whose rows are 16-byte aligned (K and N multiples of 4), and with 4-byte copies
-/// for any size — except the tensor-copy style, whose one entry point needs aligned rows.
+/// for any size — except the tensor-copy styles, whose one entry point needs aligned rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmKernel {
     /// The family's name.
@@ -227,18 +263,16 @@ pub struct GemmKernel {
     /// How it cuts C.
     pub tile: GemmTile,
     /// Entry point for rows 16-byte aligned (`K % 4 == 0 && N % 4 == 0`): 16-byte
-    /// `cp.async.cg` copies, or tensor copies. Parameters `(a, b, c, m, n, k)`; the tensor-copy
-    /// style takes tensor maps of A and B instead of `a` and `b` ([`GemmKernel::a_box`],
-    /// [`GemmKernel::b_box`]).
-    pub entry_aligned: &'static str,
+    /// `cp.async.cg` copies, or tensor copies.
+    pub entry_aligned: GemmEntry,
     /// Entry point with 4-byte copies, for any `M, N, K` (none for tensor copies).
-    pub entry_any: Option<&'static str>,
+    pub entry_any: Option<EntryPoint<GemmPointers>>,
 }
 
 impl GemmKernel {
     /// Threads per block: the compute warps, then the producer warps.
     pub const fn threads(&self) -> u32 {
-        self.tile.compute_threads() + 32 * self.style.producer_warps()
+        block_threads(self.style, self.tile)
     }
 
     /// Its dynamic shared memory: the stage buffers, then the stage mbarriers if it has them.
@@ -257,12 +291,24 @@ impl GemmKernel {
 
     /// The entry point for `n` columns of B and `k` columns of A: the aligned one when every
     /// row of both starts 16-byte aligned; `None` when the family has none for these sizes.
-    pub const fn entry_for(&self, n: u32, k: u32) -> Option<&'static str> {
+    pub const fn entry_for(&self, n: u32, k: u32) -> Option<GemmEntry> {
         if n.is_multiple_of(4) && k.is_multiple_of(4) {
             Some(self.entry_aligned)
         } else {
-            self.entry_any
+            match self.entry_any {
+                Some(any) => Some(GemmEntry::Pointers(any)),
+                None => None,
+            }
         }
+    }
+
+    /// The names of its entry points: the aligned one, then the one for any size.
+    pub const fn entry_names(&self) -> (&'static str, Option<&'static str>) {
+        let any = match self.entry_any {
+            Some(any) => Some(any.name()),
+            None => None,
+        };
+        (self.entry_aligned.name(), any)
     }
 
     /// The box of A one tensor copy loads: `(BK, bm)` (columns, rows) of the `m x k` matrix.
@@ -276,9 +322,6 @@ impl GemmKernel {
     }
 }
 
-/// The reference kernel: `gemm_reference(a, b, c, m, n, k)` writes `C = A B` in `f64` (one
-/// thread per output, f64 accumulation of the f32 products) to an `m x n` array of `f64`.
-pub const REFERENCE_KERNEL: &str = "gemm_reference";
 /// Side of the reference kernel's square output tile per block.
 pub const REFERENCE_TILE: u32 = 16;
 /// Threads per block of the reference kernel (one per output of its tile).
