@@ -60,6 +60,7 @@
 //! | split barrier | [`barrier`] | `cuda::barrier<thread_scope_block>` | `mbarrier.*` |
 //! | pipelines | [`pipeline_state`], [`pipeline`] | `cuda::pipeline<thread_scope_thread / _block>` | `cp.async.commit_group` / `wait_group`, or `cp.async.mbarrier.arrive.noinc` + parity waits |
 //! | copies | [`memcpy_async`]: [`completion`](memcpy_async::completion), [`cp_async`](memcpy_async::cp_async), `bulk` | `cuda::memcpy_async` | `cp.async.ca` (4/8 B), `cp.async.cg` (16 B); sm_90: `cp.async.bulk` (1-D) and `cp.async.bulk.tensor` (TMA) |
+//! | collective mainloops | [`collective`] | CUTLASS's collective layer (`CollectiveMma`) | the k-loop written out, through `#[inline(always)]` hooks |
 //! | tile order | [`schedule`] | a persistent kernel's tile scheduler (CUTLASS) | block-index arithmetic, or `atom.global.add` on a counter the grid shares |
 //!
 //! Which completion mechanism to use is discussed in [`memcpy_async`]'s module docs.
@@ -90,6 +91,8 @@ pub mod schedule;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod barrier;
+#[cfg(target_arch = "nvptx64")]
+pub mod collective;
 #[cfg(target_arch = "nvptx64")]
 pub mod group;
 #[cfg(target_arch = "nvptx64")]

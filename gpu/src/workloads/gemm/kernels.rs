@@ -18,6 +18,7 @@
 //! [`GemmKernel::layout`]: super::GemmKernel::layout
 
 use super::shapes::{ALayout, BK, GemmStyle, GemmTile, LANES_M, LANES_N, REFERENCE_TILE};
+use crate::collective::StageMma;
 use crate::group::{Group, Threads, Warp};
 use crate::layout::{PipelineSharedState, StagedLayout};
 use crate::memcpy_async::completion::{Completion, Unbound};
@@ -413,10 +414,11 @@ impl<const TM: usize, const TN: usize> KFragment<TM, TN> {
 /// next k-tile's first k loads before the current one's last multiplies, so the wait and
 /// block synchronization between k-tiles overlap that multiply. Stages hold A k-major.
 ///
-/// A mainloop reads: [`FragmentPipe::start`] on the first stage, then per k-tile
-/// [`FragmentPipe::multiply_all_but_last`] (after which every read of the stage is issued and
-/// it may be released), then [`FragmentPipe::advance`] onto the next stage (waited for), or
-/// [`FragmentPipe::finish`] after the last.
+/// The [`StageMma`] of the `cp.async` styles' collective mainloop
+/// ([`consume_k_tiles!`](crate::consume_k_tiles)): [`FragmentPipe::start`] on the first stage,
+/// then per k-tile `multiply_all_but_last` (after which every read of the stage is issued and
+/// it may be released), then `advance` onto the next stage (waited for), or `finish` after the
+/// last.
 struct FragmentPipe<const TM: usize, const TN: usize> {
     f: Fragment,
     /// Loaded, not yet multiplied.
@@ -440,17 +442,26 @@ impl<const TM: usize, const TN: usize> FragmentPipe<TM, TN> {
         FragmentPipe { f, held }
     }
 
-    /// Multiplies k 0 .. `BK - 1` of stage `s` (the one started or advanced onto), each after
-    /// issuing the next k's loads, and holds k `BK - 1`.
-    ///
-    /// # Safety
-    /// As [`FragmentPipe::start`], for stage `s`.
+    /// Multiplies the held k, then holds `loaded` (whose loads were issued first, so they
+    /// overlap the FFMAs).
     #[inline(always)]
-    unsafe fn multiply_all_but_last<const WM: u32, const WN: u32>(
+    fn multiply_then_hold(&mut self, loaded: KFragment<TM, TN>, acc: &mut [[f32; TN]; TM]) {
+        self.held.multiply(acc);
+        self.held = loaded;
+    }
+}
+
+impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32>
+    StageMma<BlockTile<TM, TN, WM, WN>> for FragmentPipe<TM, TN>
+{
+    type Acc = [[f32; TN]; TM];
+
+    #[inline(always)]
+    unsafe fn multiply_all_but_last(
         &mut self,
         block: &BlockTile<TM, TN, WM, WN>,
         s: u32,
-        acc: &mut [[f32; TN]; TM],
+        acc: &mut Self::Acc,
     ) {
         for kk in 1..BK {
             // SAFETY: forwarded.
@@ -459,34 +470,15 @@ impl<const TM: usize, const TN: usize> FragmentPipe<TM, TN> {
         }
     }
 
-    /// Loads k 0 of stage `s` (the next k-tile), then multiplies the held last k of the
-    /// previous one.
-    ///
-    /// # Safety
-    /// As [`FragmentPipe::start`], for stage `s`.
     #[inline(always)]
-    unsafe fn advance<const WM: u32, const WN: u32>(
-        &mut self,
-        block: &BlockTile<TM, TN, WM, WN>,
-        s: u32,
-        acc: &mut [[f32; TN]; TM],
-    ) {
+    unsafe fn advance(&mut self, block: &BlockTile<TM, TN, WM, WN>, s: u32, acc: &mut Self::Acc) {
         // SAFETY: forwarded.
         let loaded = unsafe { block.load_k(s, self.f, 0) };
         self.multiply_then_hold(loaded, acc);
     }
 
-    /// Multiplies the held k, then holds `loaded` (whose loads were issued first, so they
-    /// overlap the FFMAs).
     #[inline(always)]
-    fn multiply_then_hold(&mut self, loaded: KFragment<TM, TN>, acc: &mut [[f32; TN]; TM]) {
-        self.held.multiply(acc);
-        self.held = loaded;
-    }
-
-    /// Multiplies the held last k of the last k-tile.
-    #[inline(always)]
-    fn finish(self, acc: &mut [[f32; TN]; TM]) {
+    fn finish(self, _: &BlockTile<TM, TN, WM, WN>, acc: &mut Self::Acc) {
         self.held.multiply(acc);
     }
 }
@@ -723,31 +715,22 @@ pub unsafe fn thread_pipeline<
         produce(t);
     }
     let mut acc = [[0.0f32; TN]; TM];
-    let mut ready = consumer.consumer_wait();
-    // Everyone's copies of k-tile 0 are visible.
-    ptx::barrier_sync();
-    // SAFETY: waited and synced above.
-    let mut frags = unsafe { FragmentPipe::start(&block, f, ready.index()) };
-    let mut t = 0;
-    loop {
+    // SAFETY: every stage is read after its wait and the block barrier (after_wait);
+    // `tiles >= 1` stages are committed (produce commits a stage per k-tile and beyond).
+    crate::consume_k_tiles! {
+        consumer: consumer,
+        tiles: tiles,
+        context: &block,
+        start(s): unsafe { FragmentPipe::start(&block, f, s) },
+        acc: &mut acc,
+        // Everyone's copies of the stage are visible, and everyone's reads of the one
+        // before it are issued.
+        after_wait: { ptx::barrier_sync(); },
         // The stage of k-tile t - 1, all of whose reads were issued before the barrier that
         // made k-tile t visible.
-        produce(t + STAGES as u32 - 1);
-        // SAFETY: k-tile t's stage, waited and synced.
-        unsafe { frags.multiply_all_but_last(&block, ready.index(), &mut acc) };
-        ready.consumer_release();
-        t += 1;
-        if t == tiles {
-            break;
-        }
-        ready = consumer.consumer_wait();
-        // Everyone's copies of k-tile t are visible, and everyone's reads of k-tile t - 1
-        // are issued.
-        ptx::barrier_sync();
-        // SAFETY: waited and synced above.
-        unsafe { frags.advance(&block, ready.index(), &mut acc) };
+        before_multiply(t): { produce(t + STAGES as u32 - 1); },
+        after_release(_t): {},
     }
-    frags.finish(&mut acc);
     // SAFETY: launch contract.
     unsafe { block.store::<ALIGN>(f, &acc) };
 }
@@ -800,28 +783,19 @@ pub unsafe fn block_pipeline<
         produce(t);
     }
     let mut acc = [[0.0f32; TN]; TM];
-    // This loop and its siblings in `thread_pipeline` and `warp_specialized` are written out on
-    // purpose: a shared helper changed this kernel's code placement and cost it speed
-    // (docs/design.md: GEMM mainloops written out per style).
-    let mut ready = consumer.consumer_wait();
-    // SAFETY: the stage's phase completed: every thread's copies landed.
-    let mut frags = unsafe { FragmentPipe::start(&block, f, ready.index()) };
-    let mut t = 0;
-    loop {
-        // SAFETY: as above.
-        unsafe { frags.multiply_all_but_last(&block, ready.index(), &mut acc) };
-        // Every read of the stage is issued; the release orders them before the refill.
-        ready.consumer_release();
-        produce(t + STAGES as u32 - 1);
-        t += 1;
-        if t == tiles {
-            break;
-        }
-        ready = consumer.consumer_wait();
-        // SAFETY: as above.
-        unsafe { frags.advance(&block, ready.index(), &mut acc) };
+    // SAFETY: a stage's phase completes when every thread's copies into it landed;
+    // `tiles >= 1` stages are committed.
+    crate::consume_k_tiles! {
+        consumer: consumer,
+        tiles: tiles,
+        context: &block,
+        start(s): unsafe { FragmentPipe::start(&block, f, s) },
+        acc: &mut acc,
+        after_wait: {},
+        before_multiply(_t): {},
+        // Refill the stage everyone released a k-tile earlier.
+        after_release(t): { produce(t + STAGES as u32 - 1); },
     }
-    frags.finish(&mut acc);
     // SAFETY: launch contract.
     unsafe { block.store::<ALIGN>(f, &acc) };
 }
@@ -881,23 +855,18 @@ pub unsafe fn warp_specialized<
     } else {
         let f = block.fragment(thread);
         let mut acc = [[0.0f32; TN]; TM];
-        let mut ready = consumer.consumer_wait();
-        // SAFETY: the stage's phase completed: the producers' copies landed.
-        let mut frags = unsafe { FragmentPipe::start(&block, f, ready.index()) };
-        let mut t = 0;
-        loop {
-            // SAFETY: as above.
-            unsafe { frags.multiply_all_but_last(&block, ready.index(), &mut acc) };
-            ready.consumer_release();
-            t += 1;
-            if t == tiles {
-                break;
-            }
-            ready = consumer.consumer_wait();
-            // SAFETY: as above.
-            unsafe { frags.advance(&block, ready.index(), &mut acc) };
+        // SAFETY: a stage's phase completes when the producers' copies into it landed; the
+        // producer warps commit `tiles >= 1` stages.
+        crate::consume_k_tiles! {
+            consumer: consumer,
+            tiles: tiles,
+            context: &block,
+        start(s): unsafe { FragmentPipe::start(&block, f, s) },
+            acc: &mut acc,
+            after_wait: {},
+            before_multiply(_t): {},
+            after_release(_t): {},
         }
-        frags.finish(&mut acc);
         // SAFETY: launch contract.
         unsafe { block.store::<ALIGN>(f, &acc) };
     }
@@ -1063,26 +1032,22 @@ pub unsafe fn tma_b<
         ptx::syncwarp();
     }
     let mut acc = [[0.0f32; TN]; TM];
-    let mut ready = consumer.consumer_wait();
-    // SAFETY: the stage's phase completed: every thread's copies and B's box landed.
-    let mut frags = unsafe { FragmentPipe::start(&block, f, ready.index()) };
-    let mut t = 0;
-    loop {
-        // SAFETY: as above.
-        unsafe { frags.multiply_all_but_last(&block, ready.index(), &mut acc) };
-        ready.consumer_release();
-        produce(t + STAGES as u32 - 1);
-        // The elected lane rejoins its warp before the next multiply.
-        ptx::syncwarp();
-        t += 1;
-        if t == tiles {
-            break;
-        }
-        ready = consumer.consumer_wait();
-        // SAFETY: as above.
-        unsafe { frags.advance(&block, ready.index(), &mut acc) };
+    // SAFETY: a stage's phase completes when every thread's copies and B's box landed;
+    // `tiles >= 1` stages are committed.
+    crate::consume_k_tiles! {
+        consumer: consumer,
+        tiles: tiles,
+        context: &block,
+        start(s): unsafe { FragmentPipe::start(&block, f, s) },
+        acc: &mut acc,
+        after_wait: {},
+        before_multiply(_t): {},
+        after_release(t): {
+            produce(t + STAGES as u32 - 1);
+            // The elected lane rejoins its warp before the next multiply.
+            ptx::syncwarp();
+        },
     }
-    frags.finish(&mut acc);
     // SAFETY: launch contract (n % 4 == 0).
     unsafe { block.store::<16>(f, &acc) };
 }
@@ -1240,7 +1205,7 @@ pub unsafe fn sync<
         // SAFETY: stored and synced.
         unsafe { frags.advance(&block, t % 2, &mut acc) };
     }
-    frags.finish(&mut acc);
+    frags.finish(&block, &mut acc);
     // SAFETY: launch contract.
     unsafe { block.store::<ALIGN>(f, &acc) };
 }
