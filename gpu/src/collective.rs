@@ -58,10 +58,9 @@ pub trait StageMma<Ctx> {
 /// }
 /// ```
 ///
-/// A macro rather than a function: the loop it writes is token for token the loop the GEMM
-/// styles wrote out by hand, so their PTX is unchanged (a function taking the hooks as
-/// `#[inline(always)]` trait methods compiled to the same instructions in another order,
-/// docs/design.md: "GEMM mainloops written out per style").
+/// The loop it writes is token for token the one the GEMM styles wrote out by hand, so their
+/// PTX is unchanged; two other forms moved their code (docs/design.md: "One mainloop, proven
+/// free").
 ///
 /// # Safety
 /// Expands to `unsafe` calls of [`StageMma`]: the caller promises that every stage the
