@@ -7,7 +7,8 @@ use crate::check::{self, CheckReport, Mismatch, POISON};
 use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use anyhow::Result;
 use gpu::schedule::TileQueueState;
-use gpu::workloads::stream::{STREAM_KERNELS, StreamKernel, StreamStyle, TensorView};
+use gpu::tensor_map::TensorMap;
+use gpu::workloads::stream::{STREAM_KERNELS, StreamEntry, StreamKernel, StreamStyle, TensorView};
 use gpu_runtime::cudarc::driver::{CudaSlice, sys};
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
 use gpu_runtime::{Context as _, Gpu, Kernel, LaunchConfig};
@@ -175,7 +176,7 @@ impl Workload for Stream {
         let entries = STREAM_KERNELS
             .iter()
             .filter(|kernel| StreamExperiment::Kernel(kernel).archs().contains(&arch))
-            .map(|kernel| Ok((kernel, StreamEntry::resolve(gpu, kernel)?)))
+            .map(|kernel| Ok((kernel, Resolved::resolve(gpu, kernel)?)))
             .collect::<Result<_>>()?;
         Ok(StreamProblem {
             n: size.0,
@@ -189,39 +190,21 @@ impl Workload for Stream {
     }
 }
 
-/// The stream kernels' parameters: `(x, y, n)`, then the tile queue's state where the kernel
-/// takes tiles from a queue (its two words).
-type Pointers = (*const f32, *mut f32, u32);
-type PointersQueued = (*const f32, *mut f32, u32, *mut u32);
-/// The tensor kernels': maps of x and y in place of the pointers.
-type TensorMapsQueued = (
-    gpu::tensor_map::TensorMap,
-    gpu::tensor_map::TensorMap,
-    u32,
-    *mut u32,
-);
-
 /// A stream kernel resolved once, with its parameter types.
-enum StreamEntry {
-    Pointers(Kernel<Pointers>),
-    PointersQueued(Kernel<PointersQueued>),
-    TensorMapsQueued(Kernel<TensorMapsQueued>),
+enum Resolved {
+    Pointers(Kernel<(*const f32, *mut f32, u32)>),
+    PointersQueued(Kernel<(*const f32, *mut f32, u32, *mut TileQueueState)>),
+    TensorMapsQueued(Kernel<(TensorMap, TensorMap, u32, *mut TileQueueState)>),
 }
 
-impl StreamEntry {
-    fn resolve(gpu: &Gpu, kernel: &StreamKernel) -> Result<StreamEntry> {
-        Ok(match (kernel.style, kernel.takes_queue()) {
-            (StreamStyle::Tensor { .. }, true) => {
-                StreamEntry::TensorMapsQueued(gpu.kernel(kernel.name)?)
+impl Resolved {
+    fn resolve(gpu: &Gpu, kernel: &StreamKernel) -> Result<Resolved> {
+        Ok(match kernel.entry {
+            StreamEntry::Pointers(entry) => Resolved::Pointers(gpu.entry_point(entry)?),
+            StreamEntry::PointersQueued(entry) => Resolved::PointersQueued(gpu.entry_point(entry)?),
+            StreamEntry::TensorMapsQueued(entry) => {
+                Resolved::TensorMapsQueued(gpu.entry_point(entry)?)
             }
-            (StreamStyle::Tensor { .. }, false) => {
-                anyhow::bail!(
-                    "{}: tensor kernels take their tiles from a queue",
-                    kernel.name
-                )
-            }
-            (_, true) => StreamEntry::PointersQueued(gpu.kernel(kernel.name)?),
-            (_, false) => StreamEntry::Pointers(gpu.kernel(kernel.name)?),
         })
     }
 }
@@ -270,7 +253,7 @@ pub struct StreamProblem {
     /// A `TileQueueState`: zeroed once here, and left zeroed by every launch.
     queue: CudaSlice<u32>,
     /// Every kernel the GPU's module holds, resolved.
-    entries: Vec<(&'static StreamKernel, StreamEntry)>,
+    entries: Vec<(&'static StreamKernel, Resolved)>,
     /// The tensor kernels' maps of x and y, encoded at their first launch.
     maps: TensorMaps,
 }
@@ -312,11 +295,11 @@ impl Problem<StreamExperiment> for StreamProblem {
                 // one stream); any 1-D grid; the table's block and shared memory; sm_90
                 // kernels are resolved only on the sm_90 module.
                 match entry {
-                    StreamEntry::Pointers(k) => unsafe { k.launch(gpu, config, (x, y, n))? },
-                    StreamEntry::PointersQueued(k) => unsafe {
+                    Resolved::Pointers(k) => unsafe { k.launch(gpu, config, (x, y, n))? },
+                    Resolved::PointersQueued(k) => unsafe {
                         k.launch(gpu, config, (x, y, n, queue))?
                     },
-                    StreamEntry::TensorMapsQueued(k) => {
+                    Resolved::TensorMapsQueued(k) => {
                         // Rows of `row_floats`, boxes of `box_rows` rows.
                         let view = TensorView::of(n, kernel.tile_floats());
                         let map = |address| {

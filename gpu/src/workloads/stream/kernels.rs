@@ -1,6 +1,7 @@
-//! The streaming kernels (see [`super`]). Every body's `# Safety`: `x` and `y` hold `n` floats
-//! each, 16-byte aligned, `n % 4 == 0`; blocks of the table's threads with its
-//! `shared_bytes` of dynamic shared memory; any 1-D grid.
+//! The streaming kernels' bodies, which their entry points ([`super::entry_points`]) call.
+//! Every body's `# Safety`: `x` and `y` hold `n` floats each, 16-byte aligned, `n % 4 == 0`;
+//! blocks of the table's threads with its `shared_bytes` of dynamic shared memory; any 1-D
+//! grid.
 
 use super::StreamKernel;
 use crate::group::{Block, Group};
@@ -18,47 +19,11 @@ use crate::{
     memcpy_async::completion::BulkCompletion,
     pipeline::BulkPipeline,
     shared::Shared,
-    tensor_map::{TensorMap, TensorMapRef},
-    tensor_map_param,
+    tensor_map::TensorMapRef,
 };
 
 /// What a stage holds when the schedule had no tile left for it.
 const NO_TILE: u32 = u32::MAX;
-
-/// Plain 16-byte loads and stores, grid-stride: each thread loads
-/// [`super::PLAIN_QUADS_PER_THREAD`] quads, a grid's width apart, before it stores them, so that
-/// many loads are in flight per thread.
-///
-/// # Safety
-/// See the module docs.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn stream_plain(x: *const f32, y: *mut f32, n: u32) {
-    const LOADS: usize = super::PLAIN_QUADS_PER_THREAD as usize;
-    let quads = n / 4;
-    let stride = ptx::grid_dim_x() * ptx::block_dim_x();
-    let mut i = ptx::block_idx_x() * ptx::block_dim_x() + ptx::thread_idx_x();
-    let (x, y) = (x.cast::<[f32; 4]>(), y.cast::<[f32; 4]>());
-    let quad = |i: u32| i as usize;
-    // Whole groups of LOADS quads; `u64` because the last index may pass u32 for huge grids.
-    while (i as u64) + (LOADS as u64 - 1) * (stride as u64) < (quads as u64) {
-        let mut v = [[0.0; 4]; LOADS];
-        for (u, v) in v.iter_mut().enumerate() {
-            // SAFETY: every index is below n / 4 (the loop condition); x is 16-byte aligned.
-            *v = unsafe { ptx::ld_global_v4(x.add(quad(i + u as u32 * stride))) };
-        }
-        for (u, v) in v.iter().enumerate() {
-            // SAFETY: as above, for y.
-            unsafe { ptx::st_global_v4(y.add(quad(i + u as u32 * stride)), *v) };
-        }
-        i += LOADS as u32 * stride;
-    }
-    // The tail: fewer than LOADS quads left for this thread.
-    while i < quads {
-        // SAFETY: i < n / 4; both 16-byte aligned.
-        unsafe { ptx::st_global_v4(y.add(quad(i)), ptx::ld_global_v4(x.add(quad(i)))) };
-        i += stride;
-    }
-}
 
 /// Tiles through a `ThreadPipeline` of `memcpy_async` (16-byte copies, the last tile
 /// zero-filled past `n`), then from shared memory to `y` with 16-byte accesses, in the order
@@ -158,45 +123,40 @@ unsafe fn thread_pipeline_stream<const STAGES: usize>(
     }
 }
 
-/// [`thread_pipeline_stream`] of [`super::STREAM_THREAD_PIPELINE_4`]: tiles from a queue.
+/// [`thread_pipeline_stream`] of `kernel` (a thread-pipeline kernel of `STAGES` stages whose
+/// order is [`TileOrder::Queue`](super::TileOrder::Queue)): tiles from a queue.
 ///
 /// # Safety
 /// See the module docs; `queue` is a zeroed `TileQueueState` no other launch uses meanwhile.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn stream_thread_pipeline_4(
+#[inline(always)]
+pub(super) unsafe fn thread_pipeline_queued<const STAGES: usize>(
+    kernel: &StreamKernel,
     x: *const f32,
     y: *mut f32,
     n: u32,
     queue: *mut TileQueueState,
 ) {
-    const KERNEL: StreamKernel = super::STREAM_THREAD_PIPELINE_4;
-    const { assert!(KERNEL.takes_queue()) };
     // SAFETY: the launch's queue (contract above); thread 0 alone asks it, until it ends.
-    let schedule = unsafe { TileQueue::new(queue, n.div_ceil(KERNEL.tile_floats())) };
+    let schedule = unsafe { TileQueue::new(queue, n.div_ceil(kernel.tile_floats())) };
     // SAFETY: forwarded.
-    unsafe {
-        thread_pipeline_stream::<{ KERNEL.style.stages() as usize }>(&KERNEL, x, y, n, schedule)
-    }
+    unsafe { thread_pipeline_stream::<STAGES>(kernel, x, y, n, schedule) }
 }
 
-/// [`thread_pipeline_stream`] of [`super::STREAM_THREAD_PIPELINE_4_STRIDED`]: grid-strided
-/// tiles.
+/// [`thread_pipeline_stream`] of `kernel` (a thread-pipeline kernel of `STAGES` stages whose
+/// order is [`TileOrder::GridStride`](super::TileOrder::GridStride)): grid-strided tiles.
 ///
 /// # Safety
 /// See the module docs.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn stream_thread_pipeline_4_strided(
+#[inline(always)]
+pub(super) unsafe fn thread_pipeline_strided<const STAGES: usize>(
+    kernel: &StreamKernel,
     x: *const f32,
     y: *mut f32,
     n: u32,
 ) {
-    const KERNEL: StreamKernel = super::STREAM_THREAD_PIPELINE_4_STRIDED;
-    const { assert!(!KERNEL.takes_queue()) };
-    let schedule = GridStride::this_block(n.div_ceil(KERNEL.tile_floats()));
+    let schedule = GridStride::this_block(n.div_ceil(kernel.tile_floats()));
     // SAFETY: forwarded.
-    unsafe {
-        thread_pipeline_stream::<{ KERNEL.style.stages() as usize }>(&KERNEL, x, y, n, schedule)
-    }
+    unsafe { thread_pipeline_stream::<STAGES>(kernel, x, y, n, schedule) }
 }
 
 /// What the copy-engine loop needs of its tiles: a load of tile `t` into a stage and a store
@@ -386,95 +346,82 @@ unsafe fn stream_engine<const STAGES: usize>(
     ptx::bulk_wait_group::<0>();
 }
 
-/// One entry point per bulk kernel of the table: [`stream_engine`] over [`BulkTiles`] with
-/// that kernel's stages, tile, geometry and tile order (`queue`: parameters `(x, y, n, queue)`;
-/// `grid_stride`: `(x, y, n)`).
-macro_rules! bulk_entry_points {
-    ($($name:ident = $kernel:ident $order:ident,)*) => {$(
-        bulk_entry_points!(@entry $name $kernel $order);
-    )*};
-    (@entry $name:ident $kernel:ident queue) => {
-        #[doc = concat!("[`stream_engine`] of 1-D bulk copies as [`super::", stringify!($kernel), "`] says, tiles from a queue.")]
-        ///
-        /// # Safety
-        /// See the module docs; sm_90; `queue` is a zeroed `TileQueueState` no other launch
-        /// uses meanwhile.
-        #[cfg(target_feature = "sm_90")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(x: *const f32, y: *mut f32, n: u32, queue: *mut TileQueueState) {
-            const KERNEL: StreamKernel = super::$kernel;
-            const { assert!(KERNEL.takes_queue()) };
-            let tiles = BulkTiles::of(&KERNEL, x, y, n);
-            // SAFETY: the launch's queue (contract above); the elected thread alone asks it,
-            // until it ends.
-            let schedule = unsafe { TileQueue::new(queue, tiles.count()) };
-            // SAFETY: forwarded.
-            unsafe { stream_engine::<{ KERNEL.style.stages() as usize }>(&KERNEL, &tiles, schedule) }
-        }
+/// [`stream_engine`] of 1-D bulk copies as `kernel` (a bulk kernel of `STAGES` stages whose
+/// order is [`TileOrder::Queue`](super::TileOrder::Queue)) says, tiles from a queue.
+///
+/// # Safety
+/// See the module docs; sm_90; `queue` is a zeroed `TileQueueState` no other launch uses
+/// meanwhile.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+pub(super) unsafe fn bulk_queued<const STAGES: usize>(
+    kernel: &StreamKernel,
+    x: *const f32,
+    y: *mut f32,
+    n: u32,
+    queue: *mut TileQueueState,
+) {
+    let tiles = BulkTiles::of(kernel, x, y, n);
+    // SAFETY: the launch's queue (contract above); the elected thread alone asks it, until it
+    // ends.
+    let schedule = unsafe { TileQueue::new(queue, tiles.count()) };
+    // SAFETY: forwarded.
+    unsafe { stream_engine::<STAGES>(kernel, &tiles, schedule) }
+}
+
+/// [`stream_engine`] of 1-D bulk copies as `kernel` (a bulk kernel of `STAGES` stages whose
+/// order is [`TileOrder::GridStride`](super::TileOrder::GridStride)) says, grid-strided tiles.
+///
+/// # Safety
+/// See the module docs; sm_90.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+pub(super) unsafe fn bulk_strided<const STAGES: usize>(
+    kernel: &StreamKernel,
+    x: *const f32,
+    y: *mut f32,
+    n: u32,
+) {
+    let tiles = BulkTiles::of(kernel, x, y, n);
+    let schedule = GridStride::this_block(tiles.count());
+    // SAFETY: forwarded.
+    unsafe { stream_engine::<STAGES>(kernel, &tiles, schedule) }
+}
+
+/// [`stream_engine`] of 2-D tensor copies as `kernel` (a tensor kernel of `STAGES` stages)
+/// says, tiles from a queue; `x` and `y` are the kernel's tensor-map parameters.
+///
+/// # Safety
+/// `x` and `y` are tensor maps of two buffers of `n` floats (`n % 4 == 0`) with the view and
+/// box of [`super::TensorView::of`] for this kernel's tile; sm_90; `queue` is a zeroed
+/// `TileQueueState` no other launch uses meanwhile.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+pub(super) unsafe fn tensor_queued<const STAGES: usize>(
+    kernel: &StreamKernel,
+    x: TensorMapRef,
+    y: TensorMapRef,
+    view: super::TensorView,
+    queue: *mut TileQueueState,
+) {
+    let Some(box_bytes) = AlignedSize::<16>::new(view.box_floats() * 4) else {
+        // Row of 4 floats or more (n % 4 == 0): never taken.
+        ptx::trap()
     };
-    (@entry $name:ident $kernel:ident grid_stride) => {
-        #[doc = concat!("[`stream_engine`] of 1-D bulk copies as [`super::", stringify!($kernel), "`] says, grid-strided tiles.")]
-        ///
-        /// # Safety
-        /// See the module docs; sm_90.
-        #[cfg(target_feature = "sm_90")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(x: *const f32, y: *mut f32, n: u32) {
-            const KERNEL: StreamKernel = super::$kernel;
-            const { assert!(!KERNEL.takes_queue()) };
-            let tiles = BulkTiles::of(&KERNEL, x, y, n);
-            let schedule = GridStride::this_block(tiles.count());
-            // SAFETY: forwarded.
-            unsafe { stream_engine::<{ KERNEL.style.stages() as usize }>(&KERNEL, &tiles, schedule) }
-        }
+    if ptx::thread_idx_x() == 0 {
+        ptx::prefetch_tensormap(x);
+        ptx::prefetch_tensormap(y);
+    }
+    let tiles = TensorTiles {
+        x,
+        y,
+        rows: view.rows,
+        box_rows: view.box_rows,
+        box_bytes,
     };
-}
-
-bulk_entry_points! {
-    stream_bulk_3 = STREAM_BULK_3 queue,
-    stream_bulk_4 = STREAM_BULK_4 queue,
-    stream_bulk_4_strided = STREAM_BULK_4_STRIDED grid_stride,
-    stream_bulk_3_64k = STREAM_BULK_3_64K queue,
-    stream_bulk_3_64k_evict_first = STREAM_BULK_3_64K_EVICT_FIRST queue,
-}
-
-/// One entry point per tensor kernel of the table: [`stream_engine`] over [`TensorTiles`],
-/// tiles from a queue. Parameters `(x, y, n, queue)`: tensor maps of `x` and `y` as [`super::TensorView::of`]`(n, tile
-/// floats)` says (rows of `row_floats`, boxes of `row_floats x box_rows`), and `n`.
-macro_rules! tensor_entry_points {
-    ($($name:ident = $kernel:ident,)*) => {$(
-        #[doc = concat!("[`stream_engine`] of 2-D tensor copies as [`super::", stringify!($kernel), "`] says.")]
-        ///
-        /// # Safety
-        /// `x` and `y` are tensor maps of two buffers of `n` floats (`n % 4 == 0`) with the
-        /// view and box of [`super::TensorView::of`] for this kernel's tile; sm_90; `queue` is
-        /// a zeroed `TileQueueState` no other launch uses meanwhile.
-        #[cfg(target_feature = "sm_90")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(x: TensorMap, y: TensorMap, n: u32, queue: *mut TileQueueState) {
-            const KERNEL: StreamKernel = super::$kernel;
-            const { assert!(KERNEL.takes_queue()) };
-            let (x, y) = (tensor_map_param!($name, 0, x), tensor_map_param!($name, 1, y));
-            let view = super::TensorView::of(n, KERNEL.tile_floats());
-            let Some(box_bytes) = AlignedSize::<16>::new(view.box_floats() * 4) else {
-                // Row of 4 floats or more (n % 4 == 0): never taken.
-                ptx::trap()
-            };
-            if ptx::thread_idx_x() == 0 {
-                ptx::prefetch_tensormap(x);
-                ptx::prefetch_tensormap(y);
-            }
-            let tiles = TensorTiles { x, y, rows: view.rows, box_rows: view.box_rows, box_bytes };
-            // SAFETY: the launch's queue (contract above); the elected thread alone asks it,
-            // until it ends.
-            let schedule = unsafe { TileQueue::new(queue, tiles.count()) };
-            // SAFETY: forwarded; the box fits a stage (TensorView::of).
-            unsafe { stream_engine::<{ KERNEL.style.stages() as usize }>(&KERNEL, &tiles, schedule) }
-        }
-    )*};
-}
-
-tensor_entry_points! {
-    stream_tensor_3 = STREAM_TENSOR_3,
-    stream_tensor_3_64k = STREAM_TENSOR_3_64K,
+    // SAFETY: the launch's queue (contract above); the elected thread alone asks it, until it
+    // ends.
+    let schedule = unsafe { TileQueue::new(queue, tiles.count()) };
+    // SAFETY: forwarded; the box fits a stage (TensorView::of).
+    unsafe { stream_engine::<STAGES>(kernel, &tiles, schedule) }
 }

@@ -8,10 +8,19 @@
 //! Kernel parameters: `(x, y, n)` — device pointers, except for the tensor-copy kernels, which
 //! take tensor maps of `x` and `y` viewed as [`TensorView::of`] says — then, for the kernels
 //! whose order is [`TileOrder::Queue`], a pointer to a zeroed
-//! [`TileQueueState`](crate::schedule::TileQueueState) (left zeroed by the launch).
+//! [`TileQueueState`] (left zeroed by the launch).
+//!
+//! Each kernel is declared once, in [`entry_points`], with [`crate::kernel!`]: its
+//! [`EntryPoint`] (everywhere), which its [`StreamKernel`] carries as a [`StreamEntry`], and
+//! its entry point (on nvptx64), so the host launches exactly what the device defines, with
+//! the parameter types it declares.
 
+use crate::kernel::EntryPoint;
 use crate::layout::StagedLayout;
+use crate::schedule::TileQueueState;
+use crate::tensor_map::TensorMap;
 
+pub mod entry_points;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 
@@ -103,11 +112,55 @@ pub enum TileOrder {
     Queue,
 }
 
+/// A streaming kernel's entry point, by its parameter types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamEntry {
+    /// `(x, y, n)`: device pointers to the `n` floats of `x` and `y`.
+    Pointers(EntryPoint<(*const f32, *mut f32, u32)>),
+    /// `(x, y, n, queue)`: as [`StreamEntry::Pointers`], then the tile queue's state.
+    PointersQueued(EntryPoint<(*const f32, *mut f32, u32, *mut TileQueueState)>),
+    /// `(x, y, n, queue)`: tensor maps of `x` and `y` (as [`TensorView::of`] says) in place
+    /// of the pointers, then the tile queue's state.
+    TensorMapsQueued(EntryPoint<(TensorMap, TensorMap, u32, *mut TileQueueState)>),
+}
+
+impl StreamEntry {
+    /// The name the entry point is exported under.
+    pub const fn name(self) -> &'static str {
+        match self {
+            StreamEntry::Pointers(entry) => entry.name(),
+            StreamEntry::PointersQueued(entry) => entry.name(),
+            StreamEntry::TensorMapsQueued(entry) => entry.name(),
+        }
+    }
+
+    /// Whether its last parameter is a tile queue's state.
+    pub const fn takes_queue(self) -> bool {
+        !matches!(self, StreamEntry::Pointers(_))
+    }
+}
+
+/// `stream_kernel! { VARIANT(KERNEL), FIELDS }`: the [`StreamKernel`] of the kernel
+/// `entry_points::KERNEL`, whose parameters must be those of the [`StreamEntry`] variant
+/// `VARIANT` (else it does not compile). Its name and entry come from the declaration, the
+/// other fields are as in a struct expression (`..BASE` included).
+macro_rules! stream_kernel {
+    ($variant:ident($entry:ident), $($fields:tt)*) => {
+        StreamKernel {
+            name: entry_points::$entry.name(),
+            entry: StreamEntry::$variant(entry_points::$entry),
+            $($fields)*
+        }
+    };
+}
+
 /// One streaming kernel: its entry point, style, tile order, and launch geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamKernel {
-    /// Entry point name.
+    /// Entry point name (the name `entry` is exported under).
     pub name: &'static str,
+    /// Its entry point.
+    pub entry: StreamEntry,
     /// How it moves the data.
     pub style: StreamStyle,
     /// In what order its blocks take tiles.
@@ -183,8 +236,8 @@ pub const PIPELINE_TILE_BYTES: u32 = 16 * 1024;
 pub const BULK_TILE_BYTES: u32 = 32 * 1024;
 
 /// `stream_plain`: plain 16-byte loads and stores, 8 blocks of 256 threads per SM.
-pub const STREAM_PLAIN: StreamKernel = StreamKernel {
-    name: "stream_plain",
+pub const STREAM_PLAIN: StreamKernel = stream_kernel! {
+    Pointers(stream_plain),
     style: StreamStyle::Plain,
     order: TileOrder::GridStride,
     threads: 256,
@@ -194,8 +247,8 @@ pub const STREAM_PLAIN: StreamKernel = StreamKernel {
 
 /// `stream_thread_pipeline_4`: 16 KiB tiles from a queue through a four-stage
 /// `ThreadPipeline`, 2 blocks of 256 threads per SM.
-pub const STREAM_THREAD_PIPELINE_4: StreamKernel = StreamKernel {
-    name: "stream_thread_pipeline_4",
+pub const STREAM_THREAD_PIPELINE_4: StreamKernel = stream_kernel! {
+    PointersQueued(stream_thread_pipeline_4),
     style: StreamStyle::ThreadPipeline { stages: 4 },
     order: TileOrder::Queue,
     threads: 256,
@@ -204,16 +257,16 @@ pub const STREAM_THREAD_PIPELINE_4: StreamKernel = StreamKernel {
 };
 
 /// `stream_thread_pipeline_4_strided`: `stream_thread_pipeline_4` with grid-strided tiles.
-pub const STREAM_THREAD_PIPELINE_4_STRIDED: StreamKernel = StreamKernel {
-    name: "stream_thread_pipeline_4_strided",
+pub const STREAM_THREAD_PIPELINE_4_STRIDED: StreamKernel = stream_kernel! {
+    Pointers(stream_thread_pipeline_4_strided),
     order: TileOrder::GridStride,
     ..STREAM_THREAD_PIPELINE_4
 };
 
 /// `stream_bulk_3`: bulk copies, three 32 KiB stages, 2 one-warp blocks per SM, tiles from a
 /// queue.
-pub const STREAM_BULK_3: StreamKernel = StreamKernel {
-    name: "stream_bulk_3",
+pub const STREAM_BULK_3: StreamKernel = stream_kernel! {
+    PointersQueued(stream_bulk_3),
     style: StreamStyle::Bulk {
         stages: 3,
         evict_first: false,
@@ -226,8 +279,8 @@ pub const STREAM_BULK_3: StreamKernel = StreamKernel {
 
 /// `stream_bulk_4`: bulk copies, four 32 KiB stages, 1 one-warp block per SM, tiles from a
 /// queue.
-pub const STREAM_BULK_4: StreamKernel = StreamKernel {
-    name: "stream_bulk_4",
+pub const STREAM_BULK_4: StreamKernel = stream_kernel! {
+    PointersQueued(stream_bulk_4),
     style: StreamStyle::Bulk {
         stages: 4,
         evict_first: false,
@@ -239,16 +292,16 @@ pub const STREAM_BULK_4: StreamKernel = StreamKernel {
 };
 
 /// `stream_bulk_4_strided`: `stream_bulk_4` with grid-strided tiles.
-pub const STREAM_BULK_4_STRIDED: StreamKernel = StreamKernel {
-    name: "stream_bulk_4_strided",
+pub const STREAM_BULK_4_STRIDED: StreamKernel = stream_kernel! {
+    Pointers(stream_bulk_4_strided),
     order: TileOrder::GridStride,
     ..STREAM_BULK_4
 };
 
 /// `stream_bulk_3_64k`: bulk copies, three 64 KiB stages, 1 one-warp block per SM, tiles from
 /// a queue.
-pub const STREAM_BULK_3_64K: StreamKernel = StreamKernel {
-    name: "stream_bulk_3_64k",
+pub const STREAM_BULK_3_64K: StreamKernel = stream_kernel! {
+    PointersQueued(stream_bulk_3_64k),
     style: StreamStyle::Bulk {
         stages: 3,
         evict_first: false,
@@ -261,8 +314,8 @@ pub const STREAM_BULK_3_64K: StreamKernel = StreamKernel {
 
 /// `stream_bulk_3_64k_evict_first`: as `stream_bulk_3_64k`, every copy with an L2
 /// `evict_first` policy.
-pub const STREAM_BULK_3_64K_EVICT_FIRST: StreamKernel = StreamKernel {
-    name: "stream_bulk_3_64k_evict_first",
+pub const STREAM_BULK_3_64K_EVICT_FIRST: StreamKernel = stream_kernel! {
+    PointersQueued(stream_bulk_3_64k_evict_first),
     style: StreamStyle::Bulk {
         stages: 3,
         evict_first: true,
@@ -272,16 +325,16 @@ pub const STREAM_BULK_3_64K_EVICT_FIRST: StreamKernel = StreamKernel {
 
 /// `stream_tensor_3`: tensor copies, three 32 KiB stages, 2 one-warp blocks per SM, tiles
 /// from a queue (the geometry of `stream_bulk_3`).
-pub const STREAM_TENSOR_3: StreamKernel = StreamKernel {
-    name: "stream_tensor_3",
+pub const STREAM_TENSOR_3: StreamKernel = stream_kernel! {
+    TensorMapsQueued(stream_tensor_3),
     style: StreamStyle::Tensor { stages: 3 },
     ..STREAM_BULK_3
 };
 
 /// `stream_tensor_3_64k`: tensor copies, three 64 KiB stages, 1 one-warp block per SM, tiles
 /// from a queue (the geometry of `stream_bulk_3_64k`).
-pub const STREAM_TENSOR_3_64K: StreamKernel = StreamKernel {
-    name: "stream_tensor_3_64k",
+pub const STREAM_TENSOR_3_64K: StreamKernel = stream_kernel! {
+    TensorMapsQueued(stream_tensor_3_64k),
     style: StreamStyle::Tensor { stages: 3 },
     ..STREAM_BULK_3_64K
 };
@@ -353,6 +406,31 @@ mod tests {
         }
         let bulk = &STREAM_BULK_4;
         assert_eq!(bulk.layout().bytes, 4 * 32768 + 4 * 16);
+    }
+
+    #[test]
+    fn entries_agree_with_style_and_order() {
+        for k in STREAM_KERNELS {
+            let tensor = matches!(k.style, StreamStyle::Tensor { .. });
+            match k.entry {
+                StreamEntry::Pointers(_) => assert!(!tensor && !k.takes_queue(), "{}", k.name),
+                StreamEntry::PointersQueued(_) => {
+                    assert!(!tensor && k.takes_queue(), "{}", k.name)
+                }
+                StreamEntry::TensorMapsQueued(_) => {
+                    assert!(tensor && k.takes_queue(), "{}", k.name)
+                }
+            }
+            assert_eq!(k.entry.takes_queue(), k.takes_queue(), "{}", k.name);
+            assert_eq!(k.name, k.entry.name());
+        }
+        for (i, k) in STREAM_KERNELS.iter().enumerate() {
+            assert!(
+                STREAM_KERNELS[..i].iter().all(|o| o.name != k.name),
+                "{} twice",
+                k.name
+            );
+        }
     }
 
     #[test]
