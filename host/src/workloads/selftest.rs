@@ -41,7 +41,7 @@ impl Experiment for SelftestExperiment {
     fn name(&self) -> &'static str {
         match self {
             SelftestExperiment::Copy(k) => k.name,
-            SelftestExperiment::BarrierOps => BARRIER_OPS,
+            SelftestExperiment::BarrierOps => BARRIER_OPS.name(),
         }
     }
     fn role(&self) -> Role {
@@ -143,7 +143,8 @@ impl Workload for Selftest {
         &EXPERIMENTS
     }
     fn helper_kernels(&self) -> &'static [&'static str] {
-        &[HANG_KERNEL]
+        const HELPERS: &[&str] = &[HANG_KERNEL.name()];
+        HELPERS
     }
     fn device_bytes(&self, size: Floats) -> u64 {
         // The input (at least one tile) and the largest output (whole tiles).
@@ -188,14 +189,14 @@ impl Workload for Selftest {
         let copies = COPY_KERNELS
             .iter()
             .filter(|kernel| SelftestExperiment::Copy(kernel).archs().contains(&arch))
-            .map(|kernel| Ok((kernel, gpu.kernel(kernel.name)?)))
+            .map(|kernel| Ok((kernel, gpu.entry_point(kernel.entry)?)))
             .collect::<Result<_>>()?;
         Ok(SelftestProblem {
             n: size.0,
             src_device: gpu.upload(&src, "the input")?,
             src,
             copies,
-            barrier_ops: gpu.kernel(BARRIER_OPS)?,
+            barrier_ops: gpu.entry_point(BARRIER_OPS)?,
             copied: None,
             observed: None,
         })
@@ -231,7 +232,8 @@ pub fn expected(kernel: &CopyKernel, src: &[f32]) -> Vec<f32> {
     out
 }
 
-/// The copy kernels' parameters: `(src, dst, n)`.
+/// The copy kernels' parameters: `(src, dst, n)` (what their entries say, or
+/// `gpu.entry_point` does not compile).
 type CopyParams = (*const f32, *mut f32, u32);
 
 /// The input on host and GPU, the kernels, and the output of the experiment being run.
@@ -347,12 +349,13 @@ impl Problem<SelftestExperiment> for SelftestProblem {
 /// it, an error saying so).
 pub fn run_hang(gpu: &Gpu, limit: Duration) -> Result<()> {
     gpu.set_time_limit(limit);
-    let kernel = gpu.kernel::<()>(HANG_KERNEL)?;
+    let kernel = gpu.entry_point(HANG_KERNEL)?;
     // SAFETY: hang_missing_arrival() takes no parameters and uses only its static shared
     // memory; one block of HANG_THREADS threads.
     unsafe { kernel.launch(gpu, LaunchConfig::linear(1, HANG_THREADS, 0), ())? };
-    gpu.synchronize(|| format!("running `{HANG_KERNEL}`, which waits forever on purpose"))?;
-    anyhow::bail!("`{HANG_KERNEL}` finished, but it waits for an arrival that never comes")
+    let name = HANG_KERNEL.name();
+    gpu.synchronize(|| format!("running `{name}`, which waits forever on purpose"))?;
+    anyhow::bail!("`{name}` finished, but it waits for an arrival that never comes")
 }
 
 /// Compares what `barrier_ops` wrote with each observation's specified value.
@@ -427,6 +430,6 @@ mod tests {
     fn every_kernel_and_barrier_ops_are_experiments() {
         let names: Vec<&str> = Selftest.experiments().iter().map(|e| e.name()).collect();
         assert_eq!(names.len(), COPY_KERNELS.len() + 1);
-        assert!(names.contains(&BARRIER_OPS));
+        assert!(names.contains(&BARRIER_OPS.name()));
     }
 }

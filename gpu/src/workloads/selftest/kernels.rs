@@ -1,4 +1,5 @@
-//! Bodies of the self-test's kernels ([`super::COPY_KERNELS`] and `barrier_ops`): each copy
+//! Bodies of the self-test's kernels ([`super::COPY_KERNELS`], `barrier_ops` and
+//! `hang_missing_arrival`), which their entry points ([`super::entry_points`]) call: each copy
 //! kernel streams tiles of `src` through shared memory into `dst` with one abstraction, and
 //! `barrier_ops` records what the [`Barrier`] operations report.
 //!
@@ -487,8 +488,8 @@ fn wait_bounded(barrier: &Barrier, token: &ArrivalToken) -> u32 {
 ///
 /// # Safety
 /// One block of [`BARRIER_OPS_THREADS`] threads; `out` holds `BARRIER_OPS_OUTPUTS` words.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn barrier_ops(out: *mut u32) {
+#[inline(always)]
+pub(super) unsafe fn barrier_ops(out: *mut u32) {
     use BarrierObservation as Seen;
     let t = ptx::thread_idx_x();
     let record = |what: Seen, value: u32| {
@@ -578,8 +579,8 @@ crate::static_shared!(
 /// # Safety
 /// One block of [`HANG_THREADS`] threads. It never returns: the host's watchdog must end the
 /// program.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn hang_missing_arrival() {
+#[inline(always)]
+pub(super) unsafe fn hang_missing_arrival() {
     // SAFETY: every thread calls it; the slot is reserved.
     let barrier = unsafe { Barrier::init_by_first_thread(hang_slot().base(), HANG_THREADS + 1) };
     let token = barrier.arrive();

@@ -13,6 +13,11 @@
 //!
 //! [`BARRIER_OPS`] records what the `Barrier` operations report ([`BarrierObservation`]), for
 //! the host to compare with their specification.
+//!
+//! Every kernel is declared once, in [`entry_points`], with [`crate::kernel!`]: its
+//! [`EntryPoint`](crate::kernel::EntryPoint) (everywhere: a [`CopyKernel`]'s `entry`,
+//! [`BARRIER_OPS`], [`HANG_KERNEL`]) and its entry point (on nvptx64), so the host launches
+//! exactly what the device defines, with the parameter types it declares.
 
 mod shapes;
 pub use shapes::*;
@@ -20,33 +25,47 @@ pub use shapes::*;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 
+/// The copy kernels' table: each row declares a kernel with [`crate::kernel!`] (in
+/// [`entry_points`], `$body` from `kernels` with the form's parameters, in the order the
+/// table lists them, as its const generics) and lists it in [`COPY_KERNELS`]; the items after
+/// the table are the other kernels of [`entry_points`].
 macro_rules! copy_kernels {
-    ($($(#[$attr:meta])* $name:ident => $form:ident $({ $($param:ident : $value:literal),* })? by $body:ident,)*) => {
+    (
+        $($name:ident => $form:ident $({ $($param:ident : $value:literal),* })? by $body:ident
+            $([device if $cfg:meta])?,)*
+        ;
+        $($other:item)*
+    ) => {
         /// Every copy kernel of the self-test (a `static`: one address per entry).
         pub static COPY_KERNELS: &[CopyKernel] = &[
             $(CopyKernel {
-                name: stringify!($name),
+                name: entry_points::$name.name(),
+                entry: entry_points::$name,
                 form: CopyForm::$form $({ $($param: $value),* })?,
             },)*
         ];
 
-        /// The entry points: each calls its body with the form's parameters, in the order the
-        /// table lists them, as its const generics.
-        #[cfg(target_arch = "nvptx64")]
-        mod entry_points {
-            $(
-                /// Copy kernel of the self-test (see [`super::COPY_KERNELS`]).
+        /// The self-test's kernels, each declared once ([`crate::kernel!`]): an
+        /// [`EntryPoint`](crate::kernel::EntryPoint) everywhere, and on the device its entry
+        /// point, which runs its body from `kernels`.
+        pub mod entry_points {
+            $(crate::kernel! {
+                /// Copy kernel of the self-test (see
+                /// [`COPY_KERNELS`](crate::workloads::selftest::COPY_KERNELS)).
                 ///
                 /// # Safety
-                /// Launched with the geometry [`super::CopyKernel`] gives for `n`, `src`
+                /// Launched with the geometry
+                /// [`CopyKernel`](crate::workloads::selftest::CopyKernel) gives for `n`, `src`
                 /// holding `n` floats and `dst` `output_len(n)` floats, 16-byte aligned.
-                $(#[$attr])*
-                #[unsafe(no_mangle)]
-                pub unsafe extern "ptx-kernel" fn $name(src: *const f32, dst: *mut f32, n: u32) {
+                pub fn $name(src: *const f32, dst: *mut f32, n: u32) $([device if $cfg])? {
                     // SAFETY: forwarded launch contract.
-                    unsafe { super::kernels::$body::<$($($value),*)?>(src, dst, n) }
+                    unsafe {
+                        crate::workloads::selftest::kernels::$body::<$($($value),*)?>(src, dst, n)
+                    }
                 }
-            )*
+            })*
+
+            $($other)*
         }
     };
 }
@@ -74,13 +93,40 @@ copy_kernels! {
     copy_barrier_16 => BarrierPerThread { align: 16 } by barrier_per_thread,
     copy_barrier_group => BarrierGroup by barrier_group,
     copy_barrier_uncounted => BarrierUncounted by barrier_uncounted,
-    #[cfg(target_feature = "sm_90")]
-    copy_bulk_barrier => BulkBarrier { arriving: false } by bulk_barrier,
-    #[cfg(target_feature = "sm_90")]
-    copy_bulk_barrier_arriving => BulkBarrier { arriving: true } by bulk_barrier,
+    copy_bulk_barrier => BulkBarrier { arriving: false } by bulk_barrier
+        [device if target_feature = "sm_90"],
+    copy_bulk_barrier_arriving => BulkBarrier { arriving: true } by bulk_barrier
+        [device if target_feature = "sm_90"],
     copy_zfill_4 => ZeroFill { stages: 3, align: 4 } by zero_fill,
     copy_zfill_8 => ZeroFill { stages: 3, align: 8 } by zero_fill,
     copy_zfill_16 => ZeroFill { stages: 3, align: 16 } by zero_fill,
+    ;
+    crate::kernel! {
+        /// Records every [`BarrierObservation`](crate::workloads::selftest::BarrierObservation)
+        /// in its slot of `out` (see [`BARRIER_OPS`](crate::workloads::selftest::BARRIER_OPS)).
+        ///
+        /// # Safety
+        /// One block of [`BARRIER_OPS_THREADS`](crate::workloads::selftest::BARRIER_OPS_THREADS)
+        /// threads; `out` holds `BARRIER_OPS_OUTPUTS` words.
+        pub fn barrier_ops(out: *mut u32) {
+            // SAFETY: forwarded launch contract.
+            unsafe { crate::workloads::selftest::kernels::barrier_ops(out) }
+        }
+    }
+
+    crate::kernel! {
+        /// Waits forever on purpose: every thread arrives once on a barrier that expects one
+        /// arrival more, then waits for the phase (see
+        /// [`HANG_KERNEL`](crate::workloads::selftest::HANG_KERNEL)).
+        ///
+        /// # Safety
+        /// One block of [`HANG_THREADS`](crate::workloads::selftest::HANG_THREADS) threads. It
+        /// never returns: the host's watchdog must end the program.
+        pub fn hang_missing_arrival() {
+            // SAFETY: forwarded launch contract.
+            unsafe { crate::workloads::selftest::kernels::hang_missing_arrival() }
+        }
+    }
 }
 
 /// Looks a copy kernel up by name.
@@ -144,6 +190,20 @@ mod tests {
             find("copy_barrier_4").unwrap().form.shared_layout().bytes,
             0
         );
+    }
+
+    #[test]
+    fn entries_name_their_kernels() {
+        for (i, k) in COPY_KERNELS.iter().enumerate() {
+            assert_eq!(k.name, k.entry.name());
+            assert!(
+                COPY_KERNELS[..i].iter().all(|o| o.name != k.name),
+                "{}",
+                k.name
+            );
+        }
+        assert_eq!(BARRIER_OPS.name(), "barrier_ops");
+        assert_eq!(HANG_KERNEL.name(), "hang_missing_arrival");
     }
 
     #[test]

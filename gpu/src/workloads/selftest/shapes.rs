@@ -1,6 +1,7 @@
 //! The self-test's shapes, for host and device: tiles, the copy forms and their launch
 //! geometry, and what the barrier operations test observes.
 
+use crate::kernel::EntryPoint;
 use crate::layout::StagedLayout;
 
 /// Floats per tile (one stage buffer): 1 KiB.
@@ -131,8 +132,10 @@ pub const BARRIER_FORM_BUFFERS: u32 = 2;
 /// One copy kernel of the self-test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CopyKernel {
-    /// Entry point name.
+    /// Entry point name (the name `entry` is exported under).
     pub name: &'static str,
+    /// Its entry point: `(src, dst, n)`.
+    pub entry: EntryPoint<(*const f32, *mut f32, u32)>,
     /// The abstraction it exercises.
     pub form: CopyForm,
 }
@@ -156,7 +159,7 @@ impl CopyKernel {
 
 /// The `Barrier` operations test: `barrier_ops(out: *mut u32)`, one block of
 /// [`BARRIER_OPS_THREADS`] threads, writing one word per [`BarrierObservation`].
-pub const BARRIER_OPS: &str = "barrier_ops";
+pub const BARRIER_OPS: EntryPoint<(*mut u32,)> = super::entry_points::barrier_ops;
 /// Threads of the barrier operations test (two warps).
 pub const BARRIER_OPS_THREADS: u32 = 64;
 /// Bounded waits in the barrier operations test give up after this many polls and record a
@@ -262,7 +265,7 @@ impl BarrierObservation {
 /// [`HANG_THREADS`] threads and no parameters: its mbarrier expects one arrival more than the
 /// block makes, the classic protocol bug. It exists to test the host's watchdog; the
 /// self-test never runs it.
-pub const HANG_KERNEL: &str = "hang_missing_arrival";
+pub const HANG_KERNEL: EntryPoint<()> = super::entry_points::hang_missing_arrival;
 /// Threads of [`HANG_KERNEL`].
 pub const HANG_THREADS: u32 = 32;
 
