@@ -1,4 +1,4 @@
-//! Builds the device code (the `gpu` crate with its workloads) for every arch through the
+//! Builds the device code (the `workloads` crate on the `gpu` library) for every arch through the
 //! same builder as `cargo xtask build-ptx`, so `cargo run -p host` never runs with missing or
 //! stale PTX. The PTX is embedded in the host binary, and so is each module assembled by
 //! NVIDIA's ptxas where it is found: a GPU of that arch then loads the machine code as it is,
@@ -19,6 +19,12 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // The device crate's own sources are watched by the builder; the library it is built on
+    // (a path dependency) is watched here.
+    let library = ptx_builder::workspace_root().join("gpu");
+    for path in [library.join("src"), library.join("Cargo.toml")] {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
     for var in [Tool::Ptxas.env_var(), "NVIDIA_TOOLS_BIN"] {
         println!("cargo:rerun-if-env-changed={var}");
     }

@@ -6,7 +6,7 @@
 
 use criterion::Criterion;
 use gpu_runtime::Gpu;
-use host::experiment::{Inputs, Outcome, Timing, Values, fresh_seed};
+use harness::experiment::{Inputs, Outcome, Timing, Values, fresh_seed};
 use host::registry::{AnyWorkload, WORKLOADS};
 use std::time::Duration;
 

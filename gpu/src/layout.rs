@@ -26,6 +26,7 @@ impl<const STAGES: usize> PipelineSharedState<STAGES> {
 
 /// Bytes of the `full` / `empty` mbarrier pairs of a `stages`-deep pipeline (16 per stage):
 /// the run-time twin of [`PipelineSharedState::BYTES`].
+#[inline]
 pub const fn pipeline_barrier_bytes(stages: u32) -> u32 {
     2 * stages * Mbarrier::BYTES
 }
@@ -48,6 +49,7 @@ pub struct StagedLayout {
 
 impl StagedLayout {
     /// `stages` buffers of `stage_bytes`, followed by their mbarrier pairs if `with_barriers`.
+    #[inline]
     pub const fn new(stage_bytes: u32, stages: u32, with_barriers: bool) -> StagedLayout {
         assert!(
             stage_bytes.is_multiple_of(16),
@@ -68,6 +70,7 @@ impl StagedLayout {
     }
 
     /// Byte offset of stage `s`'s buffer.
+    #[inline]
     pub const fn stage_offset(self, s: u32) -> u32 {
         s * self.stage_bytes
     }

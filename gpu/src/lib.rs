@@ -71,16 +71,16 @@
 //! is compiled only for `nvptx64-nvidia-cuda`. [`max_threads!`] is this crate's
 //! `__launch_bounds__`.
 //!
-//! Apart from the library, the module `workloads` (feature `workloads`) holds what this
-//! project runs on it — the study, the GEMM, the library's self-test — one folder each, with
-//! kernel tables the host also reads. A crate that uses the library leaves the feature off.
+//! Nothing in this crate mentions a workload: what the project runs on it (the study, the
+//! GEMM, the stream, the library's self-test) is the `workloads` crate, one folder each, built
+//! on this library exactly as a user's crate would be.
 #![cfg_attr(not(test), no_std)]
 // The device modules exist only in the nvptx64 build, so a host `cargo doc` cannot resolve
 // links to them; they resolve in the device docs.
 #![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(abi_ptx, asm_experimental_arch, core_float_math)
+    feature(asm_experimental_arch, core_float_math)
 )]
 
 pub mod kernel;
@@ -102,9 +102,6 @@ pub mod pipeline;
 #[cfg(target_arch = "nvptx64")]
 pub mod shared;
 pub mod tensor_map;
-
-#[cfg(feature = "workloads")]
-pub mod workloads;
 
 /// Declares the most threads a block of `kernel` is launched with, so that ptxas keeps the
 /// kernel's registers within what that many threads may share (65536 per block on sm_80 and

@@ -64,6 +64,7 @@ impl<const STAGES: usize> PipelineState<STAGES> {
     }
 
     /// The state `steps` stages further on.
+    #[inline]
     pub const fn advanced_by(self, steps: u32) -> Self {
         let stages = STAGES as u32;
         let total = self.index + steps % (2 * stages);

@@ -55,6 +55,7 @@ pub struct GridStride {
 
 impl GridStride {
     /// Tiles `first, first + step, ...` below `count` (`step > 0`).
+    #[inline]
     pub const fn new(first: u32, step: u32, count: u32) -> GridStride {
         GridStride {
             next: first,

@@ -4,9 +4,9 @@
 //! [`RunArgs::resolve`] checks what depends on the workload — sizes, experiment names — once,
 //! into a [`RunRequest`] that carries the registry's objects rather than names.
 
-use crate::experiment::{Timing, Values};
 use crate::registry::{self, AnyWorkload, Plan, Selection};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use harness::experiment::{Timing, Values};
 use ptx_builder::Arch;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! The device code (the `gpu` crate with its workloads), built by `build.rs` and embedded: one
+//! The device code (the `workloads` crate on the `gpu` library), built by `build.rs` and embedded: one
 //! PTX module per [`Arch`], and the same module assembled for that arch where ptxas was found
 //! at build time.
 

@@ -8,8 +8,8 @@
 use anyhow::Result;
 use clap::Parser;
 use gpu_runtime::{Gpu, GpuError};
+use harness::experiment::{Inputs, Values, fresh_seed};
 use host::cli::{Cli, Command, InspectArgs, RunArgs, RunRequest, SelftestArgs};
-use host::experiment::{Inputs, Values, fresh_seed};
 use host::registry::{self, RunOutcome};
 use host::report::RunReport;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -22,7 +22,7 @@ fn main() -> ExitCode {
         let message = info.to_string().replace('\n', " ");
         eprintln!("error: internal error: {message}");
     }));
-    host::interrupt::install();
+    harness::interrupt::install();
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     let result = match Cli::parse().into_command() {
         Command::Run(args) => run(args, command_line),
@@ -115,7 +115,7 @@ fn finished(outcome: &RunOutcome) -> ExitCode {
     if outcome.interrupted {
         let done: usize = outcome.results.iter().map(|p| p.measurements.len()).sum();
         eprintln!("interrupted: {done} experiment(s) finished; the results above are theirs");
-        ExitCode::from(host::interrupt::EXIT_STATUS)
+        ExitCode::from(harness::interrupt::EXIT_STATUS)
     } else {
         ExitCode::SUCCESS
     }
@@ -217,7 +217,7 @@ fn selftest(args: SelftestArgs) -> Result<ExitCode> {
     if args.hang {
         let gpu = host::device_code::open_gpu(args.ptx)?;
         let limit = args.timeout.unwrap_or(std::time::Duration::from_secs(2));
-        host::workloads::selftest::run_hang(&gpu, limit)?;
+        workloads::selftest::host::run_hang(&gpu, limit)?;
         return Ok(ExitCode::SUCCESS);
     }
     let request = match args.resolve() {

@@ -1,23 +1,22 @@
 //! The registry: every workload, behind one object-safe face ([`AnyWorkload`]), so `run`,
 //! `list`, `inspect`, `selftest`, the report, the GPU tests and the benchmarks walk one list.
 //!
-//! Adding a workload: its folder in `gpu/src/workloads/` and its module in
-//! `host/src/workloads/` (an implementation of [`Workload`]), then one line in [`WORKLOADS`].
+//! Adding a workload: its folder in `workloads/src/` (shapes and kernels for both sides, its
+//! `host.rs` implementing [`Workload`]), then one line in [`WORKLOADS`].
 
-use crate::experiment::{
+use anyhow::{Context as _, Result};
+use gpu_runtime::Gpu;
+use harness::experiment::{
     Experiment, Inputs, Measurement, Problem, Role, Timing, Values, Work, Workload, measure, same,
     time_launches,
 };
-use crate::workloads;
-use anyhow::{Context as _, Result};
-use gpu_runtime::Gpu;
 
 /// Every workload; `host run` without `--workload` runs the first.
 pub static WORKLOADS: &[&dyn AnyWorkload] = &[
-    &workloads::study::Study,
-    &workloads::gemm::Gemm,
-    &workloads::stream::Stream,
-    &workloads::selftest::Selftest,
+    &workloads::study::host::Study,
+    &workloads::gemm::host::Gemm,
+    &workloads::stream::host::Stream,
+    &workloads::selftest::host::Selftest,
 ];
 
 /// The workload called `name`, or an error listing the known ones.
@@ -91,7 +90,7 @@ pub trait Plan {
                 let name = experiment.name();
                 match problem.measure(gpu, experiment, timing, &mut || progress(name)) {
                     Ok(m) => measurements.push(m),
-                    Err(e) if crate::interrupt::is_interruption(&e) => {
+                    Err(e) if harness::interrupt::is_interruption(&e) => {
                         outcome.interrupted = true;
                         break;
                     }
@@ -358,5 +357,27 @@ impl<W: Workload> TypedPrepared<W> {
                     self.workload()
                 )
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use workloads::study::STUDY_KERNELS;
+    use workloads::study::host::Study;
+
+    #[test]
+    fn selecting_names_resolves_once_and_keeps_the_baseline() {
+        let picked = Selection::resolve(&Study, &["block_pipeline_2".into()]).unwrap();
+        let included: Vec<&str> = STUDY_KERNELS
+            .iter()
+            .filter(|k| picked.includes(*k))
+            .map(|k| k.name)
+            .collect();
+        assert_eq!(included, ["sync_baseline", "block_pipeline_2"]);
+        let err = Selection::resolve(&Study, &["pingpong".into()]).unwrap_err();
+        assert!(err.contains("unknown experiment `pingpong`"), "{err}");
+        assert!(err.contains("block_pipeline_2"), "{err}");
+        assert!(Selection::all().includes(&STUDY_KERNELS[3]));
     }
 }

@@ -1,10 +1,10 @@
 //! A run's results: the table printed at the end, `--json`, and `--plot` (SVG). Rows carry
 //! their experiment (`&'static dyn Experiment`), so nothing is looked up again by name.
 
-use crate::experiment::{Experiment, Inputs, Measurement, Outcome, Role, Timing, same};
 use crate::registry::{ProblemResult, RunOutcome};
 use anyhow::{Context, Result, ensure};
 use gpu_runtime::GpuInfo;
+use harness::experiment::{Experiment, Inputs, Measurement, Outcome, Role, Timing, same};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -56,8 +56,8 @@ pub struct Row {
     pub passed: bool,
     /// One line on the checks ([`Measurement::check_summary`]).
     pub check_summary: String,
-    pub check: Option<crate::check::CheckReport>,
-    pub check_after_timing: Option<crate::check::CheckReport>,
+    pub check: Option<harness::check::CheckReport>,
+    pub check_after_timing: Option<harness::check::CheckReport>,
     /// Each timed launch, in milliseconds.
     pub times_ms: Vec<f64>,
     pub median_ms: Option<f64>,
@@ -400,11 +400,11 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::{Tolerance, check};
-    use crate::experiment::{Measurement, Ran, Values, Work};
+    use harness::check::{Tolerance, check};
+    use harness::experiment::{Measurement, Ran, Values, Work};
 
     fn measurement(name: &str, median_ms: f64) -> Measurement {
-        let kernel = gpu::workloads::study::find(name).unwrap();
+        let kernel = workloads::study::find(name).unwrap();
         let ok = check(&[1.0], &[1.0], Tolerance::F32_DOT);
         Measurement {
             experiment: kernel,

@@ -94,7 +94,7 @@ fn a_short_run_verifies_or_explains_why_it_cannot() {
         let stdout = text(&out.stdout);
         assert_eq!(
             stdout.matches(" ok (").count(),
-            gpu::workloads::study::STUDY_KERNELS.len(),
+            workloads::study::STUDY_KERNELS.len(),
             "{stdout}"
         );
     }

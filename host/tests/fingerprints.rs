@@ -47,8 +47,8 @@
 //! instead of the embedded modules: the table was first written that way, from a copy of the
 //! PTX of the measured binary. The unit tests at the end check the normaliser itself.
 //!
-//! [`entry_points`]: host::experiment::Experiment::entry_points
-//! [`archs`]: host::experiment::Experiment::archs
+//! [`entry_points`]: harness::experiment::Experiment::entry_points
+//! [`archs`]: harness::experiment::Experiment::archs
 //! [`helper_kernels`]: host::registry::AnyWorkload::helper_kernels
 
 use ptx_builder::Arch;

@@ -2,10 +2,10 @@
 //! `cargo test -p host --release -- --include-ignored` on a machine with a GPU.
 
 use gpu_runtime::{Gpu, LaunchConfig};
-use host::experiment::{Inputs, Timing, fresh_seed};
+use harness::experiment::{Inputs, Timing, fresh_seed};
 use host::registry::{Selection, WORKLOADS};
-use host::workloads::study::{K, Study, StudyProblem};
 use ptx_builder::Arch;
+use workloads::study::host::{K, Study, StudyProblem};
 
 fn gpu() -> Gpu {
     host::device_code::open_gpu(None).unwrap_or_else(|e| panic!("{e}"))
@@ -67,14 +67,14 @@ fn every_experiment_of_every_workload_verifies() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_failed_launch_is_an_error_naming_the_kernel() {
-    use host::experiment::{Problem, Values, Workload};
+    use harness::experiment::{Problem, Values, Workload};
     let gpu = gpu();
     let inputs = Inputs {
         seed: fresh_seed(),
         values: Values::Random,
     };
     let mut problem = Study.prepare(&gpu, K(8), inputs).unwrap();
-    let kernel = &gpu::workloads::study::STUDY_KERNELS[0];
+    let kernel = &workloads::study::STUDY_KERNELS[0];
     // More threads than a block may have: the driver refuses the launch.
     let config = LaunchConfig {
         threads: 4096,

@@ -5,11 +5,11 @@
 //! These tests need ptxas and cuobjdump (`bash .ci/run` installs them from PyPI into
 //! `.tools/`); without them they fail, saying so, rather than pass without checking.
 
-use gpu::workloads::stream::StreamStyle;
 use host::inspect::{Inspection, KernelView, inspect};
 use ptx_builder::Arch;
 use ptx_builder::ptx_text::PtxInstr;
 use std::sync::OnceLock;
+use workloads::stream::StreamStyle;
 
 /// The inspection of each arch, assembled once per test binary.
 fn inspection(arch: Arch) -> &'static Inspection {
@@ -34,18 +34,16 @@ fn kernel(arch: Arch, name: &str) -> &'static KernelView {
 }
 
 fn study_kernels(
-    style: gpu::workloads::study::Style,
-) -> impl Iterator<Item = &'static gpu::workloads::study::StudyKernel> {
-    gpu::workloads::study::STUDY_KERNELS
+    style: workloads::study::Style,
+) -> impl Iterator<Item = &'static workloads::study::StudyKernel> {
+    workloads::study::STUDY_KERNELS
         .iter()
         .filter(move |k| k.style == style)
 }
 
 /// The study kernels an arch's PTX holds (the tensor style is sm_90 only).
-fn study_kernels_of(
-    arch: Arch,
-) -> impl Iterator<Item = &'static gpu::workloads::study::StudyKernel> {
-    gpu::workloads::study::STUDY_KERNELS
+fn study_kernels_of(arch: Arch) -> impl Iterator<Item = &'static workloads::study::StudyKernel> {
+    workloads::study::STUDY_KERNELS
         .iter()
         .filter(move |k| arch == Arch::Sm90 || !k.style.needs_sm90())
 }
@@ -227,7 +225,7 @@ fn study_kernels_use_only_the_dynamic_shared_memory_they_register() {
                 "{} ({arch}) has static shared memory",
                 k.name
             );
-            let registered = host::experiment::Experiment::shared_bytes(k)
+            let registered = harness::experiment::Experiment::shared_bytes(k)
                 .expect("a study kernel registers its dynamic shared memory");
             let layout = k.shared();
             assert_eq!(registered, layout.bytes, "{}: registry vs layout", k.name);
@@ -278,7 +276,7 @@ fn study_kernels_use_only_the_dynamic_shared_memory_they_register() {
 
 #[test]
 fn thread_scope_lowers_to_async_groups_and_no_mbarrier() {
-    use gpu::workloads::study::Style::{RawAsyncGroup, ThreadPipeline};
+    use workloads::study::Style::{RawAsyncGroup, ThreadPipeline};
     for arch in Arch::ALL {
         for k in study_kernels(RawAsyncGroup).chain(study_kernels(ThreadPipeline)) {
             let view = kernel(arch, k.name);
@@ -319,7 +317,7 @@ fn thread_scope_lowers_to_async_groups_and_no_mbarrier() {
 
 #[test]
 fn block_scope_lowers_to_mbarrier_arrivals_and_parity_waits() {
-    use gpu::workloads::study::Style::{BlockPipeline, RawMbarrier, SplitBarrier, WarpSpecialized};
+    use workloads::study::Style::{BlockPipeline, RawMbarrier, SplitBarrier, WarpSpecialized};
     for arch in Arch::ALL {
         let kernels = study_kernels(RawMbarrier)
             .chain(study_kernels(BlockPipeline))
@@ -454,10 +452,10 @@ fn barrier_copies_bind_with_noinc_and_wait_on_tokens() {
 /// async-copy and synchronization instructions, and about as many instructions in all.
 #[test]
 fn library_styles_lower_like_their_raw_counterparts() {
-    use gpu::workloads::study::Style::{BlockPipeline, ThreadPipeline};
+    use workloads::study::Style::{BlockPipeline, ThreadPipeline};
     for arch in Arch::ALL {
         for k in study_kernels(ThreadPipeline).chain(study_kernels(BlockPipeline)) {
-            let raw = host::experiment::Experiment::counterpart(k).expect("a raw counterpart");
+            let raw = harness::experiment::Experiment::counterpart(k).expect("a raw counterpart");
             let (lib_view, raw_view) = (kernel(arch, k.name), kernel(arch, raw.name()));
             assert_eq!(
                 lib_view.sass_async_ops(),
@@ -483,8 +481,8 @@ fn library_styles_lower_like_their_raw_counterparts() {
 /// thread produces, no mbarrier wait comes before the first copy is committed.
 #[test]
 fn block_pipelines_commit_copies_before_any_wait() {
-    use gpu::workloads::selftest::{COPY_KERNELS, CopyForm};
-    use gpu::workloads::study::Style::{BlockPipeline, RawMbarrier};
+    use workloads::selftest::{COPY_KERNELS, CopyForm};
+    use workloads::study::Style::{BlockPipeline, RawMbarrier};
     let names = study_kernels(RawMbarrier)
         .chain(study_kernels(BlockPipeline))
         .map(|k| k.name)
@@ -900,9 +898,9 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
 
 /// The `cp.async` and sync GEMM families (both archs): both entry points of each, with the
 /// family and the copy size.
-fn gemm_entries()
--> impl Iterator<Item = (&'static gpu::workloads::gemm::GemmKernel, &'static str, u32)> {
-    gpu::workloads::gemm::GEMM_KERNELS
+fn gemm_entries() -> impl Iterator<Item = (&'static workloads::gemm::GemmKernel, &'static str, u32)>
+{
+    workloads::gemm::GEMM_KERNELS
         .iter()
         .filter(|k| !k.style.needs_sm90())
         .flat_map(|k| {
@@ -919,7 +917,7 @@ fn gemm_entries()
 /// asynchronously.
 #[test]
 fn gemm_tiles_are_copied_with_the_documented_instructions() {
-    use gpu::workloads::gemm::{ALayout, GemmStyle};
+    use workloads::gemm::{ALayout, GemmStyle};
     for arch in Arch::ALL {
         for (family, entry, align) in gemm_entries() {
             let view = kernel(arch, entry);
@@ -964,7 +962,7 @@ fn gemm_tiles_are_copied_with_the_documented_instructions() {
 /// kernel with block barriers only.
 #[test]
 fn gemm_styles_wait_as_documented() {
-    use gpu::workloads::gemm::GemmStyle;
+    use workloads::gemm::GemmStyle;
     for arch in Arch::ALL {
         for (family, entry, _) in gemm_entries() {
             let view = kernel(arch, entry);
@@ -1014,7 +1012,7 @@ fn gemm_styles_wait_as_documented() {
 /// — and no local memory (checked above).
 #[test]
 fn gemm_mainloops_are_unrolled_rank1_updates() {
-    use gpu::workloads::gemm::BK;
+    use workloads::gemm::BK;
     for arch in Arch::ALL {
         for (family, entry, _) in gemm_entries() {
             let per_k = (family.tile.thread_m * family.tile.thread_n) as usize;
@@ -1044,7 +1042,7 @@ fn bulk_copies_are_sm90_only_and_lower_to_the_copy_engine() {
             "{name} (sm_80) holds an sm_90 instruction"
         );
     }
-    let bulk: Vec<_> = gpu::workloads::stream::STREAM_KERNELS
+    let bulk: Vec<_> = workloads::stream::STREAM_KERNELS
         .iter()
         .filter(|k| matches!(k.style, StreamStyle::Bulk { .. }))
         .map(|k| k.name)
@@ -1082,7 +1080,7 @@ fn bulk_copies_are_sm90_only_and_lower_to_the_copy_engine() {
 /// copy, no stack frame).
 #[test]
 fn tensor_copies_lower_to_tma_with_maps_read_in_place() {
-    let tensor: Vec<_> = gpu::workloads::stream::STREAM_KERNELS
+    let tensor: Vec<_> = workloads::stream::STREAM_KERNELS
         .iter()
         .filter(|k| matches!(k.style, StreamStyle::Tensor { .. }))
         .collect();
@@ -1141,7 +1139,7 @@ fn tensor_copies_lower_to_tma_with_maps_read_in_place() {
 /// of FFMA.
 #[test]
 fn the_tma_gemm_loads_tiles_with_tensor_copies() {
-    use gpu::workloads::gemm::{BK, GEMM_KERNELS, GemmStyle};
+    use workloads::gemm::{BK, GEMM_KERNELS, GemmStyle};
     let families: Vec<_> = GEMM_KERNELS
         .iter()
         .filter(|k| matches!(k.style, GemmStyle::Tma { .. }))
@@ -1194,7 +1192,7 @@ fn the_tma_gemm_loads_tiles_with_tensor_copies() {
 /// for the copy engine; the B map read in place; whole k-tiles of FFMA, no local memory.
 #[test]
 fn the_tma_b_gemm_mixes_a_tensor_copy_and_cp_async_in_one_stage() {
-    use gpu::workloads::gemm::{BK, GEMM_KERNELS, GemmStyle};
+    use workloads::gemm::{BK, GEMM_KERNELS, GemmStyle};
     let families: Vec<_> = GEMM_KERNELS
         .iter()
         .filter(|k| matches!(k.style, GemmStyle::TmaB { .. }))
@@ -1250,7 +1248,7 @@ fn the_tma_b_gemm_mixes_a_tensor_copy_and_cp_async_in_one_stage() {
 /// copy of B's rows, no `cp.async`, the map read in place.
 #[test]
 fn the_study_tensor_style_uses_the_copy_engine() {
-    use gpu::workloads::study::Style;
+    use workloads::study::Style;
     let kernels: Vec<_> = study_kernels(Style::Tensor).collect();
     assert!(!kernels.is_empty());
     for k in kernels {
@@ -1283,7 +1281,7 @@ fn the_study_tensor_style_uses_the_copy_engine() {
 /// touch no atomics.
 #[test]
 fn queued_stream_kernels_take_tiles_with_atomics() {
-    for k in gpu::workloads::stream::STREAM_KERNELS {
+    for k in workloads::stream::STREAM_KERNELS {
         let arch = if k.needs_sm90() {
             Arch::Sm90
         } else {
@@ -1322,7 +1320,7 @@ fn queued_stream_kernels_take_tiles_with_atomics() {
 /// registers.
 #[test]
 fn plain_streaming_keeps_four_16_byte_loads_in_flight() {
-    let loads = gpu::workloads::stream::PLAIN_QUADS_PER_THREAD as usize;
+    let loads = workloads::stream::PLAIN_QUADS_PER_THREAD as usize;
     for arch in Arch::ALL {
         let sass = sass_ops(kernel(arch, "stream_plain"));
         let first_store = sass

@@ -106,14 +106,12 @@ impl std::fmt::Display for Arch {
     }
 }
 
-/// This workspace's device code: the `gpu` crate with its workloads (feature `workloads`),
-/// built into the workspace's `target/` (PTX at `target/ptx/<arch>/gpu.ptx`). What host's
-/// build script and `cargo xtask build-ptx` both build.
+/// This workspace's device code: the `workloads` crate (every workload's kernels, on the `gpu`
+/// library), built into the workspace's `target/` (PTX at `target/ptx/<arch>/workloads.ptx`).
+/// What host's build script and `cargo xtask build-ptx` both build.
 pub fn workspace_device_code() -> CudaBuilder {
     let workspace = workspace_root();
-    CudaBuilder::new(workspace.join("gpu"))
-        .features(["workloads"])
-        .target_dir(workspace.join("target"))
+    CudaBuilder::new(workspace.join("workloads")).target_dir(workspace.join("target"))
 }
 
 /// The workspace root this crate was compiled in.

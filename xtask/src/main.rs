@@ -1,14 +1,16 @@
 //! `cargo xtask build-ptx [--arch sm_80|sm_90]...`
 //!
-//! Builds `target/ptx/<arch>/gpu.ptx` for each arch (all by default). When NVIDIA's ptxas is
+//! Builds the device code — the `workloads` crate on the `gpu` library — into
+//! `target/ptx/<arch>/workloads.ptx` for each arch (all by default). When NVIDIA's ptxas is
 //! found, assembles each PTX for its arch, fails on any ptxas error, and prints per kernel the
 //! registers, static shared memory, stack frame and spill bytes.
 //!
-//! `cargo xtask clippy [--arch ...]`: clippy on the device code (`-D warnings`), per arch,
-//! since `cargo clippy --workspace` only sees the host build of `gpu`.
+//! `cargo xtask clippy [--arch ...]`: clippy on the device code (`-D warnings`), per arch, the
+//! `workloads` crate and the `gpu` library under it, since `cargo clippy --workspace` only
+//! sees their host builds.
 //!
-//! `cargo xtask doc`: the library's documentation as a user sees it — the `gpu` crate without
-//! the workloads, built for the device target (sm_90) — with every warning (a broken link, a
+//! `cargo xtask doc`: the library's documentation as a user sees it — the `gpu` crate alone,
+//! built for the device target (sm_90) — with every warning (a broken link, a
 //! missing doc) an error. Lands in `target/doc-device/nvptx64-nvidia-cuda/doc/gpu/`.
 
 use anyhow::{Context, Result, bail};
@@ -98,8 +100,8 @@ fn run(args: Vec<String>) -> Result<()> {
     Ok(())
 }
 
-/// Clippy over the device build of `gpu` (with its workloads), each arch in its own target
-/// folder.
+/// Clippy over the device build of `workloads` (and `gpu`, a workspace member under it), each
+/// arch in its own target folder.
 fn clippy(builder: &CudaBuilder) -> Result<()> {
     for arch in builder.selected_archs() {
         let dir = workspace_root()

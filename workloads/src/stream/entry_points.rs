@@ -1,4 +1,4 @@
-//! The streaming kernels, each declared once ([`crate::kernel!`]): an [`EntryPoint`]
+//! The streaming kernels, each declared once ([`gpu::kernel!`]): an [`EntryPoint`]
 //! everywhere, which the kernel's [`StreamKernel`] carries, and on the device its entry
 //! point, which runs its style's body from `kernels` with the table's stages, tile and tile
 //! order.
@@ -10,7 +10,7 @@
 // The parameter types; on the device also the table and the bodies' module, `kernels`.
 use super::*;
 
-crate::kernel! {
+gpu::kernel! {
     /// Plain 16-byte loads and stores, grid-stride: each thread loads
     /// [`PLAIN_QUADS_PER_THREAD`] quads, a grid's width apart, before it stores them, so that
     /// many loads are in flight per thread.
@@ -20,7 +20,7 @@ crate::kernel! {
     pub fn stream_plain(x: *const f32, y: *mut f32, n: u32) {
         // The body is the entry point's own, not an inlined helper in `kernels`: as one, its
         // loops come out of LLVM in another block order (the PTX would change).
-        use crate::ptx;
+        use gpu::ptx;
         const LOADS: usize = PLAIN_QUADS_PER_THREAD as usize;
         let quads = n / 4;
         let stride = ptx::grid_dim_x() * ptx::block_dim_x();
@@ -49,7 +49,7 @@ crate::kernel! {
     }
 }
 
-crate::kernel! {
+gpu::kernel! {
     /// The thread pipeline of [`STREAM_THREAD_PIPELINE_4`]: tiles from a queue.
     ///
     /// # Safety
@@ -72,7 +72,7 @@ crate::kernel! {
     }
 }
 
-crate::kernel! {
+gpu::kernel! {
     /// The thread pipeline of [`STREAM_THREAD_PIPELINE_4_STRIDED`]: grid-strided tiles.
     ///
     /// # Safety
@@ -97,7 +97,7 @@ macro_rules! bulk_kernels {
         bulk_kernels!(@kernel $name $kernel $order);
     )*};
     (@kernel $name:ident $kernel:ident queue) => {
-        crate::kernel! {
+        gpu::kernel! {
             #[doc = concat!(
                 "The copy engine's 1-D bulk copies as [`", stringify!($kernel), "`] says, tiles ",
                 "from a queue."
@@ -121,7 +121,7 @@ macro_rules! bulk_kernels {
         }
     };
     (@kernel $name:ident $kernel:ident grid_stride) => {
-        crate::kernel! {
+        gpu::kernel! {
             #[doc = concat!(
                 "The copy engine's 1-D bulk copies as [`", stringify!($kernel), "`] says, ",
                 "grid-strided tiles."
@@ -157,7 +157,7 @@ bulk_kernels! {
 /// `row_floats x box_rows`), and `n`.
 macro_rules! tensor_kernels {
     ($($name:ident = $kernel:ident,)*) => {$(
-        crate::kernel! {
+        gpu::kernel! {
             #[doc = concat!(
                 "The copy engine's 2-D tensor copies as [`", stringify!($kernel), "`] says."
             )]
@@ -172,8 +172,8 @@ macro_rules! tensor_kernels {
                 const KERNEL: StreamKernel = $kernel;
                 const { assert!(KERNEL.takes_queue()) };
                 let (x, y) = (
-                    crate::tensor_map_param!(entry, 0, x),
-                    crate::tensor_map_param!(entry, 1, y),
+                    gpu::tensor_map_param!(entry, 0, x),
+                    gpu::tensor_map_param!(entry, 1, y),
                 );
                 // The view from the constant itself: computed in the body through `&KERNEL`,
                 // it lowers to other instructions (the PTX would change).

@@ -1,8 +1,8 @@
 //! The self-test's shapes, for host and device: tiles, the copy forms and their launch
 //! geometry, and what the barrier operations test observes.
 
-use crate::kernel::EntryPoint;
-use crate::layout::StagedLayout;
+use gpu::kernel::EntryPoint;
+use gpu::layout::StagedLayout;
 
 /// Floats per tile (one stage buffer): 1 KiB.
 pub const TILE_FLOATS: u32 = 256;

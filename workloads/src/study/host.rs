@@ -1,16 +1,14 @@
-//! The study (`gpu::workloads::study`): `C (32x32) = A (32xK) * B (Kx32)` on one block, every
+//! The study ([`super`]): `C (32x32) = A (32xK) * B (Kx32)` on one block, every
 //! completion style against the synchronous baseline, at a given K.
 
-use crate::check::{self, CheckReport, POISON, Tolerance};
-use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use super::{M, MAX_K, N, STUDY_KERNELS, StudyEntry, StudyKernel, Style, TENSOR_STEPS};
 use anyhow::{Context as _, Result, ensure};
 use gpu::tensor_map::TensorMap;
-use gpu::workloads::study::{
-    M, MAX_K, N, STUDY_KERNELS, StudyEntry, StudyKernel, Style, TENSOR_STEPS,
-};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
+use harness::check::{self, CheckReport, POISON, Tolerance};
+use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use ptx_builder::Arch;
 use std::fmt;
 
@@ -162,6 +160,7 @@ impl Resolved {
 /// A and B of one problem, row-major, on the host.
 #[derive(Clone, Debug)]
 pub struct StudyInputs {
+    /// K.
     pub k: u32,
     /// 32 x K.
     pub a: Vec<f32>,
@@ -298,7 +297,6 @@ impl Problem<StudyKernel> for StudyProblem {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{AnyWorkload, Selection};
 
     #[test]
     fn registry_has_every_style_baseline_first() {
@@ -313,7 +311,7 @@ mod tests {
         ] {
             assert!(STUDY_KERNELS.iter().any(|k| k.style == style), "{style:?}");
         }
-        assert_eq!(Study.baseline().unwrap().name(), "sync_baseline");
+        assert_eq!(harness::experiment::baseline_of(&Study), "sync_baseline");
     }
 
     #[test]
@@ -336,7 +334,7 @@ mod tests {
 
     #[test]
     fn counterparts_resolve() {
-        let find = |name| gpu::workloads::study::find(name).unwrap();
+        let find = |name| crate::study::find(name).unwrap();
         let tp = find("thread_pipeline_3");
         assert_eq!(tp.counterpart().unwrap().name(), "raw_async_group_3");
         assert_eq!(tp.role(), Role::Library);
@@ -346,21 +344,6 @@ mod tests {
         );
         assert_eq!(find("raw_mbarrier_2").role(), Role::RawPtx);
         assert!(find("sync_baseline").counterpart().is_none());
-    }
-
-    #[test]
-    fn selecting_names_resolves_once_and_keeps_the_baseline() {
-        let picked = Selection::resolve(&Study, &["block_pipeline_2".into()]).unwrap();
-        let included: Vec<&str> = STUDY_KERNELS
-            .iter()
-            .filter(|k| picked.includes(*k))
-            .map(|k| k.name)
-            .collect();
-        assert_eq!(included, ["sync_baseline", "block_pipeline_2"]);
-        let err = Selection::resolve(&Study, &["pingpong".into()]).unwrap_err();
-        assert!(err.contains("unknown experiment `pingpong`"), "{err}");
-        assert!(err.contains("block_pipeline_2"), "{err}");
-        assert!(Selection::all().includes(&STUDY_KERNELS[3]));
     }
 
     #[test]

@@ -4,15 +4,15 @@
 //! grid.
 
 use super::StreamKernel;
-use crate::group::{Block, Group};
-use crate::memcpy_async::{AlignedSize, cp_async::memcpy_async_zfill};
-use crate::pipeline::{Consumer, Producer, ThreadPipeline};
-use crate::ptx;
-use crate::schedule::{GridStride, TileQueue, TileQueueState, TileSchedule};
-use crate::shared::dynamic_shared;
-use crate::workloads::Quad;
+use crate::Quad;
+use gpu::group::{Block, Group};
+use gpu::memcpy_async::{AlignedSize, cp_async::memcpy_async_zfill};
+use gpu::pipeline::{Consumer, Producer, ThreadPipeline};
+use gpu::ptx;
+use gpu::schedule::{GridStride, TileQueue, TileQueueState, TileSchedule};
+use gpu::shared::dynamic_shared;
 #[cfg(target_feature = "sm_90")]
-use crate::{
+use gpu::{
     memcpy_async::bulk::{
         memcpy_async_bulk, memcpy_async_tensor, store_async_bulk, store_async_tensor,
     },

@@ -18,19 +18,19 @@
 //! [`GemmKernel::layout`]: super::GemmKernel::layout
 
 use super::shapes::{ALayout, BK, GemmStyle, GemmTile, LANES_M, LANES_N, REFERENCE_TILE};
-use crate::collective::StageMma;
-use crate::group::{Group, Threads, Warp};
-use crate::layout::{PipelineSharedState, StagedLayout};
-use crate::memcpy_async::completion::{Completion, Unbound};
-use crate::memcpy_async::cp_async::{
+use crate::Quad;
+use gpu::collective::StageMma;
+use gpu::group::{Group, Threads, Warp};
+use gpu::layout::{PipelineSharedState, StagedLayout};
+use gpu::memcpy_async::completion::{Completion, Unbound};
+use gpu::memcpy_async::cp_async::{
     GlobalTile, TileShape, memcpy_async_tile, memcpy_async_tile_transposed,
 };
-use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
-use crate::ptx;
-use crate::shared::Shared;
-use crate::workloads::Quad;
+use gpu::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
+use gpu::ptx;
+use gpu::shared::Shared;
 #[cfg(target_feature = "sm_90")]
-use crate::{
+use gpu::{
     memcpy_async::{AlignedSize, bulk::memcpy_async_tensor},
     pipeline::{BulkPipeline, CpAsyncAndBulk},
     tensor_map::TensorMapRef,
@@ -415,7 +415,7 @@ impl<const TM: usize, const TN: usize> KFragment<TM, TN> {
 /// block synchronization between k-tiles overlap that multiply. Stages hold A k-major.
 ///
 /// The [`StageMma`] of the `cp.async` styles' collective mainloop
-/// ([`consume_k_tiles!`](crate::consume_k_tiles)): [`FragmentPipe::start`] on the first stage,
+/// ([`consume_k_tiles!`](gpu::consume_k_tiles)): [`FragmentPipe::start`] on the first stage,
 /// then per k-tile `multiply_all_but_last` (after which every read of the stage is issued and
 /// it may be released), then `advance` onto the next stage (waited for), or `finish` after the
 /// last.
@@ -717,7 +717,7 @@ pub unsafe fn thread_pipeline<
     let mut acc = [[0.0f32; TN]; TM];
     // SAFETY: every stage is read after its wait and the block barrier (after_wait);
     // `tiles >= 1` stages are committed (produce commits a stage per k-tile and beyond).
-    crate::consume_k_tiles! {
+    gpu::consume_k_tiles! {
         consumer: consumer,
         tiles: tiles,
         context: &block,
@@ -785,7 +785,7 @@ pub unsafe fn block_pipeline<
     let mut acc = [[0.0f32; TN]; TM];
     // SAFETY: a stage's phase completes when every thread's copies into it landed;
     // `tiles >= 1` stages are committed.
-    crate::consume_k_tiles! {
+    gpu::consume_k_tiles! {
         consumer: consumer,
         tiles: tiles,
         context: &block,
@@ -857,7 +857,7 @@ pub unsafe fn warp_specialized<
         let mut acc = [[0.0f32; TN]; TM];
         // SAFETY: a stage's phase completes when the producers' copies into it landed; the
         // producer warps commit `tiles >= 1` stages.
-        crate::consume_k_tiles! {
+        gpu::consume_k_tiles! {
             consumer: consumer,
             tiles: tiles,
             context: &block,
@@ -1034,7 +1034,7 @@ pub unsafe fn tma_b<
     let mut acc = [[0.0f32; TN]; TM];
     // SAFETY: a stage's phase completes when every thread's copies and B's box landed;
     // `tiles >= 1` stages are committed.
-    crate::consume_k_tiles! {
+    gpu::consume_k_tiles! {
         consumer: consumer,
         tiles: tiles,
         context: &block,
@@ -1210,11 +1210,11 @@ pub unsafe fn sync<
     unsafe { block.store::<ALIGN>(f, &acc) };
 }
 
-crate::static_shared!(
+gpu::static_shared!(
     /// The reference kernel's A tile.
     fn reference_a() -> [f32; (REFERENCE_TILE * REFERENCE_TILE) as usize]
 );
-crate::static_shared!(
+gpu::static_shared!(
     /// The reference kernel's B tile.
     fn reference_b() -> [f32; (REFERENCE_TILE * REFERENCE_TILE) as usize]
 );

@@ -11,7 +11,7 @@
 //!   so the copy latency hides behind the math of the steps in between.
 //!
 //! [`STUDY_KERNELS`] is the single definition of every study kernel: the table below declares
-//! each one with [`crate::kernel!`], which emits its [`EntryPoint`](crate::kernel::EntryPoint)
+//! each one with [`gpu::kernel!`], which emits its [`EntryPoint`](gpu::kernel::EntryPoint)
 //! (everywhere) and its entry point (on nvptx64), so the host launches exactly what the
 //! device defines, with the parameter types it declares.
 //!
@@ -24,6 +24,10 @@ pub use shapes::*;
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
+
+/// The host half: sizes, inputs, reference, launch, check.
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod host;
 
 /// Looks a study kernel up by name.
 pub fn find(name: &str) -> Option<&'static StudyKernel> {
@@ -43,8 +47,8 @@ macro_rules! study_kernels {
             },)*
         ];
 
-        /// The kernels, each declared once ([`crate::kernel!`]): an [`EntryPoint`]
-        /// (crate::kernel::EntryPoint) everywhere, and on the device its entry point, which
+        /// The kernels, each declared once ([`gpu::kernel!`]): an [`EntryPoint`]
+        /// (gpu::kernel::EntryPoint) everywhere, and on the device its entry point, which
         /// runs its style's body from `kernels`.
         pub mod entry_points {
             $(study_entry_point!($style $name $stages $body);)*
@@ -54,7 +58,7 @@ macro_rules! study_kernels {
 
 /// One study kernel's declaration: `(a, b, c, k)` as pointers, or for the tensor style (sm_90)
 /// with a tensor map of A in place of `a`; `@entry` wraps its [`EntryPoint`]
-/// (crate::kernel::EntryPoint) in the [`StudyEntry`] of its parameters.
+/// (gpu::kernel::EntryPoint) in the [`StudyEntry`] of its parameters.
 macro_rules! study_entry_point {
     (@entry Tensor $entry:path) => {
         StudyEntry::TensorMapA($entry)
@@ -63,36 +67,36 @@ macro_rules! study_entry_point {
         StudyEntry::Pointers($entry)
     };
     (Tensor $name:ident $stages:literal $body:ident) => {
-        crate::kernel! {
-            /// Study kernel (see [`STUDY_KERNELS`](crate::workloads::study::STUDY_KERNELS)),
+        gpu::kernel! {
+            /// Study kernel (see [`STUDY_KERNELS`](crate::study::STUDY_KERNELS)),
             /// tensor copies: `a` is a tensor map of A (`k x 32`, innermost first, box
             /// `4 x 32`, zero fill), `b` is Kx32, `c` 32x32.
             ///
             /// # Safety
             /// Launched by the host with the geometry [`StudyKernel`]
-            /// (crate::workloads::study::StudyKernel) gives, on valid device buffers of those
+            /// (crate::study::StudyKernel) gives, on valid device buffers of those
             /// sizes, `1 <= k <= MAX_K`, `k % 4 == 0`.
-            pub fn $name(a: crate::tensor_map::TensorMap, b: *const f32, c: *mut f32, k: u32)
+            pub fn $name(a: gpu::tensor_map::TensorMap, b: *const f32, c: *mut f32, k: u32)
                 [device if target_feature = "sm_90"]
             {
-                let a = crate::tensor_map_param!(entry, 0, a);
+                let a = gpu::tensor_map_param!(entry, 0, a);
                 // SAFETY: forwarded launch contract.
-                unsafe { crate::workloads::study::kernels::$body::<$stages>(a, b, c, k) }
+                unsafe { crate::study::kernels::$body::<$stages>(a, b, c, k) }
             }
         }
     };
     ($style:ident $name:ident $stages:literal $body:ident) => {
-        crate::kernel! {
-            /// Study kernel (see [`STUDY_KERNELS`](crate::workloads::study::STUDY_KERNELS)):
+        gpu::kernel! {
+            /// Study kernel (see [`STUDY_KERNELS`](crate::study::STUDY_KERNELS)):
             /// `a` is 32xK, `b` is Kx32, `c` is 32x32, all row-major f32; one block.
             ///
             /// # Safety
             /// Launched by the host with the geometry [`StudyKernel`]
-            /// (crate::workloads::study::StudyKernel) gives, on valid device buffers of those
+            /// (crate::study::StudyKernel) gives, on valid device buffers of those
             /// sizes, `1 <= k <= MAX_K`.
             pub fn $name(a: *const f32, b: *const f32, c: *mut f32, k: u32) {
                 // SAFETY: forwarded launch contract.
-                unsafe { crate::workloads::study::kernels::$body::<$stages>(a, b, c, k) }
+                unsafe { crate::study::kernels::$body::<$stages>(a, b, c, k) }
             }
         }
     };

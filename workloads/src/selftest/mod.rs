@@ -14,8 +14,8 @@
 //! [`BARRIER_OPS`] records what the `Barrier` operations report ([`BarrierObservation`]), for
 //! the host to compare with their specification.
 //!
-//! Every kernel is declared once, in [`entry_points`], with [`crate::kernel!`]: its
-//! [`EntryPoint`](crate::kernel::EntryPoint) (everywhere: a [`CopyKernel`]'s `entry`,
+//! Every kernel is declared once, in [`entry_points`], with [`gpu::kernel!`]: its
+//! [`EntryPoint`](gpu::kernel::EntryPoint) (everywhere: a [`CopyKernel`]'s `entry`,
 //! [`BARRIER_OPS`], [`HANG_KERNEL`]) and its entry point (on nvptx64), so the host launches
 //! exactly what the device defines, with the parameter types it declares.
 
@@ -25,7 +25,11 @@ pub use shapes::*;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 
-/// The copy kernels' table: each row declares a kernel with [`crate::kernel!`] (in
+/// The host half: sizes, inputs, reference, launch, check.
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod host;
+
+/// The copy kernels' table: each row declares a kernel with [`gpu::kernel!`] (in
 /// [`entry_points`], `$body` from `kernels` with the form's parameters, in the order the
 /// table lists them, as its const generics) and lists it in [`COPY_KERNELS`]; the items after
 /// the table are the other kernels of [`entry_points`].
@@ -45,22 +49,22 @@ macro_rules! copy_kernels {
             },)*
         ];
 
-        /// The self-test's kernels, each declared once ([`crate::kernel!`]): an
-        /// [`EntryPoint`](crate::kernel::EntryPoint) everywhere, and on the device its entry
+        /// The self-test's kernels, each declared once ([`gpu::kernel!`]): an
+        /// [`EntryPoint`](gpu::kernel::EntryPoint) everywhere, and on the device its entry
         /// point, which runs its body from `kernels`.
         pub mod entry_points {
-            $(crate::kernel! {
+            $(gpu::kernel! {
                 /// Copy kernel of the self-test (see
-                /// [`COPY_KERNELS`](crate::workloads::selftest::COPY_KERNELS)).
+                /// [`COPY_KERNELS`](crate::selftest::COPY_KERNELS)).
                 ///
                 /// # Safety
                 /// Launched with the geometry
-                /// [`CopyKernel`](crate::workloads::selftest::CopyKernel) gives for `n`, `src`
+                /// [`CopyKernel`](crate::selftest::CopyKernel) gives for `n`, `src`
                 /// holding `n` floats and `dst` `output_len(n)` floats, 16-byte aligned.
                 pub fn $name(src: *const f32, dst: *mut f32, n: u32) $([device if $cfg])? {
                     // SAFETY: forwarded launch contract.
                     unsafe {
-                        crate::workloads::selftest::kernels::$body::<$($($value),*)?>(src, dst, n)
+                        crate::selftest::kernels::$body::<$($($value),*)?>(src, dst, n)
                     }
                 }
             })*
@@ -101,30 +105,30 @@ copy_kernels! {
     copy_zfill_8 => ZeroFill { stages: 3, align: 8 } by zero_fill,
     copy_zfill_16 => ZeroFill { stages: 3, align: 16 } by zero_fill,
     ;
-    crate::kernel! {
-        /// Records every [`BarrierObservation`](crate::workloads::selftest::BarrierObservation)
-        /// in its slot of `out` (see [`BARRIER_OPS`](crate::workloads::selftest::BARRIER_OPS)).
+    gpu::kernel! {
+        /// Records every [`BarrierObservation`](crate::selftest::BarrierObservation)
+        /// in its slot of `out` (see [`BARRIER_OPS`](crate::selftest::BARRIER_OPS)).
         ///
         /// # Safety
-        /// One block of [`BARRIER_OPS_THREADS`](crate::workloads::selftest::BARRIER_OPS_THREADS)
+        /// One block of [`BARRIER_OPS_THREADS`](crate::selftest::BARRIER_OPS_THREADS)
         /// threads; `out` holds `BARRIER_OPS_OUTPUTS` words.
         pub fn barrier_ops(out: *mut u32) {
             // SAFETY: forwarded launch contract.
-            unsafe { crate::workloads::selftest::kernels::barrier_ops(out) }
+            unsafe { crate::selftest::kernels::barrier_ops(out) }
         }
     }
 
-    crate::kernel! {
+    gpu::kernel! {
         /// Waits forever on purpose: every thread arrives once on a barrier that expects one
         /// arrival more, then waits for the phase (see
-        /// [`HANG_KERNEL`](crate::workloads::selftest::HANG_KERNEL)).
+        /// [`HANG_KERNEL`](crate::selftest::HANG_KERNEL)).
         ///
         /// # Safety
-        /// One block of [`HANG_THREADS`](crate::workloads::selftest::HANG_THREADS) threads. It
+        /// One block of [`HANG_THREADS`](crate::selftest::HANG_THREADS) threads. It
         /// never returns: the host's watchdog must end the program.
         pub fn hang_missing_arrival() {
             // SAFETY: forwarded launch contract.
-            unsafe { crate::workloads::selftest::kernels::hang_missing_arrival() }
+            unsafe { crate::selftest::kernels::hang_missing_arrival() }
         }
     }
 }

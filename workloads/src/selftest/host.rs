@@ -1,16 +1,16 @@
-//! The library's self-test (`gpu::workloads::selftest`): every abstraction streams random
+//! The library's self-test ([`super`]): every abstraction streams random
 //! data through shared memory and must reproduce it bit for bit; `barrier_ops` must report
 //! what the `Barrier` operations are specified to.
 
-use crate::check::{self, CheckReport, Mismatch, POISON};
-use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
-use anyhow::{Context as _, Result};
-use gpu::workloads::selftest::{
+use super::{
     BARRIER_OPS, BARRIER_OPS_OUTPUTS, BARRIER_OPS_THREADS, BarrierObservation, COPY_KERNELS,
     CopyForm, CopyKernel, HANG_KERNEL, HANG_THREADS, TILE_FLOATS, TILES_PER_BLOCK,
 };
+use anyhow::{Context as _, Result};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
+use harness::check::{self, CheckReport, Mismatch, POISON};
+use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use ptx_builder::Arch;
 use rand::{Rng, SeedableRng};
 use std::fmt;
@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn expected_pads_the_last_tile_with_zeros() {
-        let kernel = gpu::workloads::selftest::find("copy_zfill_4").unwrap();
+        let kernel = crate::selftest::find("copy_zfill_4").unwrap();
         let src: Vec<f32> = (1..=300).map(|x| x as f32).collect();
         let want = expected(kernel, &src);
         assert_eq!(want.len(), 512);
@@ -398,8 +398,8 @@ mod tests {
 
     #[test]
     fn whole_tile_kernels_round_n() {
-        let whole = gpu::workloads::selftest::find("copy_block_pipeline_2").unwrap();
-        let ragged = gpu::workloads::selftest::find("copy_zfill_16").unwrap();
+        let whole = crate::selftest::find("copy_block_pipeline_2").unwrap();
+        let ragged = crate::selftest::find("copy_zfill_16").unwrap();
         assert_eq!(floats_for(whole, 1), 256);
         assert_eq!(floats_for(whole, 20_000), 19_968);
         assert_eq!(floats_for(ragged, 20_000), 20_000);

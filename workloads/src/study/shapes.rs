@@ -1,9 +1,9 @@
 //! The study's problem and styles, for host and device: matrix shapes, the completion styles,
 //! and each kernel's shared-memory layout.
 
-use crate::kernel::EntryPoint;
-use crate::layout::StagedLayout;
-use crate::tensor_map::TensorMap;
+use gpu::kernel::EntryPoint;
+use gpu::layout::StagedLayout;
+use gpu::tensor_map::TensorMap;
 
 /// Rows of A and C.
 pub const M: u32 = 32;
@@ -30,20 +30,20 @@ pub enum Style {
     /// Raw PTX mbarriers: `cp.async.mbarrier.arrive.noinc` on a per-stage `full` mbarrier,
     /// parity waits, `mbarrier.arrive` on an `empty` mbarrier to free the buffer.
     RawMbarrier,
-    /// The library's split arrive/wait [`Barrier`](crate::barrier::Barrier), two per stage,
+    /// The library's split arrive/wait [`Barrier`](gpu::barrier::Barrier), two per stage,
     /// `memcpy_async` bound to them.
     SplitBarrier,
-    /// [`ThreadPipeline`](crate::pipeline::ThreadPipeline) + `barrier.sync`.
+    /// [`ThreadPipeline`](gpu::pipeline::ThreadPipeline) + `barrier.sync`.
     ThreadPipeline,
-    /// [`BlockPipeline`](crate::pipeline::BlockPipeline), every thread producer and consumer:
+    /// [`BlockPipeline`](gpu::pipeline::BlockPipeline), every thread producer and consumer:
     /// the study's double-buffered "pingpong".
     BlockPipeline,
     /// A producer warp feeds a consumer warp through a
-    /// [`BlockPipeline`](crate::pipeline::BlockPipeline).
+    /// [`BlockPipeline`](gpu::pipeline::BlockPipeline).
     WarpSpecialized,
     /// Hopper's copy engine (sm_90): per stage of [`TENSOR_STEPS`] steps, one elected thread
     /// loads A's `32 x 4` box with a 2-D tensor copy and B's 4 rows with a 1-D bulk copy into a
-    /// [`BulkPipeline`](crate::pipeline::BulkPipeline); K must be a multiple of 4 (tensor-map
+    /// [`BulkPipeline`](gpu::pipeline::BulkPipeline); K must be a multiple of 4 (tensor-map
     /// rows are 16-byte aligned).
     Tensor,
 }

@@ -1,6 +1,8 @@
-//! What this project runs on the library, apart from it: one folder per workload, each
-//! holding its shapes and kernel table (plain Rust, also built for the host) and its kernel
-//! bodies (device only). Nothing in the library modules refers to a workload.
+//! What this project runs on the `gpu` library, apart from it: one folder per workload, each
+//! holding its shapes and kernel declarations (plain Rust, built for both sides), its kernel
+//! bodies (`kernels.rs`, device only) and its host half (`host.rs`: sizes, inputs, reference,
+//! launch, check — host only). The device build of this crate is the PTX the host embeds;
+//! the host build is what the host program's registry lists.
 //!
 //! | workload | what it is |
 //! |---|---|
@@ -8,6 +10,12 @@
 //! | [`selftest`] | the library's self-test: every abstraction streams random data, checked exactly |
 //! | [`gemm`] | a tiled FP32 GEMM (any size) in every completion style, against cuBLAS |
 //! | [`stream`] | a bandwidth-bound copy through shared memory (plain, `cp.async`, bulk), against the driver's copy |
+
+#![cfg_attr(target_arch = "nvptx64", no_std)]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
+// The device modules exist only in the nvptx64 build, so a host `cargo doc` cannot resolve
+// links to them.
+#![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 
 pub mod gemm;
 pub mod selftest;

@@ -22,7 +22,11 @@ pub use shapes::*;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 
-crate::kernel! {
+/// The host half: sizes, inputs, reference, launch, check.
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod host;
+
+gpu::kernel! {
     /// The reference: `C = A B` in `f64` (one thread per output, f64 accumulation of the f32
     /// products) to an `m x n` array of `f64`.
     ///
@@ -61,7 +65,7 @@ macro_rules! gemm_kernels {
     };
 }
 
-/// A family's entry points, each declared with [`crate::kernel!`] and calling its style's body
+/// A family's entry points, each declared with [`gpu::kernel!`] and calling its style's body
 /// with the tile, the style's parameters in table order (and, for the copy styles, the copy
 /// size) as const generics: `NAME::aligned` (exported `NAME_a16`: 16-byte copies) and
 /// `NAME::any` (`NAME_a4`: 4-byte copies), each choosing per block the body with `INTERIOR`
@@ -75,16 +79,16 @@ macro_rules! gemm_entry_points {
     (@any TmaB $family:ident) => { None };
     (@any $style:ident $family:ident) => { Some(entry_points::$family::any) };
     (@threads $style:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal)) => {
-        crate::workloads::gemm::block_threads(
-            crate::workloads::gemm::GemmStyle::$style { $($param: $value),* },
-            crate::workloads::gemm::GemmTile {
+        crate::gemm::block_threads(
+            crate::gemm::GemmStyle::$style { $($param: $value),* },
+            crate::gemm::GemmTile {
                 warps_m: $wm, warps_n: $wn, thread_m: $tm, thread_n: $tn,
             },
         )
     };
     (@body $body:ident ($tm:literal, $tn:literal, $wm:literal, $wn:literal) [$($value:literal),*]
         $align:literal ($a:ident, $b:ident, $c:ident, $m:ident, $n:ident, $k:ident)) => {{
-        use crate::workloads::gemm::kernels::{block_is_interior, $body as body};
+        use crate::gemm::kernels::{block_is_interior, $body as body};
         // SAFETY (caller's): the launch contract; INTERIOR only for an interior block.
         if block_is_interior::<$tm, $tn, $wm, $wn>($m, $n, $k) {
             body::<$tm, $tn, $wm, $wn, $($value,)* $align, true>($a, $b, $c, $m, $n, $k)
@@ -96,7 +100,7 @@ macro_rules! gemm_entry_points {
         #[allow(non_snake_case)]
         #[doc = concat!("The entry points of the family `", stringify!($name), "`.")]
         pub mod $name {
-            use crate::tensor_map::TensorMap;
+            use gpu::tensor_map::TensorMap;
             #[cfg_attr(
                 not(all(target_arch = "nvptx64", target_feature = "sm_90")),
                 allow(dead_code)
@@ -105,9 +109,9 @@ macro_rules! gemm_entry_points {
                 @threads Tma { $($param: $value),* } ($tm, $tn, $wm, $wn)
             );
 
-            crate::kernel! {
+            gpu::kernel! {
                 /// GEMM kernel, tensor copies (see [`GEMM_KERNELS`]
-                /// (crate::workloads::gemm::GEMM_KERNELS)).
+                /// (crate::gemm::GEMM_KERNELS)).
                 ///
                 /// # Safety
                 /// The GEMM launch contract (module docs) with `k % 4 == 0` and `n % 4 == 0`,
@@ -118,11 +122,11 @@ macro_rules! gemm_entry_points {
                     [max_threads = THREADS]
                     [device if target_feature = "sm_90"]
                 {
-                    let a = crate::tensor_map_param!(entry, 0, a);
-                    let b = crate::tensor_map_param!(entry, 1, b);
+                    let a = gpu::tensor_map_param!(entry, 0, a);
+                    let b = gpu::tensor_map_param!(entry, 1, b);
                     // SAFETY: forwarded launch contract.
                     unsafe {
-                        crate::workloads::gemm::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)*>(
+                        crate::gemm::kernels::$body::<$tm, $tn, $wm, $wn, $($value,)*>(
                             a, b, c, m, n, k,
                         )
                     }
@@ -134,7 +138,7 @@ macro_rules! gemm_entry_points {
         #[allow(non_snake_case)]
         #[doc = concat!("The entry points of the family `", stringify!($name), "`.")]
         pub mod $name {
-            use crate::tensor_map::TensorMap;
+            use gpu::tensor_map::TensorMap;
             #[cfg_attr(
                 not(all(target_arch = "nvptx64", target_feature = "sm_90")),
                 allow(dead_code)
@@ -143,9 +147,9 @@ macro_rules! gemm_entry_points {
                 @threads TmaB { $($param: $value),* } ($tm, $tn, $wm, $wn)
             );
 
-            crate::kernel! {
+            gpu::kernel! {
                 /// GEMM kernel, B by tensor copies (see [`GEMM_KERNELS`]
-                /// (crate::workloads::gemm::GEMM_KERNELS)).
+                /// (crate::gemm::GEMM_KERNELS)).
                 ///
                 /// # Safety
                 /// The GEMM launch contract (module docs) with `n % 4 == 0`, and `b` a tensor
@@ -156,8 +160,8 @@ macro_rules! gemm_entry_points {
                     [max_threads = THREADS]
                     [device if target_feature = "sm_90"]
                 {
-                    use crate::workloads::gemm::kernels::{block_is_interior, $body as body};
-                    let b = crate::tensor_map_param!(entry, 1, b);
+                    use crate::gemm::kernels::{block_is_interior, $body as body};
+                    let b = gpu::tensor_map_param!(entry, 1, b);
                     // SAFETY: forwarded launch contract; INTERIOR only for an interior block.
                     unsafe {
                         if block_is_interior::<$tm, $tn, $wm, $wn>(m, n, k) {
@@ -179,9 +183,9 @@ macro_rules! gemm_entry_points {
                 @threads $style { $($param: $value),* } ($tm, $tn, $wm, $wn)
             );
 
-            crate::kernel! {
+            gpu::kernel! {
                 /// GEMM kernel, 16-byte copies (see [`GEMM_KERNELS`]
-                /// (crate::workloads::gemm::GEMM_KERNELS)).
+                /// (crate::gemm::GEMM_KERNELS)).
                 ///
                 /// # Safety
                 /// The GEMM launch contract (module docs), with `k % 4 == 0` and `n % 4 == 0`,
@@ -199,7 +203,7 @@ macro_rules! gemm_entry_points {
                 }
             }
 
-            crate::kernel! {
+            gpu::kernel! {
                 /// GEMM kernel, 4-byte copies: any size.
                 ///
                 /// # Safety

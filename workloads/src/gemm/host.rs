@@ -1,4 +1,4 @@
-//! The GEMM (`gpu::workloads::gemm`): `C = A B`, row-major `f32`, every kernel family against
+//! The GEMM ([`super`]): `C = A B`, row-major `f32`, every kernel family against
 //! cuBLAS SGEMM (FP32 math, TF32 off) on the same buffers, all checked against a reference
 //! kernel of our own that accumulates in `f64`.
 //!
@@ -8,18 +8,18 @@
 //! does; on small-integer inputs every sum is exact, so C must equal the reference bit for
 //! bit. Outputs are poisoned before every checked launch.
 
-use crate::check::{self, CheckReport, POISON, Tolerance};
-use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
-use anyhow::{Result, bail, ensure};
-use gpu::tensor_map::TensorMap;
-use gpu::workloads::gemm::{
+use super::{
     GEMM_KERNELS, GemmEntry, GemmKernel, GemmPointers, MAX_DIM, REFERENCE_THREADS, REFERENCE_TILE,
     gemm_reference,
 };
+use anyhow::{Result, bail, ensure};
+use gpu::tensor_map::TensorMap;
 use gpu_runtime::blas::{Blas, sys as cublas};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
+use harness::check::{self, CheckReport, POISON, Tolerance};
+use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use ptx_builder::Arch;
 use std::fmt;
 use std::sync::LazyLock;
@@ -109,8 +109,11 @@ impl Experiment for GemmExperiment {
 /// A GEMM's size: C is `m x n`, the dot products have length `k`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mnk {
+    /// Rows of A and C.
     pub m: u32,
+    /// Columns of B and C.
     pub n: u32,
+    /// Columns of A, rows of B.
     pub k: u32,
 }
 
@@ -436,7 +439,6 @@ impl Problem<GemmExperiment> for GemmProblem {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::AnyWorkload;
 
     #[test]
     fn sizes_parse_or_say_why_not() {
@@ -487,9 +489,9 @@ mod tests {
 
     #[test]
     fn cublas_is_the_baseline_and_copy_families_have_two_entry_points() {
-        assert_eq!(Gemm.baseline().unwrap().name(), CUBLAS);
+        assert_eq!(harness::experiment::baseline_of(&Gemm), CUBLAS);
         assert!(GemmExperiment::Cublas.entry_points().is_empty());
-        for e in AnyWorkload::experiments(&Gemm).into_iter().skip(1) {
+        for e in Workload::experiments(&Gemm).iter().skip(1) {
             let entries = e.entry_points();
             if e.style() == "tma" || e.style() == "tma_b" {
                 // One entry point, sm_90 only; unavailable where rows are not 16-byte aligned.

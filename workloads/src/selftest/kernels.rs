@@ -12,17 +12,17 @@ use super::shapes::{
     BARRIER_FORM_BUFFERS, BARRIER_OPS_OUTPUTS, BARRIER_OPS_POLLS, BARRIER_OPS_THREADS,
     BarrierObservation, CopyForm, HANG_THREADS, TILE_BYTES, TILE_FLOATS,
 };
-use crate::barrier::{ArrivalToken, Barrier};
-use crate::group::{Block, Warp};
-use crate::layout::{Mbarrier, PipelineSharedState};
-use crate::memcpy_async::AlignedSize;
-use crate::memcpy_async::completion::{Completion, Uncounted};
-use crate::memcpy_async::cp_async::{memcpy_async, memcpy_async_group, memcpy_async_zfill};
-use crate::pipeline::{
+use gpu::barrier::{ArrivalToken, Barrier};
+use gpu::group::{Block, Warp};
+use gpu::layout::{Mbarrier, PipelineSharedState};
+use gpu::memcpy_async::AlignedSize;
+use gpu::memcpy_async::completion::{Completion, Uncounted};
+use gpu::memcpy_async::cp_async::{memcpy_async, memcpy_async_group, memcpy_async_zfill};
+use gpu::pipeline::{
     BlockPipeline, BlockProducer, Consumer, Producer, ProducerStage, ThreadPipeline,
 };
-use crate::ptx;
-use crate::shared::Shared;
+use gpu::ptx;
+use gpu::shared::Shared;
 
 /// The tiles this block streams, `first..end`: the grid shares `tiles` out in contiguous runs
 /// of `tiles / grid` (rounded up).
@@ -296,11 +296,11 @@ pub unsafe fn warp_specialized<const STAGES: usize>(src: *const f32, dst: *mut f
     }
 }
 
-crate::static_shared!(
+gpu::static_shared!(
     /// The tile buffers of the barrier forms (static shared memory).
     fn barrier_copy_buffers() -> [f32; (BARRIER_FORM_BUFFERS * TILE_FLOATS) as usize]
 );
-crate::static_shared!(
+gpu::static_shared!(
     /// Their barriers, one per buffer.
     fn barrier_copy_slots() -> [Mbarrier; BARRIER_FORM_BUFFERS as usize]
 );
@@ -437,14 +437,14 @@ pub unsafe fn barrier_uncounted(src: *const f32, dst: *mut f32, n: u32) {
 
 /// [`CopyForm::BulkBarrier`] (sm_90): thread 0 copies each tile with one bulk copy bound to
 /// the tile's barrier — expecting its bytes, or with `ARRIVING` also arriving
-/// ([`Arriving`](crate::memcpy_async::completion::Arriving)), so the barrier then expects one
+/// ([`Arriving`](gpu::memcpy_async::completion::Arriving)), so the barrier then expects one
 /// arrival more.
 ///
 /// # Safety
 /// The self-test's launch contract (module docs).
 #[cfg(target_feature = "sm_90")]
 pub unsafe fn bulk_barrier<const ARRIVING: bool>(src: *const f32, dst: *mut f32, n: u32) {
-    use crate::memcpy_async::{bulk::memcpy_async_bulk, completion::Arriving};
+    use gpu::memcpy_async::{bulk::memcpy_async_bulk, completion::Arriving};
     const TILE: AlignedSize<16> = AlignedSize::of(TILE_BYTES);
     let t = ptx::thread_idx_x();
     let expected = |threads: u32| if ARRIVING { threads + 1 } else { threads };
@@ -463,11 +463,11 @@ pub unsafe fn bulk_barrier<const ARRIVING: bool>(src: *const f32, dst: *mut f32,
     }
 }
 
-crate::static_shared!(
+gpu::static_shared!(
     /// The barrier of `barrier_ops`.
     fn barrier_ops_slot() -> [Mbarrier; 1]
 );
-crate::static_shared!(
+gpu::static_shared!(
     /// Per-thread flags of `barrier_ops`.
     fn barrier_ops_flags() -> [u32; BARRIER_OPS_THREADS as usize]
 );
@@ -568,7 +568,7 @@ pub(super) unsafe fn barrier_ops(out: *mut u32) {
     }
 }
 
-crate::static_shared!(
+gpu::static_shared!(
     /// The barrier of `hang_missing_arrival`.
     fn hang_slot() -> [Mbarrier; 1]
 );

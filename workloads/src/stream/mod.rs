@@ -2,7 +2,7 @@
 //! L2, moved global -> shared -> global in the ways the library offers, against the driver's
 //! own device-to-device copy. A bandwidth benchmark: every kernel is persistent, the host sizes
 //! the grid from the SM count, and the blocks take their tiles in one of two orders
-//! ([`TileOrder`]): from a [`TileQueue`](crate::schedule) (the next tile in address order to
+//! ([`TileOrder`]): from a [`TileQueue`](gpu::schedule) (the next tile in address order to
 //! whichever block asks) or grid-strided (`b, b + grid, ...`, fixed in advance).
 //!
 //! Kernel parameters: `(x, y, n)` — device pointers, except for the tensor-copy kernels, which
@@ -10,19 +10,23 @@
 //! whose order is [`TileOrder::Queue`], a pointer to a zeroed
 //! [`TileQueueState`] (left zeroed by the launch).
 //!
-//! Each kernel is declared once, in [`entry_points`], with [`crate::kernel!`]: its
+//! Each kernel is declared once, in [`entry_points`], with [`gpu::kernel!`]: its
 //! [`EntryPoint`] (everywhere), which its [`StreamKernel`] carries as a [`StreamEntry`], and
 //! its entry point (on nvptx64), so the host launches exactly what the device defines, with
 //! the parameter types it declares.
 
-use crate::kernel::EntryPoint;
-use crate::layout::StagedLayout;
-use crate::schedule::TileQueueState;
-use crate::tensor_map::TensorMap;
+use gpu::kernel::EntryPoint;
+use gpu::layout::StagedLayout;
+use gpu::schedule::TileQueueState;
+use gpu::tensor_map::TensorMap;
 
 pub mod entry_points;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
+
+/// The host half: sizes, inputs, reference, launch, check.
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod host;
 
 /// How a streaming kernel moves the data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -101,10 +105,10 @@ impl StreamStyle {
     }
 }
 
-/// In what order the blocks of a tiled streaming kernel take their tiles ([`crate::schedule`]).
+/// In what order the blocks of a tiled streaming kernel take their tiles ([`gpu::schedule`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TileOrder {
-    /// Block `b` of `g` takes tiles `b, b + g, ...` ([`crate::schedule::GridStride`]); also
+    /// Block `b` of `g` takes tiles `b, b + g, ...` ([`gpu::schedule::GridStride`]); also
     /// the plain kernel's walk over 16-byte chunks.
     GridStride,
     /// One thread per block takes the next tile from a queue in global memory

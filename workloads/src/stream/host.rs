@@ -1,17 +1,17 @@
-//! Streaming (`gpu::workloads::stream`): copy `n` floats, far past L2, through shared memory
+//! Streaming ([`super`]): copy `n` floats, far past L2, through shared memory
 //! with plain loads, `cp.async` and the copy engine (1-D bulk and 2-D tensor copies), against the driver's device-to-device
 //! copy (`cuMemcpyDtoDAsync`, what `cudaMemcpy` does) on the same buffers; every result is
 //! checked bit for bit.
 
-use crate::check::{self, CheckReport, Mismatch, POISON};
-use crate::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use super::{STREAM_KERNELS, StreamEntry, StreamKernel, StreamStyle, TensorView};
 use anyhow::Result;
 use gpu::schedule::TileQueueState;
 use gpu::tensor_map::TensorMap;
-use gpu::workloads::stream::{STREAM_KERNELS, StreamEntry, StreamKernel, StreamStyle, TensorView};
 use gpu_runtime::cudarc::driver::{CudaSlice, sys};
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
 use gpu_runtime::{Context as _, Gpu, Kernel, LaunchConfig};
+use harness::check::{self, CheckReport, Mismatch, POISON};
+use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use ptx_builder::Arch;
 use std::fmt;
 use std::sync::LazyLock;
@@ -338,7 +338,6 @@ impl Problem<StreamExperiment> for StreamProblem {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::AnyWorkload;
 
     #[test]
     fn sizes_parse_or_say_why_not() {
@@ -402,8 +401,8 @@ mod tests {
 
     #[test]
     fn the_driver_copy_is_the_baseline_and_bulk_kernels_need_sm90() {
-        assert_eq!(Stream.baseline().unwrap().name(), "memcpy_dtod");
-        for e in AnyWorkload::experiments(&Stream) {
+        assert_eq!(harness::experiment::baseline_of(&Stream), "memcpy_dtod");
+        for e in Workload::experiments(&Stream) {
             if e.name().starts_with("stream_bulk") || e.name().starts_with("stream_tensor") {
                 assert_eq!(e.archs(), [Arch::Sm90]);
             } else {

@@ -21,19 +21,19 @@
 #[cfg(target_feature = "sm_90")]
 use super::shapes::TENSOR_STEPS;
 use super::shapes::{M, N, Style, WARP_SIZE, shared_layout};
-use crate::barrier::Barrier;
-use crate::group::Warp;
-use crate::layout::{Mbarrier, PipelineSharedState};
-use crate::memcpy_async::AlignedSize;
-use crate::memcpy_async::completion::{Completion, Unbound};
-use crate::memcpy_async::cp_async::{memcpy_async, memcpy_async_group};
-use crate::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
-use crate::pipeline_state::PipelineState;
-use crate::ptx;
-use crate::shared::Shared;
-use crate::workloads::Quad;
+use crate::Quad;
+use gpu::barrier::Barrier;
+use gpu::group::Warp;
+use gpu::layout::{Mbarrier, PipelineSharedState};
+use gpu::memcpy_async::AlignedSize;
+use gpu::memcpy_async::completion::{Completion, Unbound};
+use gpu::memcpy_async::cp_async::{memcpy_async, memcpy_async_group};
+use gpu::pipeline::{BlockPipeline, Consumer, Producer, ThreadPipeline};
+use gpu::pipeline_state::PipelineState;
+use gpu::ptx;
+use gpu::shared::Shared;
 #[cfg(target_feature = "sm_90")]
-use crate::{
+use gpu::{
     memcpy_async::bulk::{memcpy_async_bulk, memcpy_async_tensor},
     pipeline::BulkPipeline,
     tensor_map::TensorMapRef,

@@ -5,7 +5,7 @@
 //! cuBLAS), parses its problem sizes, and prepares a [`Problem`] for a size: inputs on the GPU,
 //! a reference, outputs to poison and check. [`measure`] then does the same for every
 //! experiment: poison, launch, check (the first warm-up launch), warm up, time with CUDA
-//! events, check again. The registry ([`crate::registry`]) erases the workload types so the
+//! events, check again. The host program's registry erases the workload types so the
 //! command line, the report, the GPU tests and the benchmarks walk one list.
 
 use crate::check::CheckReport;
@@ -198,6 +198,16 @@ pub trait Workload: Sync + 'static {
     fn test_cases(&self) -> Vec<(Values, Self::Size)>;
     /// Builds the problem: inputs on the GPU, reference, outputs.
     fn prepare(&self, gpu: &Gpu, size: Self::Size, inputs: Inputs) -> Result<Self::Problem>;
+}
+
+/// The name of `workload`'s baseline: its first experiment whose role is
+/// [`Role::Baseline`] ("none" if it has none).
+pub fn baseline_of<W: Workload>(workload: &W) -> &'static str {
+    workload
+        .experiments()
+        .iter()
+        .find(|e| e.role() == Role::Baseline)
+        .map_or("none", |e| e.name())
 }
 
 /// How to time.

@@ -1,9 +1,9 @@
 //! The GEMM's shapes, for host and device: block, warp and thread tiles, the completion
 //! styles, each kernel's launch geometry and shared-memory layout.
 
-use crate::kernel::EntryPoint;
-use crate::layout::StagedLayout;
-use crate::tensor_map::TensorMap;
+use gpu::kernel::EntryPoint;
+use gpu::layout::StagedLayout;
+use gpu::tensor_map::TensorMap;
 
 /// The k-extent of a block's tile: one pipeline stage holds `BK` columns of A and `BK` rows of
 /// B. Stored m-major, eight floats make an A row 32 bytes, so the four rows the four `m` lanes
@@ -95,21 +95,21 @@ pub enum GemmStyle {
     /// multiplied, then stored to the other of two shared buffers; one `barrier.sync` per
     /// k-tile (the classic double-buffered kernel).
     Sync,
-    /// `memcpy_async` into a [`ThreadPipeline`](crate::pipeline::ThreadPipeline) of `stages`
+    /// `memcpy_async` into a [`ThreadPipeline`](gpu::pipeline::ThreadPipeline) of `stages`
     /// buffers, `stages - 1` k-tiles in flight; every thread copies and computes; one
     /// `barrier.sync` per k-tile (CUTLASS's multistage mainloop).
     ThreadPipeline {
         /// Buffers in the ring.
         stages: u32,
     },
-    /// The same with a [`BlockPipeline`](crate::pipeline::BlockPipeline): stages complete
+    /// The same with a [`BlockPipeline`](gpu::pipeline::BlockPipeline): stages complete
     /// mbarrier phases, and no block-wide barrier.
     BlockPipeline {
         /// Buffers in the ring.
         stages: u32,
     },
     /// `producer_warps` warps only copy, the compute warps only compute, through a
-    /// [`BlockPipeline`](crate::pipeline::BlockPipeline).
+    /// [`BlockPipeline`](gpu::pipeline::BlockPipeline).
     WarpSpecialized {
         /// Buffers in the ring.
         stages: u32,
@@ -118,7 +118,7 @@ pub enum GemmStyle {
     },
     /// Hopper's copy engine (sm_90, TMA): one elected thread loads each k-tile's A and B
     /// boxes through 2-D tensor maps (the copy engine zero-fills what hangs over the edges)
-    /// into a [`BulkPipeline`](crate::pipeline::BulkPipeline) of `stages` buffers, the
+    /// into a [`BulkPipeline`](gpu::pipeline::BulkPipeline) of `stages` buffers, the
     /// bytes completing the stage; every thread computes; mbarriers only. The maps need rows
     /// 16-byte aligned: `K` and `N` multiples of 4.
     Tma {
@@ -128,7 +128,7 @@ pub enum GemmStyle {
     /// Hopper's copy engine for B only (sm_90): one elected thread loads each k-tile's B box
     /// through a tensor map (the bytes expected on the stage's `full` barrier) while every
     /// thread copies A k-major with transposing `cp.async`, into one
-    /// [`BlockPipeline`](crate::pipeline::BlockPipeline) stage whose phase completes on both;
+    /// [`BlockPipeline`](gpu::pipeline::BlockPipeline) stage whose phase completes on both;
     /// the multiply is the `cp.async` styles' (A k-major, fragments one k ahead). B's map needs
     /// `N` a multiple of 4.
     TmaB {
