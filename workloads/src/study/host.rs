@@ -300,7 +300,7 @@ mod tests {
 
     #[test]
     fn registry_has_every_style_baseline_first() {
-        for style in [
+        const EVERY_STYLE: [Style; 8] = [
             Style::SyncBaseline,
             Style::RawAsyncGroup,
             Style::RawMbarrier,
@@ -308,10 +308,27 @@ mod tests {
             Style::ThreadPipeline,
             Style::BlockPipeline,
             Style::WarpSpecialized,
-        ] {
+            Style::Tensor,
+        ];
+        // A style added to `Style` fails to compile here until it is listed above.
+        let _listed = |style: Style| match style {
+            Style::SyncBaseline
+            | Style::RawAsyncGroup
+            | Style::RawMbarrier
+            | Style::SplitBarrier
+            | Style::ThreadPipeline
+            | Style::BlockPipeline
+            | Style::WarpSpecialized
+            | Style::Tensor => EVERY_STYLE.contains(&style),
+        };
+        for style in EVERY_STYLE {
             assert!(STUDY_KERNELS.iter().any(|k| k.style == style), "{style:?}");
         }
-        assert_eq!(harness::experiment::baseline_of(&Study), "sync_baseline");
+        // The baseline is the first experiment, and the only one.
+        let experiments = Workload::experiments(&Study);
+        assert_eq!(experiments[0].name(), "sync_baseline");
+        assert_eq!(experiments[0].role(), Role::Baseline);
+        assert!(experiments[1..].iter().all(|e| e.role() != Role::Baseline));
     }
 
     #[test]
