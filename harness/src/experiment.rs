@@ -339,7 +339,7 @@ pub fn measure<E: Experiment, P: Problem<E>>(
         timing.warmup >= 1,
         "the first launch is the one checked: warm-up must be >= 1"
     );
-    gpu.set_time_limit(timing.limit.unwrap_or_else(|| problem.work().time_limit()));
+    let _limit = gpu.time_limit_for(timing.limit.unwrap_or_else(|| problem.work().time_limit()));
     // Ctrl-C stops at a launch boundary: before each launch, never inside one.
     let launch = |problem: &mut P| -> Result<()> {
         crate::interrupt::check()?;
@@ -376,7 +376,7 @@ pub fn measure<E: Experiment, P: Problem<E>>(
         gpu.synchronize(|| format!("warming up `{name}`"))?;
         progress();
     }
-    let times_ms = time_launches(gpu, problem, experiment, timing.reps, progress)?;
+    let times_ms = timed(gpu, problem, experiment, timing.reps, progress)?;
     let check_after_timing = if timing.reps > 0 {
         Some(problem.check(gpu, experiment)?)
     } else {
@@ -393,9 +393,22 @@ pub fn measure<E: Experiment, P: Problem<E>>(
 }
 
 /// Times `reps` launches of `experiment` with CUDA events, nothing else: no poisoning, no
-/// checks (the caller has checked it, as [`measure`] does). Stops at a launch boundary on
-/// Ctrl-C. `progress` is called after each launch.
+/// checks (the caller has checked it, as [`measure`] does), each wait under the watchdog's
+/// limit for the problem's work. Stops at a launch boundary on Ctrl-C. `progress` is called
+/// after each launch.
 pub fn time_launches<E: Experiment, P: Problem<E>>(
+    gpu: &Gpu,
+    problem: &mut P,
+    experiment: &'static E,
+    reps: u32,
+    progress: &mut dyn FnMut(),
+) -> Result<Vec<f64>> {
+    let _limit = gpu.time_limit_for(problem.work().time_limit());
+    timed(gpu, problem, experiment, reps, progress)
+}
+
+/// [`time_launches`] under the caller's watchdog limit.
+fn timed<E: Experiment, P: Problem<E>>(
     gpu: &Gpu,
     problem: &mut P,
     experiment: &'static E,

@@ -283,8 +283,6 @@ impl<W: Workload> Plan for TypedPlan<W> {
             workload.device_bytes(size),
             &format!("{} at {size}", Workload::name(workload)),
         )?;
-        // Preparing may run a reference kernel: the default limit, not the last experiment's.
-        gpu.set_time_limit(gpu_runtime::DEFAULT_TIME_LIMIT);
         let problem = workload
             .prepare(gpu, size, inputs)
             .with_context(|| format!("preparing {} at {size}", Workload::name(workload)))?;

@@ -111,8 +111,8 @@ fn arch_name<S: serde::Serializer>(arch: &Arch, serializer: S) -> Result<S::Ok, 
     serializer.serialize_str(arch.name())
 }
 
-/// How long queued work may take before the watchdog reports it hung, unless a workload sets
-/// its own limit ([`Gpu::set_time_limit`]).
+/// How long queued work may take before the watchdog reports it hung, outside a
+/// [`Gpu::time_limit_for`] scope.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(60);
 
 /// An open GPU: a context, the module with every kernel, and one stream all work goes to.
@@ -319,9 +319,12 @@ impl Gpu {
         self.hung.clone()
     }
 
-    /// Sets how long every later wait for the GPU may take before the watchdog reports it.
-    pub fn set_time_limit(&self, limit: Duration) {
-        *lock(&self.time_limit) = limit;
+    /// Every wait for the GPU may take `limit` before the watchdog reports it, until the
+    /// returned guard is dropped; then the limit before it holds again (so a caller's limit
+    /// never leaks into the next caller's waits).
+    #[must_use = "the limit holds only while the guard lives"]
+    pub fn time_limit_for(&self, limit: Duration) -> TimeLimit<'_> {
+        TimeLimit::set(&self.time_limit, limit)
     }
 
     /// The limit of every wait for the GPU.
@@ -439,6 +442,26 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The watchdog's limit of a scope ([`Gpu::time_limit_for`]): restores the previous limit
+/// when dropped.
+pub struct TimeLimit<'g> {
+    slot: &'g Mutex<Duration>,
+    previous: Duration,
+}
+
+impl<'g> TimeLimit<'g> {
+    fn set(slot: &'g Mutex<Duration>, limit: Duration) -> TimeLimit<'g> {
+        let previous = std::mem::replace(&mut *lock(slot), limit);
+        TimeLimit { slot, previous }
+    }
+}
+
+impl Drop for TimeLimit<'_> {
+    fn drop(&mut self) {
+        *lock(self.slot) = self.previous;
+    }
+}
+
 /// A pair of CUDA events (see [`Gpu::time`]).
 pub struct Timer {
     start: CudaEvent,
@@ -495,6 +518,21 @@ mod tests {
             "gemm at 131072x131072x1 needs 200.00 GiB of device memory; NVIDIA H200 has \
              139.00 GiB free"
         );
+    }
+
+    #[test]
+    fn a_scoped_time_limit_gives_the_previous_one_back() {
+        let slot = Mutex::new(DEFAULT_TIME_LIMIT);
+        {
+            let _outer = TimeLimit::set(&slot, Duration::from_secs(5));
+            assert_eq!(*lock(&slot), Duration::from_secs(5));
+            {
+                let _inner = TimeLimit::set(&slot, Duration::from_secs(2));
+                assert_eq!(*lock(&slot), Duration::from_secs(2));
+            }
+            assert_eq!(*lock(&slot), Duration::from_secs(5));
+        }
+        assert_eq!(*lock(&slot), DEFAULT_TIME_LIMIT);
     }
 
     #[test]

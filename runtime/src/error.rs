@@ -45,7 +45,7 @@ pub enum GpuError {
     #[error("{what}: {}", describe(.source))]
     Cuda { what: String, source: DriverError },
     /// Work queued on the GPU did not finish within the watchdog's limit (see
-    /// [`Gpu::set_time_limit`](crate::Gpu::set_time_limit)). The kernel may still be running: the context cannot be used
+    /// [`Gpu::time_limit_for`](crate::Gpu::time_limit_for)). The kernel may still be running: the context cannot be used
     /// again, and the program should end.
     #[error(
         "{what}: the GPU did not finish within {} (watchdog; --timeout sets it); the last \

@@ -41,7 +41,9 @@ pub mod tensor_map;
 pub use args::{KernelArg, LaunchConfig};
 /// The `cudarc` this crate is built on (buffers are its `CudaSlice`s).
 pub use cudarc;
-pub use device::{DEFAULT_TIME_LIMIT, DeviceCode, Gpu, GpuInfo, Module, Timer, check_fits};
+pub use device::{
+    DEFAULT_TIME_LIMIT, DeviceCode, Gpu, GpuInfo, Module, TimeLimit, Timer, check_fits,
+};
 pub use error::{Context, GpuError, describe};
 pub use gpu::kernel::EntryPoint;
 pub use launch::{DeviceElement, Kernel, Param, Params};

@@ -348,7 +348,7 @@ impl Problem<SelftestExperiment> for SelftestProblem {
 /// watchdog with `limit`: the result is the watchdog's error (or, if the GPU somehow finished
 /// it, an error saying so).
 pub fn run_hang(gpu: &Gpu, limit: Duration) -> Result<()> {
-    gpu.set_time_limit(limit);
+    let _limit = gpu.time_limit_for(limit);
     let kernel = gpu.entry_point(HANG_KERNEL)?;
     // SAFETY: hang_missing_arrival() takes no parameters and uses only its static shared
     // memory; one block of HANG_THREADS threads.
