@@ -4,7 +4,9 @@
 //! wrong.
 //!
 //! The GPU side is the library's host runtime (`gpu_runtime`): it loads the driver at run
-//! time, picks the module built for the GPU's arch, and launches `scale` with typed arguments.
+//! time, picks the module built for the GPU's arch, and launches `scale` through the
+//! `EntryPoint` the kernels crate declares, so its arguments are checked against the kernel's
+//! parameter types at compile time.
 
 use gpu_runtime::{Gpu, LaunchConfig, Module};
 use ptx_builder::Arch;
@@ -24,9 +26,6 @@ const MODULES: &[Module] = &[
         cubin: None,
     },
 ];
-
-/// `scale`'s parameters, as the device crate declares them: `(x, y, n, alpha)`.
-type ScaleParams = (*const f32, *mut f32, u32, f32);
 
 fn main() -> ExitCode {
     match run() {
@@ -51,8 +50,9 @@ fn run() -> Result<String, String> {
         None => 1_000_003,
     };
     let gpu = Gpu::open(MODULES).map_err(|e| e.to_string())?;
+    // The kernel as the device crate declares it: its name and parameter types come from there.
     let scale = gpu
-        .kernel::<ScaleParams>("scale")
+        .entry_point(user_kernels::scale)
         .map_err(|e| e.to_string())?;
 
     // Deterministic values that are not all alike (a xorshift), exact under scaling by 1.5.

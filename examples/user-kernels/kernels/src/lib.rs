@@ -14,6 +14,20 @@ pub const STAGES: u32 = 3;
 /// Dynamic shared memory a block needs.
 pub const SHARED_BYTES: u32 = STAGES * TILE * 4;
 
+gpu::kernel! {
+    /// `y[i] = alpha * x[i]` for `i < n`. Declared once for both sides: on the device, the
+    /// entry point `scale`; everywhere, `scale: EntryPoint<(*const f32, *mut f32, u32, f32)>`,
+    /// which the app resolves and launches with typed arguments.
+    ///
+    /// # Safety
+    /// Blocks of any size with `SHARED_BYTES` of dynamic shared memory; `x` and `y` hold `n`
+    /// floats each, 16-byte aligned.
+    pub fn scale(x: *const f32, y: *mut f32, n: u32, alpha: f32) {
+        // SAFETY: forwarded launch contract.
+        unsafe { crate::device::scale(x, y, n, alpha) }
+    }
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod device {
     use super::{STAGES, TILE};
@@ -28,13 +42,12 @@ mod device {
         dynamic_shared().add(s * TILE * 4).cast()
     }
 
-    /// `y[i] = alpha * x[i]` for `i < n`.
+    /// The body of [`scale`](super::scale).
     ///
     /// # Safety
-    /// Blocks of any size with `SHARED_BYTES` of dynamic shared memory; `x` and `y` hold `n`
-    /// floats each, 16-byte aligned.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn scale(x: *const f32, y: *mut f32, n: u32, alpha: f32) {
+    /// `scale`'s launch contract.
+    #[inline(always)]
+    pub(super) unsafe fn scale(x: *const f32, y: *mut f32, n: u32, alpha: f32) {
         let block = Block::this_block();
         let (rank, threads) = (ptx::thread_idx_x(), ptx::block_dim_x());
         let tiles = n.div_ceil(TILE);
