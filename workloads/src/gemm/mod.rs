@@ -96,6 +96,27 @@ macro_rules! gemm_entry_points {
             body::<$tm, $tn, $wm, $wn, $($value,)* $align, false>($a, $b, $c, $m, $n, $k)
         }
     }};
+    (@copies $name:ident :: $entry:ident, $suffix:literal, $align:literal, $body:ident
+        ($tm:literal, $tn:literal, $wm:literal, $wn:literal) [$($value:literal),*], $doc:literal) => {
+        gpu::kernel! {
+            #[doc = $doc]
+            ///
+            /// # Safety
+            /// The GEMM launch contract (module docs) and the conditions above; see
+            /// [`GEMM_KERNELS`](crate::gemm::GEMM_KERNELS).
+            pub fn $entry(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32)
+                [export = concat!(stringify!($name), $suffix)]
+                [max_threads = THREADS]
+            {
+                // SAFETY: forwarded launch contract.
+                unsafe {
+                    gemm_entry_points!(
+                        @body $body ($tm, $tn, $wm, $wn) [$($value),*] $align (a, b, c, m, n, k)
+                    )
+                }
+            }
+        }
+    };
     (Tma $name:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal) $body:ident) => {
         #[allow(non_snake_case)]
         #[doc = concat!("The entry points of the family `", stringify!($name), "`.")]
@@ -183,43 +204,10 @@ macro_rules! gemm_entry_points {
                 @threads $style { $($param: $value),* } ($tm, $tn, $wm, $wn)
             );
 
-            gpu::kernel! {
-                /// GEMM kernel, 16-byte copies (see [`GEMM_KERNELS`]
-                /// (crate::gemm::GEMM_KERNELS)).
-                ///
-                /// # Safety
-                /// The GEMM launch contract (module docs), with `k % 4 == 0` and `n % 4 == 0`,
-                /// every buffer 16-byte aligned.
-                pub fn aligned(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32)
-                    [export = concat!(stringify!($name), "_a16")]
-                    [max_threads = THREADS]
-                {
-                    // SAFETY: forwarded launch contract.
-                    unsafe {
-                        gemm_entry_points!(
-                            @body $body ($tm, $tn, $wm, $wn) [$($value),*] 16 (a, b, c, m, n, k)
-                        )
-                    }
-                }
-            }
-
-            gpu::kernel! {
-                /// GEMM kernel, 4-byte copies: any size.
-                ///
-                /// # Safety
-                /// The GEMM launch contract (module docs).
-                pub fn any(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32)
-                    [export = concat!(stringify!($name), "_a4")]
-                    [max_threads = THREADS]
-                {
-                    // SAFETY: forwarded launch contract.
-                    unsafe {
-                        gemm_entry_points!(
-                            @body $body ($tm, $tn, $wm, $wn) [$($value),*] 4 (a, b, c, m, n, k)
-                        )
-                    }
-                }
-            }
+            gemm_entry_points!(@copies $name::aligned, "_a16", 16, $body ($tm, $tn, $wm, $wn) [$($value),*],
+                "GEMM kernel, 16-byte copies: `k % 4 == 0` and `n % 4 == 0`, every buffer 16-byte aligned.");
+            gemm_entry_points!(@copies $name::any, "_a4", 4, $body ($tm, $tn, $wm, $wn) [$($value),*],
+                "GEMM kernel, 4-byte copies: any size.");
         }
     };
 }
