@@ -25,14 +25,13 @@ fn main() {
     for path in [library.join("src"), library.join("Cargo.toml")] {
         println!("cargo:rerun-if-changed={}", path.display());
     }
-    for var in [Tool::Ptxas.env_var(), "NVIDIA_TOOLS_BIN"] {
-        println!("cargo:rerun-if-env-changed={var}");
-    }
     let ptxas = nvtools::find(Tool::Ptxas);
+    watch_for_ptxas(ptxas.as_deref());
     if ptxas.is_none() {
         println!(
             "cargo:warning=NVIDIA's ptxas was not found: the host binary carries PTX only, which \
-             the driver compiles when it loads it (`bash .ci/run` installs ptxas into .tools/)"
+             the driver compiles when it loads it (`bash .ci/run` installs ptxas into .tools/; \
+             the next build then assembles the modules)"
         );
     }
     // ptxas takes about half a minute per module: both archs at once.
@@ -85,6 +84,29 @@ fn embedded_cubin(ptxas: Option<&Path>, artifact: &PtxArtifact) -> Option<PathBu
                 first_line(&format!("{err:#}"))
             );
             None
+        }
+    }
+}
+
+/// Reruns this script when ptxas appears, moves or changes where `nvtools::find` looks: its
+/// environment variables and `PATH`, the ptxas found (a new version reassembles), and — while
+/// none is found — the project's `.tools/` folder, which `.ci/run` fills (made here, empty, so
+/// that cargo can watch it: a watched path that does not exist reruns the script every build).
+fn watch_for_ptxas(found: Option<&Path>) {
+    for var in [Tool::Ptxas.env_var(), "NVIDIA_TOOLS_BIN", "PATH"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    match found {
+        Some(ptxas) => println!("cargo:rerun-if-changed={}", ptxas.display()),
+        None => {
+            let tools = ptx_builder::workspace_root().join(".tools");
+            if std::fs::create_dir_all(&tools).is_ok() {
+                println!("cargo:rerun-if-changed={}", tools.display());
+            }
+            let cuda = Path::new("/usr/local/cuda/bin");
+            if cuda.is_dir() {
+                println!("cargo:rerun-if-changed={}", cuda.display());
+            }
         }
     }
 }

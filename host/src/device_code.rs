@@ -17,8 +17,55 @@ pub fn module_text(arch: Arch) -> &'static str {
         .expect("build.rs embeds a module for every arch")
 }
 
+/// What the binary carries, as `host info` says it: each arch's PTX, and its cubin where the
+/// build had ptxas (`sm_80 PTX + cubin, sm_90 PTX + cubin`).
+pub fn carried() -> String {
+    describe_modules(MODULES)
+}
+
+fn describe_modules(modules: &[gpu_runtime::Module]) -> String {
+    let each: Vec<String> = modules
+        .iter()
+        .map(|m| match m.cubin {
+            Some(_) => format!("{} PTX + cubin", m.arch),
+            None => format!("{} PTX (no cubin: built without ptxas)", m.arch),
+        })
+        .collect();
+    each.join(", ")
+}
+
 /// Opens GPU 0 with the host's modules: its own arch's, or `arch`'s (an older arch's PTX runs
 /// on a newer GPU, so both code paths can be tested on one).
 pub fn open_gpu(arch: Option<Arch>) -> Result<Gpu, GpuError> {
     Gpu::open_with(MODULES, arch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_arch_is_carried_and_a_missing_cubin_is_named() {
+        assert_eq!(MODULES.len(), Arch::ALL.len());
+        let carried = carried();
+        for arch in Arch::ALL {
+            assert!(carried.contains(&format!("{arch} PTX")), "{carried}");
+        }
+        let modules = [
+            gpu_runtime::Module {
+                arch: Arch::Sm80,
+                ptx: "",
+                cubin: Some(&[1]),
+            },
+            gpu_runtime::Module {
+                arch: Arch::Sm90,
+                ptx: "",
+                cubin: None,
+            },
+        ];
+        assert_eq!(
+            describe_modules(&modules),
+            "sm_80 PTX + cubin, sm_90 PTX (no cubin: built without ptxas)"
+        );
+    }
 }

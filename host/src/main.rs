@@ -179,6 +179,7 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
 }
 
 fn info() -> Result<ExitCode> {
+    println!("this binary carries: {}", host::device_code::carried());
     match host::device_code::open_gpu(None) {
         Ok(gpu) => {
             let i = gpu.info();
