@@ -99,6 +99,104 @@ fn a_failed_launch_is_an_error_naming_the_kernel() {
     assert!(problem.check(&gpu, kernel).unwrap().passed);
 }
 
+/// The GPU's comparison (`workloads::verify`) and the CPU's (`harness::check`) agree on
+/// outputs with faults planted in them — unwritten, NaN, infinite, slightly and grossly wrong
+/// elements, an error near zero — and on a clean one: the same counts, first failure (index
+/// and values) and verdict, norms equal to rounding; in each of the three rules, with each
+/// PTX module.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_checks_agree_with_the_cpu_on_planted_faults() {
+    use harness::check::{self, CheckReport, POISON, Tolerance};
+    use workloads::verify::host::{Rule, Verifier};
+    let n = 5000;
+    let reference: Vec<f64> = (0..n)
+        .map(|i| ((i * 7919) % 1000) as f64 / 37.0 - 13.0)
+        .collect();
+    let clean: Vec<f32> = reference.iter().map(|&r| r as f32).collect();
+    let mut faulty = clean.clone();
+    faulty[4321] = POISON;
+    faulty[4000] = f32::NAN;
+    faulty[4001] = f32::INFINITY;
+    faulty[3999] += 0.5;
+    faulty[4999] = -faulty[4999];
+    faulty[1234] += 1e-6; // within the tolerance: not a failure
+    let same = |gpu: &CheckReport, cpu: &CheckReport, what: &str| {
+        assert_eq!(
+            (gpu.unwritten, gpu.non_finite, gpu.wrong, gpu.passed),
+            (cpu.unwritten, cpu.non_finite, cpu.wrong, cpu.passed),
+            "{what}: GPU {} / CPU {}",
+            gpu.summary(),
+            cpu.summary()
+        );
+        let index = |r: &CheckReport| {
+            r.first_failure
+                .as_ref()
+                .map(|m| (m.index, m.got, m.expected))
+        };
+        let (g, c) = (index(gpu), index(cpu));
+        assert_eq!(g.map(|x| x.0), c.map(|x| x.0), "{what}: first failure");
+        if let (Some(g), Some(c)) = (g, c) {
+            assert!(
+                g.1.to_bits() == c.1.to_bits() || (g.1.is_nan() && c.1.is_nan()),
+                "{what}"
+            );
+            assert_eq!(g.2, c.2, "{what}");
+        }
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-30);
+        assert!(close(gpu.norm_rel_err, cpu.norm_rel_err), "{what}: norm");
+        assert!(close(gpu.max_scaled_err, cpu.max_scaled_err), "{what}: max");
+    };
+    for gpu in gpus() {
+        let arch = gpu.info().arch;
+        let mut verifier = Verifier::new(&gpu).unwrap();
+        let reference_device = gpu.upload(&reference, "reference").unwrap();
+        let scale = verifier.reference_scale(&gpu, &reference_device).unwrap();
+        let tolerance = Tolerance::f32_dot(64);
+        for (name, out) in [("clean", &clean), ("faulty", &faulty)] {
+            let out_device = gpu.upload(out, "out").unwrap();
+            let cpu = check::check(out, &reference, tolerance);
+            let on_gpu = verifier
+                .against_reference(
+                    &gpu,
+                    &out_device,
+                    &reference_device,
+                    scale,
+                    Rule::Tolerance(tolerance),
+                )
+                .unwrap();
+            same(&on_gpu, &cpu, &format!("{arch} {name} tolerance"));
+            let cpu = check::check_exact_against(out, &reference);
+            let on_gpu = verifier
+                .against_reference(&gpu, &out_device, &reference_device, scale, Rule::Exact)
+                .unwrap();
+            same(&on_gpu, &cpu, &format!("{arch} {name} exact"));
+            let expected_device = gpu.upload(&clean, "expected").unwrap();
+            let cpu = check::check_exact(out, &clean);
+            let on_gpu = verifier.bits(&gpu, &out_device, &expected_device).unwrap();
+            same(&on_gpu, &cpu, &format!("{arch} {name} bits"));
+        }
+        // The faults were seen (the comparison is not vacuous).
+        let faulty_device = gpu.upload(&faulty, "out").unwrap();
+        let report = verifier
+            .against_reference(
+                &gpu,
+                &faulty_device,
+                &reference_device,
+                scale,
+                Rule::Tolerance(tolerance),
+            )
+            .unwrap();
+        assert_eq!(
+            (report.unwritten, report.non_finite, report.wrong),
+            (1, 2, 2),
+            "{}",
+            report.summary()
+        );
+        assert_eq!(report.first_failure.unwrap().index, 3999);
+    }
+}
+
 /// The `host` binary: beside this test binary's folder (`target/release/host` for
 /// `target/release/deps/gpu-*`), beside the test binary itself (a copy of both in one folder
 /// on a GPU machine), or where cargo built it.

@@ -82,7 +82,8 @@ fn ptxas_assembles_every_module_for_its_arch() {
 fn registry_and_ptx_agree() {
     for arch in Arch::ALL {
         // Every kernel of ours in the registry that this arch's PTX holds (library calls such
-        // as cuBLAS have none), and the helper kernels workloads launch besides (references).
+        // as cuBLAS have none), and the helper kernels workloads launch besides (references,
+        // the GPU-side checks, which several workloads share: listed once).
         let mut registered: Vec<&str> = host::registry::all_experiments()
             .filter(|(_, e)| e.archs().contains(&arch))
             .flat_map(|(_, e)| e.entry_points())
@@ -93,6 +94,7 @@ fn registry_and_ptx_agree() {
             )
             .collect();
         registered.sort();
+        registered.dedup();
         let mut in_ptx: Vec<&str> = inspection(arch)
             .kernels
             .keys()

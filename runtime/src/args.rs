@@ -34,8 +34,12 @@ pub enum KernelArg {
     Ptr(sys::CUdeviceptr),
     /// A `u32`.
     U32(u32),
+    /// A `u64`.
+    U64(u64),
     /// An `f32`.
     F32(f32),
+    /// An `f64`.
+    F64(f64),
     /// A tensor map, by value.
     TensorMap(TensorMap),
 }
@@ -114,7 +118,9 @@ fn describe_args(args: &[KernelArg]) -> String {
         .map(|a| match a {
             KernelArg::Ptr(p) => format!("{p:#x}"),
             KernelArg::U32(v) => v.to_string(),
+            KernelArg::U64(v) => v.to_string(),
             KernelArg::F32(v) => format!("{v:?}"),
+            KernelArg::F64(v) => format!("{v:?}"),
             KernelArg::TensorMap(m) => format!("{m:?}"),
         })
         .collect();

@@ -286,6 +286,19 @@ impl Gpu {
             .during(|| format!("filling {what}"))
     }
 
+    /// Copies `range` of `buffer` back to the host (waits for the stream): one element of a
+    /// large result, say, without the rest.
+    pub fn download_range<T: DeviceRepr + Default + Clone>(
+        &self,
+        buffer: &CudaSlice<T>,
+        range: std::ops::Range<usize>,
+        what: &str,
+    ) -> Result<Vec<T>, GpuError> {
+        self.stream
+            .clone_dtoh(&buffer.slice(range.clone()))
+            .during(|| format!("copying {what} [{range:?}] back"))
+    }
+
     /// Copies `buffer` back to the host (waits for the stream).
     pub fn download<T: DeviceRepr + Default + Clone>(
         &self,

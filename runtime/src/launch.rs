@@ -71,12 +71,18 @@ impl Param for u32 {
     }
 }
 
-impl Param for f32 {
-    type Arg<'a> = f32;
-    fn kernel_arg(arg: &f32, _: &Gpu) -> KernelArg {
-        KernelArg::F32(*arg)
-    }
+macro_rules! value_params {
+    ($($t:ty => $variant:ident),*) => {$(
+        impl Param for $t {
+            type Arg<'a> = $t;
+            fn kernel_arg(arg: &$t, _: &Gpu) -> KernelArg {
+                KernelArg::$variant(*arg)
+            }
+        }
+    )*};
 }
+
+value_params!(u64 => U64, f32 => F32, f64 => F64);
 
 /// A tensor map parameter (`gpu::tensor_map::TensorMap` on the device, `__grid_constant__
 /// const CUtensorMap` in CUDA C++): the host passes an encoded [`TensorMap`].
@@ -193,7 +199,9 @@ impl<P: Params> Kernel<P> {
             match arg {
                 KernelArg::Ptr(ptr) => launch.arg(ptr),
                 KernelArg::U32(value) => launch.arg(value),
+                KernelArg::U64(value) => launch.arg(value),
                 KernelArg::F32(value) => launch.arg(value),
+                KernelArg::F64(value) => launch.arg(value),
                 KernelArg::TensorMap(map) => launch.arg(map),
             };
         }

@@ -21,6 +21,7 @@ pub mod gemm;
 pub mod selftest;
 pub mod stream;
 pub mod study;
+pub mod verify;
 
 /// Four floats moved as one 16-byte access (`ld.global.v4.f32` / `st.global.v4.f32`): how the
 /// workloads' kernels read and write global memory a `float4` at a time.

@@ -12,6 +12,8 @@ use super::{
     GEMM_KERNELS, GemmEntry, GemmKernel, GemmPointers, MAX_DIM, REFERENCE_THREADS, REFERENCE_TILE,
     gemm_reference,
 };
+use crate::verify::host::{ReferenceScale, Rule, Verifier};
+use crate::verify::{GPU_CHECK_MIN_ELEMENTS, verify_against_reference, verify_reference_scale};
 use anyhow::{Result, bail, ensure};
 use gpu::tensor_map::TensorMap;
 use gpu_runtime::blas::{Blas, sys as cublas};
@@ -190,7 +192,11 @@ impl Workload for Gemm {
         &EXPERIMENTS
     }
     fn helper_kernels(&self) -> &'static [&'static str] {
-        const HELPERS: &[&str] = &[gemm_reference.name()];
+        const HELPERS: &[&str] = &[
+            gemm_reference.name(),
+            verify_reference_scale.name(),
+            verify_against_reference.name(),
+        ];
         HELPERS
     }
     fn device_bytes(&self, size: Mnk) -> u64 {
@@ -253,14 +259,25 @@ impl Resolved {
     }
 }
 
-/// A, B, C and the reference on the GPU (the reference also on the host), and cuBLAS.
+/// The `f64` reference C: on the host for small problems (compared on the CPU), on the GPU
+/// past `GPU_CHECK_MIN_ELEMENTS` (compared there, never downloaded).
+enum Reference {
+    Host(Vec<f64>),
+    Device {
+        values: CudaSlice<f64>,
+        scale: ReferenceScale,
+        verifier: Verifier,
+    },
+}
+
+/// A, B, C and the reference, and cuBLAS.
 pub struct GemmProblem {
     size: Mnk,
     values: Values,
     a: CudaSlice<f32>,
     b: CudaSlice<f32>,
     c: CudaSlice<f32>,
-    reference: Vec<f64>,
+    reference: Reference,
     cublas: Result<Blas, String>,
     /// The entry point of each family that runs on this GPU's module at this size.
     entries: Vec<(&'static GemmKernel, Resolved)>,
@@ -300,7 +317,17 @@ impl GemmProblem {
             // tiles of 256-thread blocks (M <= MAX_M keeps the grid's y within 65535).
             unsafe { kernel.launch(gpu, config, (&a, &b, &mut c64, m, n, k))? };
             gpu.synchronize(|| format!("computing the reference of a {size} GEMM"))?;
-            gpu.download(&c64, "the reference C")?
+            if mn >= GPU_CHECK_MIN_ELEMENTS {
+                let mut verifier = Verifier::new(gpu)?;
+                let scale = verifier.reference_scale(gpu, &c64)?;
+                Reference::Device {
+                    values: c64,
+                    scale,
+                    verifier,
+                }
+            } else {
+                Reference::Host(gpu.download(&c64, "the reference C")?)
+            }
         };
         let arch = gpu.info().arch;
         let mut entries = Vec::new();
@@ -424,11 +451,27 @@ impl Problem<GemmExperiment> for GemmProblem {
     }
 
     fn check(&mut self, gpu: &Gpu, _: &GemmExperiment) -> Result<CheckReport> {
-        let c = gpu.download(&self.c, "C")?;
-        Ok(match self.values {
-            Values::Random => check::check(&c, &self.reference, Tolerance::f32_dot(self.size.k)),
-            Values::SmallIntegers => check::check_exact_against(&c, &self.reference),
-        })
+        let tolerance = Tolerance::f32_dot(self.size.k);
+        match &mut self.reference {
+            Reference::Host(reference) => {
+                let c = gpu.download(&self.c, "C")?;
+                Ok(match self.values {
+                    Values::Random => check::check(&c, reference, tolerance),
+                    Values::SmallIntegers => check::check_exact_against(&c, reference),
+                })
+            }
+            Reference::Device {
+                values,
+                scale,
+                verifier,
+            } => {
+                let rule = match self.values {
+                    Values::Random => Rule::Tolerance(tolerance),
+                    Values::SmallIntegers => Rule::Exact,
+                };
+                verifier.against_reference(gpu, &self.c, values, *scale, rule)
+            }
+        }
     }
 
     fn work(&self) -> Work {

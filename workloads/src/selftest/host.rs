@@ -6,6 +6,8 @@ use super::{
     BARRIER_OPS, BARRIER_OPS_OUTPUTS, BARRIER_OPS_THREADS, BarrierObservation, COPY_KERNELS,
     CopyForm, CopyKernel, HANG_KERNEL, HANG_THREADS, TILE_FLOATS, TILES_PER_BLOCK,
 };
+use crate::verify::host::Verifier;
+use crate::verify::{GPU_CHECK_MIN_ELEMENTS, verify_bits};
 use anyhow::{Context as _, Result};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
@@ -143,7 +145,7 @@ impl Workload for Selftest {
         &EXPERIMENTS
     }
     fn helper_kernels(&self) -> &'static [&'static str] {
-        const HELPERS: &[&str] = &[HANG_KERNEL.name()];
+        const HELPERS: &[&str] = &[HANG_KERNEL.name(), verify_bits.name()];
         HELPERS
     }
     fn device_bytes(&self, size: Floats) -> u64 {
@@ -191,6 +193,21 @@ impl Workload for Selftest {
             .filter(|kernel| SelftestExperiment::Copy(kernel).archs().contains(&arch))
             .map(|kernel| Ok((kernel, gpu.entry_point(kernel.entry)?)))
             .collect::<Result<_>>()?;
+        let on_gpu = if size.0 as usize >= GPU_CHECK_MIN_ELEMENTS {
+            let longest = COPY_KERNELS
+                .iter()
+                .map(|k| k.output_len(floats_for(k, size.0)))
+                .max()
+                .unwrap_or(0);
+            let mut expected = src[..size.0 as usize].to_vec();
+            expected.resize(longest.max(expected.len()), 0.0);
+            Some((
+                gpu.upload(&expected, "the expected output")?,
+                Verifier::new(gpu)?,
+            ))
+        } else {
+            None
+        };
         Ok(SelftestProblem {
             n: size.0,
             src_device: gpu.upload(&src, "the input")?,
@@ -199,6 +216,7 @@ impl Workload for Selftest {
             barrier_ops: gpu.entry_point(BARRIER_OPS)?,
             copied: None,
             observed: None,
+            on_gpu,
         })
     }
 }
@@ -248,6 +266,10 @@ pub struct SelftestProblem {
     copied: Option<CudaSlice<f32>>,
     /// `barrier_ops`'s output.
     observed: Option<CudaSlice<u32>>,
+    /// Past `GPU_CHECK_MIN_ELEMENTS` floats: what every copy kernel must write (the input,
+    /// then zeros to the end of the last tile; a kernel's output is a prefix of it at such
+    /// sizes) on the GPU, and the kernels that compare with it there.
+    on_gpu: Option<(CudaSlice<f32>, Verifier)>,
 }
 
 /// What `barrier_ops` leaves in a word it did not write.
@@ -328,11 +350,16 @@ impl Problem<SelftestExperiment> for SelftestProblem {
 
     fn check(&mut self, gpu: &Gpu, experiment: &SelftestExperiment) -> Result<CheckReport> {
         Ok(match experiment {
-            SelftestExperiment::Copy(kernel) => {
-                let out = gpu.download(prepared(&mut self.copied)?, "the output")?;
-                let n = floats_for(kernel, self.n) as usize;
-                check::check_exact(&out, &expected(kernel, &self.src[..n]))
-            }
+            SelftestExperiment::Copy(kernel) => match &mut self.on_gpu {
+                Some((expected, verifier)) => {
+                    verifier.bits(gpu, prepared(&mut self.copied)?, expected)?
+                }
+                None => {
+                    let out = gpu.download(prepared(&mut self.copied)?, "the output")?;
+                    let n = floats_for(kernel, self.n) as usize;
+                    check::check_exact(&out, &expected(kernel, &self.src[..n]))
+                }
+            },
             SelftestExperiment::BarrierOps => {
                 check_observations(&gpu.download(prepared(&mut self.observed)?, "the output")?)
             }

@@ -4,6 +4,8 @@
 //! checked bit for bit.
 
 use super::{STREAM_KERNELS, StreamEntry, StreamKernel, StreamStyle, TensorView};
+use crate::verify::host::Verifier;
+use crate::verify::{GPU_CHECK_MIN_ELEMENTS, verify_bits};
 use anyhow::Result;
 use gpu::schedule::TileQueueState;
 use gpu::tensor_map::TensorMap;
@@ -150,6 +152,10 @@ impl Workload for Stream {
     fn experiments(&self) -> &'static [StreamExperiment] {
         &EXPERIMENTS
     }
+    fn helper_kernels(&self) -> &'static [&'static str] {
+        const HELPERS: &[&str] = &[verify_bits.name()];
+        HELPERS
+    }
     fn device_bytes(&self, size: Floats) -> u64 {
         8 * size.0 as u64
     }
@@ -186,6 +192,11 @@ impl Workload for Stream {
             x,
             entries,
             maps: TensorMaps::default(),
+            verifier: if size.0 as usize >= GPU_CHECK_MIN_ELEMENTS {
+                Some(Verifier::new(gpu)?)
+            } else {
+                None
+            },
         })
     }
 }
@@ -256,6 +267,8 @@ pub struct StreamProblem {
     entries: Vec<(&'static StreamKernel, Resolved)>,
     /// The tensor kernels' maps of x and y, encoded at their first launch.
     maps: TensorMaps,
+    /// Compares y with x on the GPU, past `GPU_CHECK_MIN_ELEMENTS` floats.
+    verifier: Option<Verifier>,
 }
 
 impl Problem<StreamExperiment> for StreamProblem {
@@ -320,7 +333,10 @@ impl Problem<StreamExperiment> for StreamProblem {
     }
 
     fn check(&mut self, gpu: &Gpu, experiment: &StreamExperiment) -> Result<CheckReport> {
-        let report = check::check_exact(&gpu.download(&self.y, "y")?, &self.x);
+        let report = match &mut self.verifier {
+            Some(verifier) => verifier.bits(gpu, &self.y, &self.x_device)?,
+            None => check::check_exact(&gpu.download(&self.y, "y")?, &self.x),
+        };
         match experiment {
             StreamExperiment::Kernel(k) if k.takes_queue() => Ok(queue_left_zeroed(
                 report,
