@@ -225,9 +225,24 @@ impl Workload for Gemm {
     fn test_cases(&self) -> Vec<(Values, Mnk)> {
         // One element; ragged in every dimension (4-byte copies); tile multiples (16-byte
         // copies); ragged M with aligned N and K; skinny; and small integers, exact, at
-        // ragged and aligned sizes.
-        let random = ["1", "129x257x33", "256x512x64", "200x260x1000", "300x8x36"];
-        let exact = ["1", "3x5x7", "131x259x17", "130x260x20", "257x130x1200"];
+        // ragged and aligned sizes; the last of each past GPU_CHECK_MIN_ELEMENTS (compared on
+        // the GPU).
+        let random = [
+            "1",
+            "129x257x33",
+            "256x512x64",
+            "200x260x1000",
+            "300x8x36",
+            "1030x1030x40",
+        ];
+        let exact = [
+            "1",
+            "3x5x7",
+            "131x259x17",
+            "130x260x20",
+            "257x130x1200",
+            "1100x1000x16",
+        ];
         random
             .iter()
             .map(|s| (Values::Random, s))

@@ -172,14 +172,22 @@ impl Workload for Selftest {
         let tile = TILE_FLOATS;
         let per_block = tile * TILES_PER_BLOCK;
         // 37 full blocks and a partial one; one tile; 600 blocks, more than the GPU runs at
-        // once; and ragged sizes, which whole-tile kernels round.
+        // once; and ragged sizes, which whole-tile kernels round (the last past
+        // GPU_CHECK_MIN_ELEMENTS: compared on the GPU, zero tail included).
         let whole = 37 * per_block + 5 * tile;
         [whole, tile, 600 * per_block]
             .map(|n| (Values::Random, Floats(n)))
             .into_iter()
             .chain(
-                [whole - 37, 1, tile - 1, tile + 1, 3 * per_block + 7]
-                    .map(|n| (Values::SmallIntegers, Floats(n))),
+                [
+                    whole - 37,
+                    1,
+                    tile - 1,
+                    tile + 1,
+                    3 * per_block + 7,
+                    600 * per_block + 77,
+                ]
+                .map(|n| (Values::SmallIntegers, Floats(n))),
             )
             .collect()
     }
