@@ -1,4 +1,4 @@
-//! Command-line interface: `run` (default), `list`, `inspect`, `info`, `selftest`.
+//! Command-line interface: `run` (default), `list`, `inspect`, `info`, `selftest`, `plot`.
 //!
 //! Arguments are checked in two steps: clap checks each value on its own (exit 2), then
 //! [`RunArgs::resolve`] checks what depends on the workload — sizes, experiment names — once,
@@ -34,6 +34,20 @@ pub enum Command {
     /// Check every library abstraction on the GPU: each test kernel streams random data
     /// through shared memory, and the barrier operations are compared with their spec.
     Selftest(SelftestArgs),
+    /// Draw a saved `--json` report as `run --plot` does, without a GPU: per workload, each
+    /// style's fastest experiment against the baseline, size by size.
+    Plot(PlotArgs),
+}
+
+/// Arguments of `plot`.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct PlotArgs {
+    /// The report to draw, as `host run --json` wrote it.
+    #[arg(long, value_name = "FILE")]
+    pub json: PathBuf,
+    /// The SVG file to write.
+    #[arg(long, value_name = "FILE.svg", value_parser = parse_svg)]
+    pub plot: PathBuf,
 }
 
 /// Arguments of `selftest`.
@@ -103,7 +117,8 @@ pub struct RunArgs {
     /// Write every result, with the device, date and parameters, to this JSON file.
     #[arg(long, value_name = "FILE", value_parser = parse_output)]
     pub json: Option<PathBuf>,
-    /// Draw rate and comparison per experiment into this SVG file.
+    /// Draw, per workload, each style's fastest experiment against the baseline (% or
+    /// speed-up, and rate) at every size into this SVG file (as `host plot` does).
     #[arg(long, value_name = "FILE.svg", value_parser = parse_svg)]
     pub plot: Option<PathBuf>,
     /// Seed of the random inputs (default: a fresh one each run, printed).
@@ -370,6 +385,14 @@ mod tests {
             panic!("not selftest");
         };
         assert!(args.resolve().err().unwrap().contains("count of floats"));
+        let Command::Plot(args) = parse(&["plot", "--json", "r.json", "--plot", "r.svg"]).unwrap()
+        else {
+            panic!("not plot");
+        };
+        assert_eq!(args.json, PathBuf::from("r.json"));
+        assert_eq!(args.plot, PathBuf::from("r.svg"));
+        assert!(error(&["plot", "--json", "r.json", "--plot", "r.png"]).contains(".svg"));
+        assert!(error(&["plot", "--plot", "r.svg"]).contains("--json"));
     }
 
     #[test]

@@ -1,17 +1,17 @@
 //! `host`: run a workload (`host run`, the default: the study), `host list`, `host inspect`,
-//! `host info`, `host selftest`.
+//! `host info`, `host selftest`, `host plot` (a saved report's SVG).
 //!
 //! Errors (no GPU, no driver, a failed launch, a bad file) end the program with one line on
 //! stderr and exit status 1; a result that fails verification also exits with 1. Bad
 //! arguments exit with 2.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Parser;
 use gpu_runtime::{Gpu, GpuError};
 use harness::experiment::{Inputs, Values, fresh_seed};
-use host::cli::{Cli, Command, InspectArgs, RunArgs, RunRequest, SelftestArgs};
+use host::cli::{Cli, Command, InspectArgs, PlotArgs, RunArgs, RunRequest, SelftestArgs};
 use host::registry::{self, RunOutcome};
-use host::report::RunReport;
+use host::report::{RunReport, SavedReport};
 use indicatif::{ProgressBar, ProgressStyle};
 use ptx_builder::Arch;
 use std::process::ExitCode;
@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect(args),
         Command::Info => info(),
         Command::Selftest(args) => selftest(args),
+        Command::Plot(args) => plot(args),
     };
     match result {
         Ok(code) => code,
@@ -119,6 +120,16 @@ fn finished(outcome: &RunOutcome) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Draws a saved report: needs no GPU.
+fn plot(args: PlotArgs) -> Result<ExitCode> {
+    let report = SavedReport::read(&args.json)?;
+    report
+        .write_svg(&args.plot)
+        .with_context(|| format!("plotting {}", args.json.display()))?;
+    eprintln!("wrote {}", args.plot.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 fn list() -> Result<ExitCode> {
