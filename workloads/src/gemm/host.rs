@@ -281,7 +281,7 @@ enum Reference {
     Device {
         values: CudaSlice<f64>,
         scale: ReferenceScale,
-        verifier: Verifier,
+        verifier: Box<Verifier>,
     },
 }
 
@@ -338,7 +338,7 @@ impl GemmProblem {
                 Reference::Device {
                     values: c64,
                     scale,
-                    verifier,
+                    verifier: Box::new(verifier),
                 }
             } else {
                 Reference::Host(gpu.download(&c64, "the reference C")?)

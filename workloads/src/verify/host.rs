@@ -30,19 +30,22 @@ pub enum Rule {
     Exact,
 }
 
+/// `verify_against_reference`'s parameters.
+type AgainstReference = (
+    *const f32,
+    *const f64,
+    u64,
+    f64,
+    f64,
+    u32,
+    *mut f64,
+    *mut u64,
+);
+
 /// The verification kernels, resolved, and their result buffers.
 pub struct Verifier {
     scale: Kernel<(*const f64, u64, *mut f64)>,
-    against: Kernel<(
-        *const f32,
-        *const f64,
-        u64,
-        f64,
-        f64,
-        u32,
-        *mut f64,
-        *mut u64,
-    )>,
+    against: Kernel<AgainstReference>,
     bits: Kernel<(*const f32, *const f32, u64, *mut u64)>,
     config: LaunchConfig,
     partials: CudaSlice<f64>,
