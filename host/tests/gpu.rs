@@ -102,8 +102,8 @@ fn a_failed_launch_is_an_error_naming_the_kernel() {
 /// The GPU's comparison (`workloads::verify`) and the CPU's (`harness::check`) agree on
 /// outputs with faults planted in them — unwritten, NaN, infinite, slightly and grossly wrong
 /// elements, an error near zero — and on a clean one: the same counts, first failure (index
-/// and values) and verdict, norms equal to rounding; in each of the three rules, with each
-/// PTX module.
+/// and values) and verdict, norms equal to rounding; in each of the three rules (bit for bit
+/// against a longer expected buffer too), with each PTX module.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_checks_agree_with_the_cpu_on_planted_faults() {
@@ -171,7 +171,10 @@ fn gpu_checks_agree_with_the_cpu_on_planted_faults() {
                 .against_reference(&gpu, &out_device, &reference_device, scale, Rule::Exact)
                 .unwrap();
             same(&on_gpu, &cpu, &format!("{arch} {name} exact"));
-            let expected_device = gpu.upload(&clean, "expected").unwrap();
+            // Against a longer expected buffer (a prefix of it is compared): the selftest's case.
+            let mut longer = clean.clone();
+            longer.extend([0.0f32; 77]);
+            let expected_device = gpu.upload(&longer, "expected").unwrap();
             let cpu = check::check_exact(out, &clean);
             let on_gpu = verifier.bits(&gpu, &out_device, &expected_device).unwrap();
             same(&on_gpu, &cpu, &format!("{arch} {name} bits"));
