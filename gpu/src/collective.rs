@@ -45,17 +45,17 @@ pub trait StageMma<Ctx> {
 /// it, with the style's own code between the steps (see the module docs for the order):
 ///
 /// ```ignore
-/// gpu::consume_k_tiles! {
+/// // SAFETY: every stage is read after its wait; `tiles >= 1` stages are committed.
+/// unsafe { gpu::consume_k_tiles! {
 ///     consumer: consumer,           // a `Consumer` (`&mut`-able place)
 ///     tiles: tiles,                 // k-tiles, at least 1
 ///     context: &block,              // what the multiply reads stages through
-///     // SAFETY: the stage was waited for.
-///     start(s): unsafe { FragmentPipe::start(&block, f, s) },
+///     start(s): FragmentPipe::start(&block, f, s),
 ///     acc: &mut acc,
 ///     after_wait: { ptx::barrier_sync(); },
 ///     before_multiply(t): { produce(t + STAGES - 1); },
 ///     after_release(t): {},
-/// }
+/// } }
 /// ```
 ///
 /// The loop it writes is token for token the one the GEMM styles wrote out by hand, so their
@@ -63,7 +63,8 @@ pub trait StageMma<Ctx> {
 /// free").
 ///
 /// # Safety
-/// Expands to `unsafe` calls of [`StageMma`]: the caller promises that every stage the
+/// Expands to `unsafe` calls of [`StageMma`], so it is written inside an `unsafe` block, by
+/// which the caller promises that every stage the
 /// consumer waits for holds its k-tile once its wait returns and `after_wait` ran (its copies
 /// landed and are visible to this thread), that `start(s)` may read stage `s` then, and that
 /// the producer side commits `tiles >= 1` stages.
@@ -91,8 +92,7 @@ macro_rules! consume_k_tiles {
                 let $t_before = t;
                 $before
             }
-            // SAFETY: as above.
-            unsafe { mma.multiply_all_but_last(ctx, ready.index(), acc) };
+            mma.multiply_all_but_last(ctx, ready.index(), acc);
             // Every read of the stage is issued; the release orders them before its refill.
             ready.consumer_release();
             {
@@ -105,8 +105,7 @@ macro_rules! consume_k_tiles {
             }
             ready = $consumer.consumer_wait();
             $after_wait
-            // SAFETY: as above.
-            unsafe { mma.advance(ctx, ready.index(), acc) };
+            mma.advance(ctx, ready.index(), acc);
         }
         mma.finish(ctx, acc);
     }};

@@ -33,10 +33,14 @@ pub struct EntryPoint<P> {
 }
 
 impl<P> EntryPoint<P> {
-    /// The entry point exported as `name` with parameter types `P`. Only
-    /// [`kernel!`](crate::kernel!) should call this: it is what makes `P` the kernel's.
+    /// The entry point exported as `name` with parameter types `P`.
+    ///
+    /// # Safety
+    /// The kernel exported as `name` declares exactly the parameter types `P`:
+    /// [`kernel!`](crate::kernel!) calls this beside the kernel it defines, which is what makes
+    /// an `EntryPoint` proof of its kernel's signature.
     #[doc(hidden)]
-    pub const fn declared(name: &'static str) -> EntryPoint<P> {
+    pub const unsafe fn declared(name: &'static str) -> EntryPoint<P> {
         EntryPoint {
             name,
             params: PhantomData,
@@ -112,8 +116,10 @@ macro_rules! kernel {
     ) => {
         #[allow(non_upper_case_globals)]
         #[doc = concat!("The entry point of the kernel `", stringify!($name), "` (see [`kernel!`](", "crate::kernel!)).")]
-        $vis const $name: $crate::kernel::EntryPoint<($($ty,)*)> =
-            $crate::kernel::EntryPoint::declared($crate::kernel!(@export $name $($export)?));
+        // SAFETY: the entry point below is exported under this name with these parameters.
+        $vis const $name: $crate::kernel::EntryPoint<($($ty,)*)> = unsafe {
+            $crate::kernel::EntryPoint::declared($crate::kernel!(@export $name $($export)?))
+        };
 
         #[cfg(all(target_arch = "nvptx64" $(, $cfg)?))]
         #[allow(non_snake_case)]

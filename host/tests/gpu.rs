@@ -109,17 +109,24 @@ fn a_failed_launch_is_an_error_naming_the_kernel() {
 fn gpu_checks_agree_with_the_cpu_on_planted_faults() {
     use harness::check::{self, CheckReport, POISON, Tolerance};
     use workloads::verify::host::{Rule, Verifier};
-    let n = 5000;
+    // More than two grid strides, so that threads walk several elements and tally more than
+    // one failure each.
+    let probe = gpu();
+    let stride = (probe.info().multiprocessors
+        * workloads::verify::VERIFY_BLOCKS_PER_SM
+        * workloads::verify::VERIFY_THREADS) as usize;
+    drop(probe);
+    let n = 3 * stride + 17;
     let reference: Vec<f64> = (0..n)
         .map(|i| ((i * 7919) % 1000) as f64 / 37.0 - 13.0)
         .collect();
     let clean: Vec<f32> = reference.iter().map(|&r| r as f32).collect();
     let mut faulty = clean.clone();
-    faulty[4321] = POISON;
-    faulty[4000] = f32::NAN;
-    faulty[4001] = f32::INFINITY;
+    faulty[stride + 4321] = POISON;
+    faulty[2 * stride + 4000] = f32::NAN;
+    faulty[2 * stride + 4001] = f32::INFINITY;
     faulty[3999] += 0.5;
-    faulty[4999] = -faulty[4999];
+    faulty[stride + 3999] += 0.75; // the same thread's second failure
     faulty[1234] += 1e-6; // within the tolerance: not a failure
     let same = |gpu: &CheckReport, cpu: &CheckReport, what: &str| {
         assert_eq!(

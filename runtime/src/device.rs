@@ -271,16 +271,17 @@ impl Gpu {
             .during(|| format!("allocating {what} ({len} elements)"))
     }
 
-    /// Fills `buffer` with the 32-bit pattern `word` (queued on the stream).
-    pub fn fill_words<T>(
+    /// Fills `buffer` with the 32-bit pattern `word` (queued on the stream): poison or zeros
+    /// for outputs of 4-byte elements that every bit pattern is valid for ([`Word`]).
+    pub fn fill_words<T: Word>(
         &self,
         buffer: &mut CudaSlice<T>,
         word: u32,
         what: &str,
     ) -> Result<(), GpuError> {
-        assert_eq!(size_of::<T>(), 4, "fill_words fills 32-bit elements");
         let (ptr, _sync) = buffer.device_ptr(&self.stream);
-        // SAFETY: the buffer holds `len` 4-byte elements; the stream orders the fill.
+        // SAFETY: the buffer holds `len` 4-byte elements (Word), for which any bits are valid;
+        // the stream orders the fill.
         unsafe { sys::cuMemsetD32Async(ptr, word, buffer.len(), self.stream.cu_stream()) }
             .result()
             .during(|| format!("filling {what}"))
@@ -334,7 +335,9 @@ impl Gpu {
 
     /// Every wait for the GPU may take `limit` before the watchdog reports it, until the
     /// returned guard is dropped; then the limit before it holds again (so a caller's limit
-    /// never leaks into the next caller's waits).
+    /// never leaks into the next caller's waits). Guards nest like scopes: hold one for a
+    /// scope (`let _limit = ...`), and do not hand it to another thread or drop an outer one
+    /// before an inner one, or the limit restored is the wrong one.
     #[must_use = "the limit holds only while the guard lives"]
     pub fn time_limit_for(&self, limit: Duration) -> TimeLimit<'_> {
         TimeLimit::set(&self.time_limit, limit)
@@ -453,6 +456,21 @@ pub fn check_fits(bytes: u64, free: u64, what: &str, device: &str) -> anyhow::Re
 /// A mutex's value, whether or not a thread panicked holding it.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A 4-byte element type every 32-bit pattern is a valid value of (what
+/// [`Gpu::fill_words`] may fill).
+pub trait Word: DeviceRepr + sealed::Sealed {}
+
+impl Word for u32 {}
+impl Word for i32 {}
+impl Word for f32 {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for i32 {}
+    impl Sealed for f32 {}
 }
 
 /// The watchdog's limit of a scope ([`Gpu::time_limit_for`]): restores the previous limit

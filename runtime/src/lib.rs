@@ -42,7 +42,7 @@ pub use args::{KernelArg, LaunchConfig};
 /// The `cudarc` this crate is built on (buffers are its `CudaSlice`s).
 pub use cudarc;
 pub use device::{
-    DEFAULT_TIME_LIMIT, DeviceCode, Gpu, GpuInfo, Module, TimeLimit, Timer, check_fits,
+    DEFAULT_TIME_LIMIT, DeviceCode, Gpu, GpuInfo, Module, TimeLimit, Timer, Word, check_fits,
 };
 pub use error::{Context, GpuError, describe};
 pub use gpu::kernel::EntryPoint;

@@ -717,19 +717,21 @@ pub unsafe fn thread_pipeline<
     let mut acc = [[0.0f32; TN]; TM];
     // SAFETY: every stage is read after its wait and the block barrier (after_wait);
     // `tiles >= 1` stages are committed (produce commits a stage per k-tile and beyond).
-    gpu::consume_k_tiles! {
-        consumer: consumer,
-        tiles: tiles,
-        context: &block,
-        start(s): unsafe { FragmentPipe::start(&block, f, s) },
-        acc: &mut acc,
-        // Everyone's copies of the stage are visible, and everyone's reads of the one
-        // before it are issued.
-        after_wait: { ptx::barrier_sync(); },
-        // The stage of k-tile t - 1, all of whose reads were issued before the barrier that
-        // made k-tile t visible.
-        before_multiply(t): { produce(t + STAGES as u32 - 1); },
-        after_release(_t): {},
+    unsafe {
+        gpu::consume_k_tiles! {
+            consumer: consumer,
+            tiles: tiles,
+            context: &block,
+            start(s): FragmentPipe::start(&block, f, s),
+            acc: &mut acc,
+            // Everyone's copies of the stage are visible, and everyone's reads of the one
+            // before it are issued.
+            after_wait: { ptx::barrier_sync(); },
+            // The stage of k-tile t - 1, all of whose reads were issued before the barrier that
+            // made k-tile t visible.
+            before_multiply(t): { produce(t + STAGES as u32 - 1); },
+            after_release(_t): {},
+        }
     }
     // SAFETY: launch contract.
     unsafe { block.store::<ALIGN>(f, &acc) };
@@ -785,16 +787,18 @@ pub unsafe fn block_pipeline<
     let mut acc = [[0.0f32; TN]; TM];
     // SAFETY: a stage's phase completes when every thread's copies into it landed;
     // `tiles >= 1` stages are committed.
-    gpu::consume_k_tiles! {
-        consumer: consumer,
-        tiles: tiles,
-        context: &block,
-        start(s): unsafe { FragmentPipe::start(&block, f, s) },
-        acc: &mut acc,
-        after_wait: {},
-        before_multiply(_t): {},
-        // Refill the stage everyone released a k-tile earlier.
-        after_release(t): { produce(t + STAGES as u32 - 1); },
+    unsafe {
+        gpu::consume_k_tiles! {
+            consumer: consumer,
+            tiles: tiles,
+            context: &block,
+            start(s): FragmentPipe::start(&block, f, s),
+            acc: &mut acc,
+            after_wait: {},
+            before_multiply(_t): {},
+            // Refill the stage everyone released a k-tile earlier.
+            after_release(t): { produce(t + STAGES as u32 - 1); },
+        }
     }
     // SAFETY: launch contract.
     unsafe { block.store::<ALIGN>(f, &acc) };
@@ -857,15 +861,17 @@ pub unsafe fn warp_specialized<
         let mut acc = [[0.0f32; TN]; TM];
         // SAFETY: a stage's phase completes when the producers' copies into it landed; the
         // producer warps commit `tiles >= 1` stages.
-        gpu::consume_k_tiles! {
-            consumer: consumer,
-            tiles: tiles,
-            context: &block,
-        start(s): unsafe { FragmentPipe::start(&block, f, s) },
-            acc: &mut acc,
-            after_wait: {},
-            before_multiply(_t): {},
-            after_release(_t): {},
+        unsafe {
+            gpu::consume_k_tiles! {
+                consumer: consumer,
+                tiles: tiles,
+                context: &block,
+            start(s): FragmentPipe::start(&block, f, s),
+                acc: &mut acc,
+                after_wait: {},
+                before_multiply(_t): {},
+                after_release(_t): {},
+            }
         }
         // SAFETY: launch contract.
         unsafe { block.store::<ALIGN>(f, &acc) };
@@ -1034,19 +1040,21 @@ pub unsafe fn tma_b<
     let mut acc = [[0.0f32; TN]; TM];
     // SAFETY: a stage's phase completes when every thread's copies and B's box landed;
     // `tiles >= 1` stages are committed.
-    gpu::consume_k_tiles! {
-        consumer: consumer,
-        tiles: tiles,
-        context: &block,
-        start(s): unsafe { FragmentPipe::start(&block, f, s) },
-        acc: &mut acc,
-        after_wait: {},
-        before_multiply(_t): {},
-        after_release(t): {
-            produce(t + STAGES as u32 - 1);
-            // The elected lane rejoins its warp before the next multiply.
-            ptx::syncwarp();
-        },
+    unsafe {
+        gpu::consume_k_tiles! {
+            consumer: consumer,
+            tiles: tiles,
+            context: &block,
+            start(s): FragmentPipe::start(&block, f, s),
+            acc: &mut acc,
+            after_wait: {},
+            before_multiply(_t): {},
+            after_release(t): {
+                produce(t + STAGES as u32 - 1);
+                // The elected lane rejoins its warp before the next multiply.
+                ptx::syncwarp();
+            },
+        }
     }
     // SAFETY: launch contract (n % 4 == 0).
     unsafe { block.store::<16>(f, &acc) };

@@ -284,10 +284,7 @@ pub struct SelftestProblem {
 const UNWRITTEN: u32 = 0xdead_beef;
 
 /// `buffer`, reallocated as `words` zeros unless it has that length, filled with `word`.
-fn poisoned<
-    'a,
-    T: gpu_runtime::cudarc::driver::DeviceRepr + gpu_runtime::cudarc::driver::ValidAsZeroBits,
->(
+fn poisoned<'a, T: gpu_runtime::Word + gpu_runtime::cudarc::driver::ValidAsZeroBits>(
     gpu: &Gpu,
     buffer: &'a mut Option<CudaSlice<T>>,
     words: usize,

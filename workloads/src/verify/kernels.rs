@@ -108,21 +108,24 @@ pub(super) unsafe fn against_reference(
         // SAFETY: i < n elements of both.
         let (got, expected) =
             unsafe { (out.add(i as usize).read(), reference.add(i as usize).read()) };
-        let ok = if got.to_bits() == POISON_BITS || !got.is_finite() {
-            false
-        } else if exact != 0 {
+        let ok = if exact != 0 {
+            // Bits first, as check_exact does (a poison or non-finite value is classed when
+            // the tally counts it).
             got.to_bits() == (expected as f32).to_bits()
+        } else if got.to_bits() == POISON_BITS || !got.is_finite() {
+            false
         } else {
             let diff = got as f64 - expected;
             err2 += diff * diff;
             if scale > 0.0 {
                 max_scaled = max_scaled.max(diff.abs() / scale);
             }
-            // approx's relative_eq with epsilon = element * scale, max_relative = element.
+            // approx's relative_eq with epsilon = element * scale, max_relative = element:
+            // equal values pass, an infinite one never does.
             let largest = (got as f64).abs().max(expected.abs());
             got as f64 == expected
-                || diff.abs() <= element * scale
-                || diff.abs() <= largest * element
+                || (!expected.is_infinite()
+                    && (diff.abs() <= element * scale || diff.abs() <= largest * element))
         };
         if !ok {
             tally.fail(i, got);
