@@ -102,6 +102,7 @@ pub mod pipeline;
 #[cfg(target_arch = "nvptx64")]
 pub mod shared;
 pub mod tensor_map;
+pub mod wgmma;
 
 /// Declares the most threads a block of `kernel` is launched with, so that ptxas keeps the
 /// kernel's registers within what that many threads may share (65536 per block on sm_80 and

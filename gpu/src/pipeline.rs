@@ -567,6 +567,26 @@ impl<const STAGES: usize> Consumer for BlockConsumer<'_, STAGES> {
     }
 }
 
+impl<const STAGES: usize> ConsumerStage<'_, BlockConsumer<'_, STAGES>> {
+    /// Releases the stage for a group of threads that read it together and whose reads are
+    /// complete for the whole group by now (a warpgroup after the `wgmma.wait_group` of its
+    /// multiply): every thread of the group calls it, so each one's ring position advances,
+    /// and only the one with `arrives` arrives on `empty[s]` — which then expects one arrival
+    /// per group (the pipeline's `consumers`). Lowers to one `mbarrier.arrive` in that
+    /// thread, nothing in the others.
+    #[inline(always)]
+    pub fn consumer_release_for_group(self, arrives: bool) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so `side` is read out once and used once.
+        let side: &mut BlockConsumer<'_, STAGES> = unsafe { core::ptr::read(&this.side) };
+        if arrives {
+            // SAFETY: `empty[s]` expects one arrival per group per phase (init contract).
+            let _ = unsafe { ptx::mbarrier_arrive(empty(side.barriers, side.state.index())) };
+        }
+        side.state.advance();
+    }
+}
+
 /// A pipeline filled by the copy engine (sm_90; CUTLASS's `PipelineTmaAsync`): per stage a
 /// `full` mbarrier that one producer thread arrives on once per fill, completed by the bytes of
 /// its bulk copies ([`memcpy_async_bulk`](crate::memcpy_async::bulk::memcpy_async_bulk) bound to

@@ -88,6 +88,23 @@ impl GridStride {
     }
 }
 
+/// The `(row, column)` of tile `index` of a `tiles_m x tiles_n` grid of output tiles, walked
+/// in groups of `group` tile rows, column by column within a group: blocks working at the same
+/// time share the A rows of their group and the B columns of their column, so both stay in L2
+/// (the rasterization of CUTLASS's and Triton's GEMMs). `group = 1` is row-major order.
+#[inline]
+pub const fn grouped_tile(index: u32, tiles_m: u32, tiles_n: u32, group: u32) -> (u32, u32) {
+    let per_group = group * tiles_n;
+    let first_m = (index / per_group) * group;
+    let rows = if tiles_m - first_m < group {
+        tiles_m - first_m
+    } else {
+        group
+    };
+    let within = index % per_group;
+    (first_m + within % rows, within / rows)
+}
+
 /// Tiles `0..count` handed out in order to whichever block asks next, from a
 /// [`TileQueueState`] in global memory. One thread per block asks for the block (and, where
 /// the others work on the tile too, tells them which, through shared memory).
@@ -175,6 +192,25 @@ mod tests {
         let mut near_max = GridStride::new(u32::MAX - 1, u32::MAX, u32::MAX);
         assert_eq!(near_max.next(), Some(u32::MAX - 1));
         assert_eq!(near_max.next(), None);
+    }
+
+    #[test]
+    fn grouped_order_visits_every_tile_once() {
+        for (tiles_m, tiles_n, group) in [(64, 32, 16), (7, 5, 3), (1, 9, 8), (10, 1, 4), (5, 5, 1)]
+        {
+            let mut seen = vec![false; (tiles_m * tiles_n) as usize];
+            for i in 0..tiles_m * tiles_n {
+                let (r, c) = grouped_tile(i, tiles_m, tiles_n, group);
+                assert!(r < tiles_m && c < tiles_n, "{i} -> ({r}, {c})");
+                assert!(!seen[(r * tiles_n + c) as usize]);
+                seen[(r * tiles_n + c) as usize] = true;
+            }
+        }
+        // Column by column within a group of rows.
+        assert_eq!(grouped_tile(0, 64, 32, 16), (0, 0));
+        assert_eq!(grouped_tile(1, 64, 32, 16), (1, 0));
+        assert_eq!(grouped_tile(16, 64, 32, 16), (0, 1));
+        assert_eq!(grouped_tile(512, 64, 32, 16), (16, 0));
     }
 
     #[test]

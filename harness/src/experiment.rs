@@ -53,9 +53,10 @@ pub trait Experiment: Sync + 'static {
             None => Vec::new(),
         }
     }
-    /// The PTX modules that hold its kernels (sm_90-only instructions: only the sm_90 one).
+    /// The PTX modules that hold its kernels (sm_90-only instructions: only the sm_90 one;
+    /// `wgmma`: only sm_90a).
     fn archs(&self) -> &'static [ptx_builder::Arch] {
-        &ptx_builder::Arch::ALL
+        &ptx_builder::Arch::PORTABLE
     }
     /// The raw-PTX experiment this library experiment must match in speed.
     fn counterpart(&self) -> Option<&'static dyn Experiment> {
@@ -345,15 +346,19 @@ pub fn measure<E: Experiment, P: Problem<E>>(
         crate::interrupt::check()?;
         problem.launch(gpu, experiment)
     };
-    let arch = gpu.info().arch;
-    let unavailable = if experiment.archs().contains(&arch) {
+    let info = gpu.info();
+    let loaded = std::iter::once(info.arch).chain(info.specific.map(|(arch, _)| arch));
+    let unavailable = if loaded
+        .into_iter()
+        .any(|arch| experiment.archs().contains(&arch))
+    {
         problem.unavailable(experiment)
     } else {
         let needs: Vec<_> = experiment.archs().iter().map(|a| a.name()).collect();
         Some(format!(
-            "needs {}; this is the {} PTX",
+            "needs {}; this is the {} code",
             needs.join(" or "),
-            arch.name()
+            info.code_label()
         ))
     };
     if let Some(reason) = unavailable {

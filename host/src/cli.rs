@@ -247,7 +247,8 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
 }
 
 fn parse_arch(text: &str) -> Result<Arch, String> {
-    Arch::from_name(text).ok_or_else(|| format!("unknown arch `{text}`: expected sm_80 or sm_90"))
+    Arch::from_name(text)
+        .ok_or_else(|| format!("unknown arch `{text}`: expected sm_80, sm_90 or sm_90a"))
 }
 
 /// A file to write: its folder must exist (so a typo fails before a long run, not after).

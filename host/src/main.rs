@@ -209,7 +209,9 @@ fn info() -> Result<ExitCode> {
             println!(
                 "  qualifies: yes, cp.async and mbarrier need sm_80+; runs the {}{}",
                 i.code_label(),
-                if i.arch == Arch::Sm90 {
+                if i.specific.is_some() {
+                    " (mbarrier.try_wait; wgmma and setmaxnreg from sm_90a)"
+                } else if i.arch == Arch::Sm90 {
                     " (mbarrier.try_wait)"
                 } else {
                     " (mbarrier.test_wait loops)"

@@ -15,6 +15,7 @@ use harness::experiment::{
 pub static WORKLOADS: &[&dyn AnyWorkload] = &[
     &workloads::study::host::Study,
     &workloads::gemm::host::Gemm,
+    &workloads::bf16_gemm::host::Bf16Gemm,
     &workloads::stream::host::Stream,
     &workloads::selftest::host::Selftest,
 ];

@@ -990,6 +990,7 @@ mod tests {
                 name: "Test GPU".into(),
                 compute_capability: (9, 0),
                 arch: ptx_builder::Arch::Sm90,
+                specific: None,
                 multiprocessors: 132,
                 clock_mhz: 1980,
                 memory_gib: 139.8,

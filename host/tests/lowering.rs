@@ -13,7 +13,8 @@ use workloads::stream::StreamStyle;
 
 /// The inspection of each arch, assembled once per test binary.
 fn inspection(arch: Arch) -> &'static Inspection {
-    static CACHE: [OnceLock<Inspection>; 2] = [OnceLock::new(), OnceLock::new()];
+    static CACHE: [OnceLock<Inspection>; Arch::ALL.len()] =
+        [const { OnceLock::new() }; Arch::ALL.len()];
     let slot = &CACHE[Arch::ALL
         .iter()
         .position(|&a| a == arch)
@@ -80,7 +81,7 @@ fn ptxas_assembles_every_module_for_its_arch() {
 
 #[test]
 fn registry_and_ptx_agree() {
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         // Every kernel of ours in the registry that this arch's PTX holds (library calls such
         // as cuBLAS have none), and the helper kernels workloads launch besides (references,
         // the GPU-side checks, which several workloads share: listed once).
@@ -115,7 +116,7 @@ const KNOWN_SPILLS: &[(&str, Arch, &str)] = &[];
 
 #[test]
 fn no_kernel_spills_or_needs_a_stack() {
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         for (name, k) in &inspection(arch).kernels {
             if KNOWN_SPILLS.iter().any(|(n, a, _)| n == name && *a == arch) {
                 continue;
@@ -133,7 +134,7 @@ fn no_kernel_spills_or_needs_a_stack() {
 #[test]
 fn study_kernels_cannot_trap() {
     // Bounds checks and the pipelines' misuse checks must fold away in the study's loops.
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         for k in study_kernels_of(arch) {
             let view = kernel(arch, k.name);
             assert!(!view.has_ptx("trap"), "{} ({arch}) can trap", k.name);
@@ -218,7 +219,7 @@ fn constant_dynamic_shared_accesses(view: &KernelView) -> Vec<(String, i64)> {
 /// (the stage buffers) are bounded by the GPU tests under compute-sanitizer, not here.
 #[test]
 fn study_kernels_use_only_the_dynamic_shared_memory_they_register() {
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         for k in study_kernels_of(arch) {
             let view = kernel(arch, k.name);
             let r = view.resources.as_ref().expect("resources");
@@ -279,7 +280,7 @@ fn study_kernels_use_only_the_dynamic_shared_memory_they_register() {
 #[test]
 fn thread_scope_lowers_to_async_groups_and_no_mbarrier() {
     use workloads::study::Style::{RawAsyncGroup, ThreadPipeline};
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         for k in study_kernels(RawAsyncGroup).chain(study_kernels(ThreadPipeline)) {
             let view = kernel(arch, k.name);
             let waits: Vec<String> = view
@@ -320,7 +321,7 @@ fn thread_scope_lowers_to_async_groups_and_no_mbarrier() {
 #[test]
 fn block_scope_lowers_to_mbarrier_arrivals_and_parity_waits() {
     use workloads::study::Style::{BlockPipeline, RawMbarrier, SplitBarrier, WarpSpecialized};
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         let kernels = study_kernels(RawMbarrier)
             .chain(study_kernels(BlockPipeline))
             .chain(study_kernels(WarpSpecialized))
@@ -357,7 +358,7 @@ fn block_scope_lowers_to_mbarrier_arrivals_and_parity_waits() {
 
 #[test]
 fn the_sync_baseline_has_no_async_copy() {
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         let view = kernel(arch, "sync_baseline");
         assert!(!view.has_ptx("cp.async"));
         assert!(!view.has_ptx("mbarrier"));
@@ -374,7 +375,7 @@ fn the_sync_baseline_has_no_async_copy() {
 
 #[test]
 fn aligned_sizes_select_the_copy_instruction() {
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         let cases = [
             ("copy_barrier_4", "cp.async.ca.shared.global 4", "LDGSTS.E"),
             (
@@ -431,7 +432,7 @@ fn aligned_sizes_select_the_copy_instruction() {
 
 #[test]
 fn barrier_copies_bind_with_noinc_and_wait_on_tokens() {
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         for name in ["copy_barrier_4", "copy_barrier_group"] {
             let view = kernel(arch, name);
             assert!(
@@ -455,7 +456,7 @@ fn barrier_copies_bind_with_noinc_and_wait_on_tokens() {
 #[test]
 fn library_styles_lower_like_their_raw_counterparts() {
     use workloads::study::Style::{BlockPipeline, ThreadPipeline};
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         for k in study_kernels(ThreadPipeline).chain(study_kernels(BlockPipeline)) {
             let raw = harness::experiment::Experiment::counterpart(k).expect("a raw counterpart");
             let (lib_view, raw_view) = (kernel(arch, k.name), kernel(arch, raw.name()));
@@ -500,7 +501,7 @@ fn block_pipelines_commit_copies_before_any_wait() {
                 .map(|k| k.name),
         );
     for name in names {
-        for arch in Arch::ALL {
+        for arch in Arch::PORTABLE {
             let ptx = &kernel(arch, name).ptx;
             let first = |prefix: &str| ptx.iter().position(|i| i.opcode.starts_with(prefix));
             let commit = first("cp.async.mbarrier.arrive").expect("a copy commit");
@@ -542,8 +543,8 @@ enum Emits {
 
 /// The instructions of each kernel of `arch`'s PTX that came from inline asm.
 fn asm_instructions(arch: Arch) -> &'static std::collections::BTreeMap<String, Vec<PtxInstr>> {
-    static CACHE: [OnceLock<std::collections::BTreeMap<String, Vec<PtxInstr>>>; 2] =
-        [OnceLock::new(), OnceLock::new()];
+    static CACHE: [OnceLock<std::collections::BTreeMap<String, Vec<PtxInstr>>>; Arch::ALL.len()] =
+        [const { OnceLock::new() }; Arch::ALL.len()];
     let slot = &CACHE[Arch::ALL.iter().position(|&a| a == arch).expect("an arch")];
     slot.get_or_init(|| {
         // Each kernel's inline-asm lines, as the body of a kernel of their own, for the PTX
@@ -588,8 +589,8 @@ fn asm_instructions(arch: Arch) -> &'static std::collections::BTreeMap<String, V
 /// a label, the wait's inline-asm scope, a `setp` on its result and a branch back to the
 /// label, with no other branch and no other label in between.
 fn spin_loop_waits(arch: Arch) -> &'static std::collections::BTreeSet<String> {
-    static CACHE: [OnceLock<std::collections::BTreeSet<String>>; 2] =
-        [OnceLock::new(), OnceLock::new()];
+    static CACHE: [OnceLock<std::collections::BTreeSet<String>>; Arch::ALL.len()] =
+        [const { OnceLock::new() }; Arch::ALL.len()];
     let slot = &CACHE[Arch::ALL.iter().position(|&a| a == arch).expect("an arch")];
     slot.get_or_init(|| {
         let module =
@@ -920,7 +921,7 @@ fn gemm_entries() -> impl Iterator<Item = (&'static workloads::gemm::GemmKernel,
 #[test]
 fn gemm_tiles_are_copied_with_the_documented_instructions() {
     use workloads::gemm::{ALayout, GemmStyle};
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         for (family, entry, align) in gemm_entries() {
             let view = kernel(arch, entry);
             let ldgsts: Vec<String> = sass_ops(view)
@@ -965,7 +966,7 @@ fn gemm_tiles_are_copied_with_the_documented_instructions() {
 #[test]
 fn gemm_styles_wait_as_documented() {
     use workloads::gemm::GemmStyle;
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         for (family, entry, _) in gemm_entries() {
             let view = kernel(arch, entry);
             let waits: Vec<&str> = view
@@ -1015,7 +1016,7 @@ fn gemm_styles_wait_as_documented() {
 #[test]
 fn gemm_mainloops_are_unrolled_rank1_updates() {
     use workloads::gemm::BK;
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         for (family, entry, _) in gemm_entries() {
             let per_k = (family.tile.thread_m * family.tile.thread_n) as usize;
             let ffma = sass_ops(kernel(arch, entry))
@@ -1323,7 +1324,7 @@ fn queued_stream_kernels_take_tiles_with_atomics() {
 #[test]
 fn plain_streaming_keeps_four_16_byte_loads_in_flight() {
     let loads = workloads::stream::PLAIN_QUADS_PER_THREAD as usize;
-    for arch in Arch::ALL {
+    for arch in Arch::PORTABLE {
         let sass = sass_ops(kernel(arch, "stream_plain"));
         let first_store = sass
             .iter()

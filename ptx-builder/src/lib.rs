@@ -21,12 +21,14 @@ use std::path::PathBuf;
 /// `ptxas -arch` and PTX's `.target` use, the compute capability its code needs, and why the
 /// project builds for it. Everything else about an arch is derived from this table.
 macro_rules! archs {
-    ($($variant:ident = $name:literal, compute ($major:literal, $minor:literal): $why:literal;)*) => {
+    ($($variant:ident = $name:literal, compute ($major:literal, $minor:literal), $portability:ident: $why:literal;)*) => {
         /// A GPU architecture the project emits PTX for (see [`Arch::ALL`]).
         ///
         /// `cp.async` and `mbarrier` need sm_80; `mbarrier.try_wait` and the copy engine need
         /// sm_90, so the device code picks its forms with `cfg(target_feature = "sm_90")` and
-        /// each arch gets its own PTX.
+        /// each arch gets its own PTX. `wgmma` and `setmaxnreg` need sm_90a, an
+        /// *arch-specific* target: its code runs on compute capability 9.0 only (not on later
+        /// GPUs), so it is loaded beside the sm_90 module, never instead of it.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Arch {
             $(#[doc = $why] $variant,)*
@@ -34,14 +36,29 @@ macro_rules! archs {
 
         /// Every arch's facts, in [`Arch`] order.
         const SPECS: &[ArchSpec] = &[
-            $(ArchSpec { arch: Arch::$variant, name: $name, compute: ($major, $minor) },)*
+            $(ArchSpec {
+                arch: Arch::$variant,
+                name: $name,
+                compute: ($major, $minor),
+                portability: Portability::$portability,
+            },)*
         ];
     };
 }
 
 archs! {
-    Sm80 = "sm_80", compute (8, 0): "Ampere and later: `cp.async`, `mbarrier` with `test_wait` loops.";
-    Sm90 = "sm_90", compute (9, 0): "Hopper and later: `mbarrier.try_wait`, bulk and tensor copies (TMA).";
+    Sm80 = "sm_80", compute (8, 0), Portable: "Ampere and later: `cp.async`, `mbarrier` with `test_wait` loops.";
+    Sm90 = "sm_90", compute (9, 0), Portable: "Hopper and later: `mbarrier.try_wait`, bulk and tensor copies (TMA).";
+    Sm90a = "sm_90a", compute (9, 0), Specific: "Hopper only (compute capability 9.0): `wgmma`, `setmaxnreg`; loaded beside sm_90.";
+}
+
+/// Whether an arch's code runs on later GPUs too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Portability {
+    /// PTX for it is forward compatible: the driver compiles it for any later GPU.
+    Portable,
+    /// Arch-specific (`sm_90a`): runs on exactly its compute capability.
+    Specific,
 }
 
 /// One row of the arch table.
@@ -50,6 +67,7 @@ struct ArchSpec {
     name: &'static str,
     /// The compute capability the arch's code needs.
     compute: (u32, u32),
+    portability: Portability,
 }
 
 impl Arch {
@@ -84,16 +102,41 @@ impl Arch {
         self.spec().compute
     }
 
-    /// The PTX to load on a GPU of compute capability `major.minor`: the newest arch it
-    /// meets. 8.x gets sm_80 PTX; 9.x gets sm_90 PTX; later GPUs also get sm_90 PTX, which
+    /// Whether the arch's code runs on exactly its compute capability only (`sm_90a`), so
+    /// that it is loaded beside a portable module ([`Arch::specific_for`]).
+    pub fn is_arch_specific(self) -> bool {
+        self.spec().portability == Portability::Specific
+    }
+
+    /// The portable arch whose module an arch-specific one is loaded beside (itself for a
+    /// portable arch): sm_90 for sm_90a.
+    pub fn portable(self) -> Arch {
+        Arch::for_compute_capability(self.spec().compute.0, self.spec().compute.1)
+            .expect("every arch's compute capability has a portable arch")
+    }
+
+    /// The PTX to load on a GPU of compute capability `major.minor`: the newest portable arch
+    /// it meets. 8.x gets sm_80 PTX; 9.x gets sm_90 PTX; later GPUs also get sm_90 PTX, which
     /// the driver compiles for them (PTX is forward compatible). Below 8.0 there is no
     /// `cp.async`.
     pub fn for_compute_capability(major: u32, minor: u32) -> Option<Arch> {
         Arch::ALL
             .into_iter()
             .rev()
+            .filter(|a| !a.is_arch_specific())
             .find(|a| a.compute_capability() <= (major, minor))
     }
+
+    /// The arch-specific module to load beside the portable one on a GPU of compute
+    /// capability `major.minor`: sm_90a on 9.0, none elsewhere.
+    pub fn specific_for(major: u32, minor: u32) -> Option<Arch> {
+        Arch::ALL
+            .into_iter()
+            .find(|a| a.is_arch_specific() && a.compute_capability() == (major, minor))
+    }
+
+    /// The portable archs, oldest first: those whose modules hold every workload's kernels.
+    pub const PORTABLE: [Arch; 2] = [Arch::Sm80, Arch::Sm90];
 
     pub fn from_name(name: &str) -> Option<Arch> {
         Arch::ALL.into_iter().find(|a| a.name() == name)
@@ -134,6 +177,20 @@ mod tests {
         assert_eq!(Arch::for_compute_capability(9, 0), Some(Arch::Sm90));
         assert_eq!(Arch::for_compute_capability(10, 0), Some(Arch::Sm90));
         assert_eq!(Arch::for_compute_capability(12, 0), Some(Arch::Sm90));
+        assert_eq!(Arch::specific_for(9, 0), Some(Arch::Sm90a));
+        assert_eq!(Arch::specific_for(8, 0), None);
+        assert_eq!(Arch::specific_for(10, 0), None);
+        assert_eq!(Arch::Sm90a.portable(), Arch::Sm90);
+        assert_eq!(Arch::Sm80.portable(), Arch::Sm80);
+    }
+
+    #[test]
+    fn portable_lists_the_portable_rows() {
+        let portable: Vec<Arch> = Arch::ALL
+            .into_iter()
+            .filter(|a| !a.is_arch_specific())
+            .collect();
+        assert_eq!(portable, Arch::PORTABLE);
     }
 
     #[test]
@@ -145,7 +202,7 @@ mod tests {
         assert!(
             Arch::ALL
                 .windows(2)
-                .all(|w| w[0].compute_capability() < w[1].compute_capability())
+                .all(|w| w[0].compute_capability() <= w[1].compute_capability())
         );
         assert_eq!(Arch::Sm90.compute_capability(), (9, 0));
         assert_eq!(Arch::Sm80.major_version(), 8);

@@ -50,6 +50,8 @@ pub fn select_arch(
             major,
             minor,
         })?;
+    // An arch-specific arch asks for the portable module it is loaded beside.
+    let requested = requested.map(Arch::portable);
     match requested {
         Some(arch) if arch > native => Err(GpuError::ArchTooNew {
             name: name.to_string(),
@@ -70,6 +72,10 @@ pub struct GpuInfo {
     /// The PTX arch loaded for it.
     #[serde(serialize_with = "arch_name")]
     pub arch: Arch,
+    /// The arch-specific module loaded beside it (sm_90a on compute capability 9.0, when the
+    /// program carries one and `arch` is the GPU's own), and its form.
+    #[serde(serialize_with = "specific_name")]
+    pub specific: Option<(Arch, DeviceCode)>,
     pub multiprocessors: u32,
     pub clock_mhz: u32,
     pub memory_gib: f64,
@@ -81,9 +87,12 @@ pub struct GpuInfo {
 }
 
 impl GpuInfo {
-    /// The device code loaded, as reports name it: `sm_90 cubin`, `sm_80 PTX`.
+    /// The device code loaded, as reports name it: `sm_90 cubin + sm_90a cubin`, `sm_80 PTX`.
     pub fn code_label(&self) -> String {
-        format!("{} {}", self.arch, self.code)
+        match self.specific {
+            Some((arch, code)) => format!("{} {} + {arch} {code}", self.arch, self.code),
+            None => format!("{} {}", self.arch, self.code),
+        }
     }
 }
 
@@ -111,6 +120,16 @@ fn arch_name<S: serde::Serializer>(arch: &Arch, serializer: S) -> Result<S::Ok, 
     serializer.serialize_str(arch.name())
 }
 
+fn specific_name<S: serde::Serializer>(
+    specific: &Option<(Arch, DeviceCode)>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match specific {
+        Some((arch, _)) => serializer.serialize_some(arch.name()),
+        None => serializer.serialize_none(),
+    }
+}
+
 /// How long queued work may take before the watchdog reports it hung, outside a
 /// [`Gpu::time_limit_for`] scope.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(60);
@@ -131,6 +150,8 @@ pub struct Gpu {
     /// on this GPU check it too: [`Gpu::hung_flag`]).
     hung: Arc<AtomicBool>,
     module: ManuallyDrop<Arc<CudaModule>>,
+    /// The arch-specific module (`GpuInfo::specific`), searched for kernels after `module`.
+    specific: ManuallyDrop<Option<Arc<CudaModule>>>,
     stream: ManuallyDrop<Arc<CudaStream>>,
     context: ManuallyDrop<Arc<CudaContext>>,
 }
@@ -143,6 +164,7 @@ impl Drop for Gpu {
         // SAFETY: each field is dropped once, here, in dependency order.
         unsafe {
             ManuallyDrop::drop(&mut self.module);
+            ManuallyDrop::drop(&mut self.specific);
             ManuallyDrop::drop(&mut self.stream);
             ManuallyDrop::drop(&mut self.context);
         }
@@ -155,7 +177,9 @@ impl Gpu {
         Gpu::open_with(modules, None)
     }
 
-    /// Opens GPU 0 and loads the module of `modules` for `arch` (its own arch when `None`).
+    /// Opens GPU 0 and loads the module of `modules` for `arch` (its own arch when `None`),
+    /// and beside it the arch-specific module for the GPU (sm_90a on compute capability 9.0)
+    /// when `modules` has one and `arch` is the GPU's own (or that arch-specific one).
     pub fn open_with(modules: &[Module], arch: Option<Arch>) -> Result<Gpu, GpuError> {
         // SAFETY: only tries to load the library.
         if !unsafe { sys::is_culib_present() } {
@@ -177,7 +201,12 @@ impl Gpu {
         use CUdevice_attribute as A;
         let major = attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
         let minor = attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
-        let arch = select_arch(&name, major, minor, arch)?;
+        let requested = arch;
+        let arch = select_arch(&name, major, minor, requested)?;
+        let native = Arch::for_compute_capability(major, minor) == Some(arch);
+        let specific_module = Arch::specific_for(major, minor)
+            .filter(|_| native)
+            .and_then(|specific| module_for(modules, specific).copied());
         let module = *module_for(modules, arch).ok_or_else(|| GpuError::NotBuilt {
             arch,
             built: modules.iter().map(|m| m.arch).collect(),
@@ -198,26 +227,20 @@ impl Gpu {
         // SAFETY: every buffer of this context is used on `stream` only.
         unsafe { context.disable_event_tracking() };
         let stream = context.new_stream().during(|| "creating a stream".into())?;
-        let load_ptx = || {
-            context
-                .load_module(module.ptx.into())
-                .during(|| format!("loading the {arch} PTX on {name}"))
-        };
-        // The cubin runs on the major version it was assembled for; elsewhere, or if the
-        // driver refuses it (older than the ptxas that made it), the PTX serves.
-        let cubin = module
-            .cubin
-            .filter(|cubin| !cubin.is_empty() && major == arch.major_version())
-            .and_then(|cubin| context.load_module(Ptx::from_binary(cubin.to_vec())).ok());
-        let (module, code) = match cubin {
-            Some(module) => (module, DeviceCode::Cubin),
-            None => (load_ptx()?, DeviceCode::Ptx),
+        let (module, code) = load(&context, &module, major, &name)?;
+        let (specific, specific_info) = match specific_module {
+            Some(m) => {
+                let (loaded, code) = load(&context, &m, major, &name)?;
+                (Some(loaded), Some((m.arch, code)))
+            }
+            None => (None, None),
         };
         Ok(Gpu {
             info: GpuInfo {
                 name,
                 compute_capability: (major, minor),
                 arch,
+                specific: specific_info,
                 multiprocessors,
                 clock_mhz,
                 memory_gib: memory as f64 / (1u64 << 30) as f64,
@@ -229,6 +252,7 @@ impl Gpu {
             last_launch: Mutex::new(LastLaunch::default()),
             hung: Arc::new(AtomicBool::new(false)),
             module: ManuallyDrop::new(module),
+            specific: ManuallyDrop::new(specific),
             stream: ManuallyDrop::new(stream),
             context: ManuallyDrop::new(context),
         })
@@ -287,6 +311,21 @@ impl Gpu {
             .during(|| format!("filling {what}"))
     }
 
+    /// Fills `buffer` of 16-bit elements with `bits` (queued on the stream): the poison of a
+    /// BF16 output.
+    pub fn fill_u16(
+        &self,
+        buffer: &mut CudaSlice<u16>,
+        bits: u16,
+        what: &str,
+    ) -> Result<(), GpuError> {
+        let (ptr, _sync) = buffer.device_ptr(&self.stream);
+        // SAFETY: the buffer holds `len` u16s; the stream orders the fill.
+        unsafe { sys::cuMemsetD16Async(ptr, bits, buffer.len(), self.stream.cu_stream()) }
+            .result()
+            .during(|| format!("filling {what}"))
+    }
+
     /// Copies `range` of `buffer` back to the host (waits for the stream): one element of a
     /// large result, say, without the rest.
     pub fn download_range<T: DeviceRepr + Default + Clone>(
@@ -317,9 +356,9 @@ impl Gpu {
         ptr
     }
 
-    /// The loaded module (for [`Gpu::kernel`]).
-    pub(crate) fn module(&self) -> &Arc<CudaModule> {
-        &self.module
+    /// The loaded modules, the portable one first (for [`Gpu::kernel`]).
+    pub(crate) fn modules(&self) -> impl Iterator<Item = &Arc<CudaModule>> {
+        std::iter::once(&*self.module).chain(self.specific.iter())
     }
 
     /// Notes a launch for the watchdog's report.
@@ -440,6 +479,28 @@ impl Gpu {
     }
 }
 
+/// Loads `module` on `context`: its cubin where it runs (the major version it was assembled
+/// for, and a driver that accepts it — not older than the ptxas that made it), else its PTX.
+fn load(
+    context: &Arc<CudaContext>,
+    module: &Module,
+    major: u32,
+    gpu_name: &str,
+) -> Result<(Arc<CudaModule>, DeviceCode), GpuError> {
+    let arch = module.arch;
+    let cubin = module
+        .cubin
+        .filter(|cubin| !cubin.is_empty() && major == arch.major_version())
+        .and_then(|cubin| context.load_module(Ptx::from_binary(cubin.to_vec())).ok());
+    match cubin {
+        Some(loaded) => Ok((loaded, DeviceCode::Cubin)),
+        None => context
+            .load_module(module.ptx.into())
+            .map(|loaded| (loaded, DeviceCode::Ptx))
+            .during(|| format!("loading the {arch} PTX on {gpu_name}")),
+    }
+}
+
 /// `Ok` if `bytes` fit in `free` bytes of `device`'s memory, else the error that says how much
 /// `what` needs and how much is free.
 pub fn check_fits(bytes: u64, free: u64, what: &str, device: &str) -> anyhow::Result<()> {
@@ -509,6 +570,12 @@ mod tests {
         assert_eq!(select_arch("A100", 8, 0, None).unwrap(), Arch::Sm80);
         assert_eq!(select_arch("RTX 4090", 8, 9, None).unwrap(), Arch::Sm80);
         assert_eq!(select_arch("H200", 9, 0, None).unwrap(), Arch::Sm90);
+        // sm_90a is loaded beside sm_90: asking for it asks for sm_90.
+        assert_eq!(
+            select_arch("H200", 9, 0, Some(Arch::Sm90a)).unwrap(),
+            Arch::Sm90
+        );
+        assert!(select_arch("A100", 8, 0, Some(Arch::Sm90a)).is_err());
     }
 
     #[test]

@@ -45,6 +45,11 @@ macro_rules! stored_as_itself {
 
 stored_as_itself!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
 
+// SAFETY: a `Bf16` is its 16 bits (`repr(transparent)` over `u16`).
+unsafe impl DeviceElement for gpu::wgmma::Bf16 {
+    type Stored = u16;
+}
+
 // SAFETY: a `TileQueueState` is `TileQueueState::WORDS` consecutive `u32`s.
 unsafe impl DeviceElement for gpu::schedule::TileQueueState {
     type Stored = u32;
@@ -136,15 +141,24 @@ impl Gpu {
         self.kernel(entry.name())
     }
 
-    /// The kernel `name` of the loaded module, resolved once, with the parameter types `P`
+    /// The kernel `name` of the loaded modules (the portable one first, then the arch-specific
+    /// one), resolved once, with the parameter types `P`
     /// (see [`Kernel::launch`] for what `P` must match; [`Gpu::entry_point`] is the form
     /// that cannot get them wrong).
     pub fn kernel<P: Params>(&self, name: &'static str) -> Result<Kernel<P>, GpuError> {
-        let function = self
-            .module()
-            .load_function(name)
-            .during(|| format!("finding kernel `{name}` in the {} module", self.info().arch))?;
-        Ok(Kernel::new(name, function))
+        let mut missing = None;
+        for module in self.modules() {
+            match module.load_function(name) {
+                Ok(function) => return Ok(Kernel::new(name, function)),
+                Err(err) => missing = Some(err),
+            }
+        }
+        let modules = match self.info().specific {
+            Some((specific, _)) => format!("{} and {specific} modules", self.info().arch),
+            None => format!("{} module", self.info().arch),
+        };
+        Err(missing.expect("a GPU has a module"))
+            .during(|| format!("finding kernel `{name}` in the {modules}"))
     }
 }
 

@@ -442,6 +442,23 @@ impl TensorMaps {
         Ok(map)
     }
 
+    /// The map of a row-major matrix of `element`s at `address`, `rows` rows of `cols`
+    /// elements (packed), in boxes of `box_cols x box_rows`, with `swizzle`, zero fill.
+    pub fn matrix(
+        &self,
+        element: ElementType,
+        address: u64,
+        (cols, rows): (u32, u32),
+        (box_cols, box_rows): (u32, u32),
+        swizzle: Swizzle,
+    ) -> Result<TensorMap, TensorMapError> {
+        self.get(
+            TensorMapBuilder::new(element, address, &[cols as u64, rows as u64])
+                .box_dims(&[box_cols, box_rows])
+                .swizzle(swizzle),
+        )
+    }
+
     /// The map of a row-major `f32` matrix at `address`, `rows` rows of `cols` floats (packed),
     /// in boxes of `box_cols x box_rows`, with `swizzle`.
     pub fn f32_matrix(

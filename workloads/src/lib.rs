@@ -9,6 +9,7 @@
 //! | [`study`] | the 32x32xK one-warp study: every completion style against a synchronous baseline |
 //! | [`selftest`] | the library's self-test: every abstraction streams random data, checked exactly |
 //! | [`gemm`] | a tiled FP32 GEMM (any size) in every completion style, against cuBLAS |
+//! | [`bf16_gemm`] | a BF16 tensor-core GEMM (wgmma + TMA, sm_90a, any size), against cuBLAS |
 //! | [`stream`] | a bandwidth-bound copy through shared memory (plain, `cp.async`, bulk), against the driver's copy |
 
 #![cfg_attr(target_arch = "nvptx64", no_std)]
@@ -17,15 +18,23 @@
 // links to them.
 #![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 
+pub mod bf16_gemm;
+// The sm_90a module holds only what needs sm_90a (the tensor-core GEMM): the GPU loads it
+// beside the sm_90 module, which holds everything else, so the rest is not built twice.
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub mod gemm;
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub mod selftest;
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub mod stream;
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub mod study;
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub mod verify;
 
 /// Four floats moved as one 16-byte access (`ld.global.v4.f32` / `st.global.v4.f32`): how the
 /// workloads' kernels read and write global memory a `float4` at a time.
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90a")))]
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
 struct Quad([f32; 4]);

@@ -36,6 +36,8 @@ mod sreg;
 mod sync;
 #[cfg(target_feature = "sm_90")]
 mod tensor;
+#[cfg(target_feature = "sm_90a")]
+mod wgmma;
 
 #[cfg(target_arch = "nvptx64")]
 pub use atomic::*;
@@ -55,6 +57,8 @@ pub use sreg::*;
 pub use sync::*;
 #[cfg(target_feature = "sm_90")]
 pub use tensor::*;
+#[cfg(target_feature = "sm_90a")]
+pub use wgmma::*;
 
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;

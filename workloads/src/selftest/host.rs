@@ -86,7 +86,7 @@ impl Experiment for SelftestExperiment {
     fn archs(&self) -> &'static [Arch] {
         match self {
             SelftestExperiment::Copy(k) if k.form.needs_sm90() => &[Arch::Sm90],
-            _ => &Arch::ALL,
+            _ => &Arch::PORTABLE,
         }
     }
     fn summary(&self) -> &'static str {

@@ -83,7 +83,7 @@ impl Experiment for StreamExperiment {
     fn archs(&self) -> &'static [Arch] {
         match self {
             StreamExperiment::Kernel(k) if k.needs_sm90() => &[Arch::Sm90],
-            _ => &Arch::ALL,
+            _ => &Arch::PORTABLE,
         }
     }
 }
@@ -422,7 +422,7 @@ mod tests {
             if e.name().starts_with("stream_bulk") || e.name().starts_with("stream_tensor") {
                 assert_eq!(e.archs(), [Arch::Sm90]);
             } else {
-                assert_eq!(e.archs(), Arch::ALL);
+                assert_eq!(e.archs(), Arch::PORTABLE);
             }
         }
     }

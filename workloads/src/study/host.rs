@@ -45,7 +45,7 @@ impl Experiment for StudyKernel {
         if self.style.needs_sm90() {
             &[Arch::Sm90]
         } else {
-            &Arch::ALL
+            &Arch::PORTABLE
         }
     }
     fn counterpart(&self) -> Option<&'static dyn Experiment> {

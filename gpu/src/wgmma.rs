@@ -1,0 +1,224 @@
+//! Warpgroup MMA on Hopper's tensor cores (sm_90a): the operand tiles a tensor copy fills and
+//! `wgmma` reads, described once ([`SwizzledKMajor`]: the host takes its box and swizzle for the
+//! tensor map, the device its [`MatrixDescriptor`]s, so the two cannot disagree), the
+//! accumulator fragment ([`Accumulator`]), and the multiply atom ([`WarpgroupMma`]).
+//!
+//! The layouts are plain Rust, built for the host too; the atom and the descriptors exist only
+//! in the sm_90a device build.
+
+#[cfg(target_feature = "sm_90a")]
+use crate::ptx::{self, MatrixDescriptor, Shared};
+
+/// A bfloat16 value (1 sign, 8 exponent, 7 mantissa bits) as its bits: the element of BF16
+/// matrices in kernel signatures (the host stores it as `u16`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Bf16(pub u16);
+
+impl Bf16 {
+    /// `x` rounded to the nearest BF16 (ties to even; NaN stays NaN).
+    pub const fn from_f32(x: f32) -> Bf16 {
+        let bits = x.to_bits();
+        if x.is_nan() {
+            return Bf16(((bits >> 16) | 0x40) as u16);
+        }
+        let rounding = 0x7FFF + ((bits >> 16) & 1);
+        Bf16((bits.wrapping_add(rounding) >> 16) as u16)
+    }
+
+    /// The value, exactly.
+    pub const fn to_f32(self) -> f32 {
+        f32::from_bits((self.0 as u32) << 16)
+    }
+}
+
+/// The threads of a warpgroup: four consecutive warps, what one `wgmma` is issued by.
+pub const WARPGROUP_THREADS: u32 = 128;
+
+/// A `ROWS x 64` tile of 16-bit elements (one 128-byte row of K per row of M or N, K-major),
+/// in shared memory as a tensor copy with 128-byte swizzle writes it: row `r` at byte
+/// `128 r`, its 16-byte chunk `c` stored at chunk `c ^ (r % 8)`. The tile is 1024-byte aligned
+/// (the swizzle repeats every 8 rows) and holds `ROWS * 128` bytes.
+///
+/// The same type gives the tensor map's box ([`SwizzledKMajor::BOX`]) and the `wgmma`
+/// descriptors ([`SwizzledKMajor::descriptor`]): leading byte offset 16 (unused by a swizzled
+/// K-major operand), stride byte offset 1024 (eight rows), swizzle mode 128 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwizzledKMajor<const ROWS: u32>;
+
+impl<const ROWS: u32> SwizzledKMajor<ROWS> {
+    /// Elements of K per row: 128 bytes of 16-bit elements.
+    pub const K: u32 = 64;
+    /// Bytes of the tile.
+    pub const BYTES: u32 = ROWS * 128;
+    /// The tensor map's box, innermost first: `[64, ROWS]` (ROWS at most 256, the largest box
+    /// dimension).
+    pub const BOX: [u32; 2] = {
+        assert!(ROWS >= 8 && ROWS <= 256 && ROWS.is_multiple_of(8));
+        [Self::K, ROWS]
+    };
+    /// The tensor map's swizzle span in bytes.
+    pub const SWIZZLE_BYTES: u32 = 128;
+    /// How far one k-step of 16 elements (32 bytes) moves a descriptor, in its 16-byte units.
+    pub const K_STEP: u64 = 2;
+    /// Leading byte offset, stride byte offset (bytes) and the swizzle field of the descriptor.
+    const LEADING_BYTES: u64 = 16;
+    const STRIDE_BYTES: u64 = 1024;
+    const SWIZZLE_128B: u64 = 1;
+
+    /// The descriptor bits of the tile's rows from `row` on (a multiple of 8) when the tile
+    /// starts at shared address `base`: start address `(base + 128 row) / 16` (14 bits), the
+    /// offsets, the swizzle mode in bits 62-63.
+    pub const fn descriptor_bits(base: u32, row: u32) -> u64 {
+        let start = ((base + row * 128) as u64 & 0x3_FFFF) >> 4;
+        start
+            | (Self::LEADING_BYTES >> 4) << 16
+            | (Self::STRIDE_BYTES >> 4) << 32
+            | Self::SWIZZLE_128B << 62
+    }
+
+    /// The `wgmma` descriptor of the tile's rows from `row` on (a multiple of 8), the tile at
+    /// `base`.
+    ///
+    /// # Safety
+    /// `base` is 1024-byte aligned and starts `BYTES` of shared memory laid out as above (by a
+    /// tensor copy through a map with [`Self::BOX`] and 128-byte swizzle); `row + 64 <= ROWS`
+    /// for an A operand, `row + N <= ROWS` for a B operand of width N.
+    #[cfg(target_feature = "sm_90a")]
+    #[inline(always)]
+    pub unsafe fn descriptor<T>(base: Shared<T>, row: u32) -> MatrixDescriptor {
+        // SAFETY: forwarded contract: the bits describe this layout.
+        unsafe { MatrixDescriptor::from_bits(Self::descriptor_bits(base.addr(), row)) }
+    }
+}
+
+/// A warpgroup's 64 x N FP32 accumulator tile, `REGS = N / 2` registers per thread. Thread
+/// `t` (0..128) of the warpgroup holds, in register `i`, the element at row
+/// `16 (t / 32) + (t % 32) / 4 + 8 ((i / 2) % 2)` and column `8 (i / 4) + 2 (t % 4) + i % 2`
+/// ([`Accumulator::position`]): pairs of adjacent columns, so an epilogue stores two at a time.
+///
+/// Index it only with constants (unrolled loops): a run-time index puts the array in local
+/// memory.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub struct Accumulator<const REGS: usize> {
+    /// This thread's registers, in `wgmma`'s order.
+    pub regs: [f32; REGS],
+}
+
+impl<const REGS: usize> Accumulator<REGS> {
+    /// Columns of the tile.
+    pub const N: u32 = 2 * REGS as u32;
+
+    /// Zeros.
+    #[inline(always)]
+    pub const fn zeros() -> Self {
+        Accumulator { regs: [0.0; REGS] }
+    }
+
+    /// `(row, column)` in the 64 x N tile of register `i` of warpgroup thread `t`.
+    #[inline(always)]
+    pub const fn position(t: u32, i: u32) -> (u32, u32) {
+        let row = 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2);
+        let col = 8 * (i / 4) + 2 * (t % 4) + i % 2;
+        (row, col)
+    }
+}
+
+/// A `wgmma` shape and input type: multiplies a 64 x 64 k-tile of A by a 64 x N one of B into
+/// an [`Accumulator`] (see [`crate::ptx::wgmma_m64n256k64_bf16`] for what it lowers to and why
+/// it is one `asm!` statement).
+#[cfg(target_feature = "sm_90a")]
+pub trait WarpgroupMma {
+    /// Registers per thread of the accumulator (N / 2).
+    type Acc;
+
+    /// `acc (+)= A B` over one k-tile, both operands [`SwizzledKMajor`] tiles.
+    ///
+    /// # Safety
+    /// As [`crate::ptx::wgmma_m64n256k64_bf16`]: the warpgroup together, the descriptors
+    /// describe tiles that are filled and not written until it returns.
+    unsafe fn mma_k64(
+        acc: &mut Self::Acc,
+        a: MatrixDescriptor,
+        b: MatrixDescriptor,
+        accumulate: bool,
+    );
+}
+
+/// BF16 inputs, FP32 accumulators, 64 x `N` x 64 per call, both operands K-major.
+#[cfg(target_feature = "sm_90a")]
+pub struct Bf16Mma<const N: u32>;
+
+macro_rules! bf16_shapes {
+    ($($n:literal => $regs:literal, $f:ident;)*) => {$(
+        #[cfg(target_feature = "sm_90a")]
+        impl WarpgroupMma for Bf16Mma<$n> {
+            type Acc = Accumulator<$regs>;
+
+            #[inline(always)]
+            unsafe fn mma_k64(acc: &mut Self::Acc, a: MatrixDescriptor, b: MatrixDescriptor, accumulate: bool) {
+                const STEP: u64 = SwizzledKMajor::<8>::K_STEP;
+                // SAFETY: forwarded contract; K-major B (no transpose).
+                unsafe { ptx::$f::<STEP, STEP, 0>(&mut acc.regs, a, b, accumulate) }
+            }
+        }
+    )*};
+}
+
+bf16_shapes! {
+    64 => 32, wgmma_m64n64k64_bf16;
+    128 => 64, wgmma_m64n128k64_bf16;
+    256 => 128, wgmma_m64n256k64_bf16;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bf16_rounds_to_nearest_even() {
+        assert_eq!(Bf16::from_f32(1.0).0, 0x3F80);
+        assert_eq!(Bf16::from_f32(1.0).to_f32(), 1.0);
+        // 1 + 2^-8 is half-way between 1 and 1 + 2^-7: to even (1).
+        assert_eq!(Bf16::from_f32(1.0 + 1.0 / 256.0).to_f32(), 1.0);
+        assert_eq!(
+            Bf16::from_f32(1.0 + 3.0 / 256.0).to_f32(),
+            1.0 + 2.0 / 128.0
+        );
+        assert_eq!(Bf16::from_f32(-256.0).to_f32(), -256.0);
+        assert!(Bf16::from_f32(f32::NAN).to_f32().is_nan());
+        assert_eq!(Bf16::from_f32(f32::INFINITY).to_f32(), f32::INFINITY);
+    }
+
+    #[test]
+    fn descriptor_fields_follow_the_ptx_encoding() {
+        type T = SwizzledKMajor<128>;
+        let bits = T::descriptor_bits(0x1_0400, 0);
+        assert_eq!(bits & 0x3FFF, 0x1_0400 >> 4);
+        assert_eq!((bits >> 16) & 0x3FFF, 1);
+        assert_eq!((bits >> 32) & 0x3FFF, 64);
+        assert_eq!(bits >> 62, 1);
+        // Row 64 starts 8 KiB later.
+        assert_eq!(
+            T::descriptor_bits(0x1_0400, 64) & 0x3FFF,
+            (0x1_0400 + 8192) >> 4
+        );
+        assert_eq!(T::BOX, [64, 128]);
+        assert_eq!(T::BYTES, 16384);
+    }
+
+    #[test]
+    fn accumulator_positions_cover_the_tile_once() {
+        let mut seen = vec![false; 64 * 256];
+        for t in 0..128 {
+            for i in 0..128 {
+                let (r, c) = Accumulator::<128>::position(t, i);
+                assert!(r < 64 && c < 256);
+                assert!(!seen[(r * 256 + c) as usize], "({r}, {c}) twice");
+                seen[(r * 256 + c) as usize] = true;
+            }
+        }
+        assert!(seen.iter().all(|&s| s));
+    }
+}

@@ -1,0 +1,570 @@
+//! The BF16 GEMM ([`super`]): `C = A B^T`, every kernel against cuBLAS's `cublasGemmEx`
+//! (BF16 inputs and output, FP32 compute, the "TN" layout cuBLAS is fastest at) on the same
+//! buffers, all checked against a reference kernel of our own that accumulates the BF16 inputs
+//! in `f64`.
+//!
+//! Checks (the output widened to f32 on the GPU, the poison kept apart):
+//! - random inputs in [-1, 1) rounded to BF16: every element within `2^-8` of the reference
+//!   relative to `max(|ref|, max_i |ref_i|)`, and `||C - ref|| / ||ref||` within `2^-8`
+//!   ([`bf16_output_tolerance`]): rounding C to BF16 moves an element by at most `2^-9` of its
+//!   size, FP32 accumulation by about `sqrt(K) 2^-24` — a factor two of margin on the first, far
+//!   more on the second; a missing or repeated k-tile moves C by `sqrt(64 / K)` of its scale
+//!   (9% at K = 8192), twenty times the bound;
+//! - small integers, exact: A keeps at most 4 non-zeros per row (integers in [-8, 8]), B any
+//!   integers in [-8, 8], so every product and partial sum is an integer below 2^24 (exact in
+//!   FP32) and every result at most 256 in magnitude (exact in BF16): C must equal the reference
+//!   bit for bit.
+//!
+//! K not a multiple of 8 (rows that no tensor map can describe): each launch first copies A
+//! and B with the copy engine (`cuMemcpy2DAsync`) into buffers whose rows are padded with zeros
+//! to a multiple of 8, and multiplies those; the time includes the copies.
+
+use super::{
+    BF16_KERNELS, BF16_POISON, BK, Bf16Kernel, HELPER_THREADS, LAYOUT, bf16_gemm_reference,
+    bf16_widen,
+};
+use crate::gemm::host::{Mnk, parse_mnk};
+use crate::verify::host::{ReferenceScale, Rule, Verifier};
+use crate::verify::{GPU_CHECK_MIN_ELEMENTS, verify_against_reference, verify_reference_scale};
+use anyhow::{Result, bail, ensure};
+use gpu::wgmma::Bf16;
+use gpu_runtime::blas::{Blas, sys as cublas};
+use gpu_runtime::cudarc::driver::{CudaSlice, sys as driver};
+use gpu_runtime::tensor_map::{ElementType, Swizzle, TensorMaps};
+use gpu_runtime::{Gpu, Kernel, LaunchConfig};
+use harness::check::{self, CheckReport, POISON, Tolerance};
+use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use ptx_builder::Arch;
+use rand::{Rng, SeedableRng};
+use std::sync::LazyLock;
+
+/// The BF16 GEMM workload.
+pub struct Bf16Gemm;
+
+/// One experiment: cuBLAS, or a kernel of ours.
+#[derive(Clone, Copy, Debug)]
+pub enum Bf16Experiment {
+    /// `cublasGemmEx`, BF16 in and out, FP32 compute: the baseline.
+    Cublas,
+    /// A kernel of ours.
+    Kernel(&'static Bf16Kernel),
+}
+
+static EXPERIMENTS: LazyLock<Vec<Bf16Experiment>> = LazyLock::new(|| {
+    std::iter::once(Bf16Experiment::Cublas)
+        .chain(BF16_KERNELS.iter().map(Bf16Experiment::Kernel))
+        .collect()
+});
+
+/// The row name of cuBLAS.
+pub const CUBLAS: &str = "cublas_gemm_ex_bf16";
+
+impl Experiment for Bf16Experiment {
+    fn name(&self) -> &'static str {
+        match self {
+            Bf16Experiment::Cublas => CUBLAS,
+            Bf16Experiment::Kernel(k) => k.name,
+        }
+    }
+    fn role(&self) -> Role {
+        match self {
+            Bf16Experiment::Cublas => Role::Baseline,
+            Bf16Experiment::Kernel(_) => Role::Library,
+        }
+    }
+    fn style(&self) -> &'static str {
+        match self {
+            Bf16Experiment::Cublas => "cublas",
+            Bf16Experiment::Kernel(k) => k.style.label(),
+        }
+    }
+    fn stages(&self) -> Option<u32> {
+        match self {
+            Bf16Experiment::Cublas => None,
+            Bf16Experiment::Kernel(_) => Some(super::STAGES),
+        }
+    }
+    fn threads(&self) -> Option<u32> {
+        match self {
+            Bf16Experiment::Cublas => None,
+            Bf16Experiment::Kernel(k) => Some(k.style.threads()),
+        }
+    }
+    fn shared_bytes(&self) -> Option<u32> {
+        match self {
+            Bf16Experiment::Cublas => None,
+            Bf16Experiment::Kernel(_) => Some(LAYOUT.bytes),
+        }
+    }
+    fn summary(&self) -> &'static str {
+        match self {
+            Bf16Experiment::Cublas => {
+                "cublasGemmEx: BF16 A, B and C, FP32 compute, row-major C = A B^T as the TN GEMM"
+            }
+            Bf16Experiment::Kernel(k) => k.style.summary(),
+        }
+    }
+    fn archs(&self) -> &'static [Arch] {
+        match self {
+            Bf16Experiment::Kernel(_) => &[Arch::Sm90a],
+            Bf16Experiment::Cublas => &Arch::PORTABLE,
+        }
+    }
+}
+
+/// The tolerance of a BF16 output (module docs).
+pub fn bf16_output_tolerance() -> Tolerance {
+    Tolerance {
+        norm: 1.0 / 256.0,
+        element: 1.0 / 256.0,
+    }
+}
+
+/// Bytes of device memory a problem takes: A and B in BF16 (twice, with the padded copies, when
+/// K is not a multiple of 8), C in BF16, its f32 widening, the f64 reference.
+fn device_bytes(size: Mnk) -> u64 {
+    let (m, n, k) = (size.m as u64, size.n as u64, size.k as u64);
+    let kp = k.next_multiple_of(8);
+    let padded = if kp != k { 2 * (m + n) * kp } else { 0 };
+    2 * (m + n) * k + padded + (2 + 4 + 8) * m * n
+}
+
+impl Workload for Bf16Gemm {
+    type Experiment = Bf16Experiment;
+    type Size = Mnk;
+    type Problem = Bf16Problem;
+
+    fn name(&self) -> &'static str {
+        "bf16-gemm"
+    }
+    fn summary(&self) -> &'static str {
+        "C = A B^T, BF16 in and out, FP32 accumulate, any size, on wgmma + TMA (sm_90a) vs cuBLAS"
+    }
+    fn experiments(&self) -> &'static [Bf16Experiment] {
+        &EXPERIMENTS
+    }
+    fn helper_kernels(&self) -> &'static [&'static str] {
+        const HELPERS: &[&str] = &[
+            bf16_gemm_reference.name(),
+            bf16_widen.name(),
+            verify_reference_scale.name(),
+            verify_against_reference.name(),
+        ];
+        HELPERS
+    }
+    fn device_bytes(&self, size: Mnk) -> u64 {
+        device_bytes(size)
+    }
+    fn size_syntax(&self) -> &'static str {
+        "N (square) or MxNxK, each from 1 to 2^30 (M x N below 2^31)"
+    }
+    fn parse_size(&self, text: &str) -> Result<Mnk, String> {
+        let size = parse_mnk(text)?;
+        if size.m as u64 * size.n as u64 >= 1 << 31 {
+            return Err(format!(
+                "M x N = {} is too large: below 2^31 (the reference's grid)",
+                size.m as u64 * size.n as u64
+            ));
+        }
+        Ok(size)
+    }
+    fn default_sizes(&self) -> Vec<Mnk> {
+        [
+            "1024",
+            "2048",
+            "4096",
+            "8192",
+            "4095x4097x1023",
+            "4096x4096x1024",
+            "8192x1024x8192",
+            "512x8192x8192",
+        ]
+        .iter()
+        .map(|s| parse_mnk(s).expect("valid default sizes"))
+        .collect()
+    }
+    fn test_cases(&self) -> Vec<(Values, Mnk)> {
+        // One element; ragged in every dimension (K too: padded copies); tile multiples; more
+        // tiles than SMs (the persistent walk); odd N (single-element stores); and exact
+        // small integers at ragged and aligned sizes, the last past GPU_CHECK_MIN_ELEMENTS.
+        let random = [
+            "1",
+            "129x257x33",
+            "256x512x128",
+            "300x8x72",
+            "2000x2100x200",
+            "77x1001x1000",
+        ];
+        let exact = ["1", "3x5x7", "131x259x64", "1100x1000x16", "1030x1030x520"];
+        random
+            .iter()
+            .map(|s| (Values::Random, s))
+            .chain(exact.iter().map(|s| (Values::SmallIntegers, s)))
+            .map(|(values, s)| (values, parse_mnk(s).expect("valid test sizes")))
+            .collect()
+    }
+    fn prepare(&self, gpu: &Gpu, size: Mnk, inputs: Inputs) -> Result<Bf16Problem> {
+        Bf16Problem::new(gpu, size, inputs)
+    }
+}
+
+/// The inputs as BF16 bits: A (`m x k`) then B (`n x k`). Random: uniform in [-1, 1) rounded to
+/// BF16. Small integers: in [-8, 8], A with non-zeros only where `(row + col) % stride == 0`,
+/// `stride = ceil(k / 4)` (at most 4 per row; see the module docs).
+pub fn generate_inputs(size: Mnk, values: Values, seed: u64) -> (Vec<u16>, Vec<u16>) {
+    let (m, n, k) = (size.m as usize, size.n as usize, size.k as usize);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let value = |rng: &mut rand::rngs::StdRng| match values {
+        Values::Random => Bf16::from_f32(rng.gen_range(-1.0f32..1.0)).0,
+        Values::SmallIntegers => Bf16::from_f32(rng.gen_range(-8i32..=8) as f32).0,
+    };
+    let stride = k.div_ceil(4);
+    let mut a = Vec::with_capacity(m * k);
+    for row in 0..m {
+        for col in 0..k {
+            let keep = values == Values::Random || (row + col) % stride == 0;
+            a.push(if keep { value(&mut rng) } else { 0 });
+        }
+    }
+    let b = (0..n * k).map(|_| value(&mut rng)).collect();
+    (a, b)
+}
+
+/// The reference C: on the host for small problems, on the GPU past `GPU_CHECK_MIN_ELEMENTS`.
+enum Reference {
+    Host(Vec<f64>),
+    Device {
+        values: CudaSlice<f64>,
+        scale: ReferenceScale,
+        verifier: Box<Verifier>,
+    },
+}
+
+/// A and B with rows padded to a multiple of 8 elements (zeros past K), which the tensor maps
+/// describe when K itself is not a multiple of 8; refilled by every launch.
+struct Padded {
+    k: u32,
+    a: CudaSlice<u16>,
+    b: CudaSlice<u16>,
+}
+
+/// A, B, C, the reference, cuBLAS, the resolved kernels.
+pub struct Bf16Problem {
+    size: Mnk,
+    values: Values,
+    a: CudaSlice<u16>,
+    b: CudaSlice<u16>,
+    padded: Option<Padded>,
+    c: CudaSlice<u16>,
+    widened: CudaSlice<f32>,
+    widen: Kernel<(*const Bf16, *mut f32, u64, u32)>,
+    reference: Reference,
+    cublas: Result<Blas, String>,
+    entries: Vec<(&'static Bf16Kernel, Kernel<super::Bf16GemmParams>)>,
+    maps: TensorMaps,
+}
+
+impl Bf16Problem {
+    fn new(gpu: &Gpu, size: Mnk, inputs: Inputs) -> Result<Bf16Problem> {
+        let Mnk { m, n, k } = size;
+        ensure!(
+            (m as u64) * (n as u64) < 1 << 31,
+            "{size}: M x N must be below 2^31"
+        );
+        let (a_host, b_host) = generate_inputs(size, inputs.values, inputs.seed);
+        let a = gpu.upload(&a_host, "A")?;
+        let b = gpu.upload(&b_host, "B")?;
+        drop((a_host, b_host));
+        let padded = if k % 8 != 0 {
+            let kp = k.next_multiple_of(8);
+            Some(Padded {
+                k: kp,
+                a: gpu.zeros::<u16>(m as usize * kp as usize, "A padded")?,
+                b: gpu.zeros::<u16>(n as usize * kp as usize, "B padded")?,
+            })
+        } else {
+            None
+        };
+        let mn = m as usize * n as usize;
+        let c = gpu.zeros::<u16>(mn, "C")?;
+        let widened = gpu.zeros::<f32>(mn, "C widened")?;
+        let reference = {
+            let mut c64 = gpu.zeros::<f64>(mn, "the reference C")?;
+            let config = LaunchConfig::linear(
+                (mn as u64).div_ceil(HELPER_THREADS as u64) as u32,
+                HELPER_THREADS,
+                0,
+            );
+            let kernel = gpu.entry_point(bf16_gemm_reference)?;
+            // SAFETY: bf16_gemm_reference(a, b, c, m, n, k) reads m*k and n*k BF16 and
+            // writes m*n doubles, which the buffers hold; the 1-D grid covers m*n threads
+            // (below 2^31, checked).
+            unsafe { kernel.launch(gpu, config, (&a, &b, &mut c64, m, n, k))? };
+            gpu.synchronize(|| format!("computing the reference of a {size} BF16 GEMM"))?;
+            if mn >= GPU_CHECK_MIN_ELEMENTS {
+                let mut verifier = Verifier::new(gpu)?;
+                let scale = verifier.reference_scale(gpu, &c64)?;
+                Reference::Device {
+                    values: c64,
+                    scale,
+                    verifier: Box::new(verifier),
+                }
+            } else {
+                Reference::Host(gpu.download(&c64, "the reference C")?)
+            }
+        };
+        let info = gpu.info();
+        let sm90a_loaded = info.specific.is_some_and(|(arch, _)| arch == Arch::Sm90a);
+        let mut entries = Vec::new();
+        if sm90a_loaded {
+            for kernel in BF16_KERNELS {
+                entries.push((kernel, gpu.entry_point(kernel.entry)?));
+            }
+        }
+        Ok(Bf16Problem {
+            size,
+            values: inputs.values,
+            a,
+            b,
+            padded,
+            c,
+            widened,
+            widen: gpu.entry_point(bf16_widen)?,
+            reference,
+            cublas: Blas::open(gpu, cublas::cublasMath_t::CUBLAS_DEFAULT_MATH),
+            entries,
+            maps: TensorMaps::default(),
+        })
+    }
+
+    /// Copies A and B into the padded buffers with the copy engine (rows of `k` elements into
+    /// rows of `padded.k`, the zeros past `k` left as they are).
+    fn stage_padded(&self, gpu: &Gpu, padded: &Padded) -> Result<()> {
+        let Mnk { m, n, k } = self.size;
+        for (src, dst, rows, what) in [(&self.a, &padded.a, m, "A"), (&self.b, &padded.b, n, "B")] {
+            let copy = driver::CUDA_MEMCPY2D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcMemoryType: driver::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                srcHost: std::ptr::null(),
+                srcDevice: gpu.address(src),
+                srcArray: std::ptr::null_mut(),
+                srcPitch: 2 * k as usize,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstMemoryType: driver::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: gpu.address(dst),
+                dstArray: std::ptr::null_mut(),
+                dstPitch: 2 * padded.k as usize,
+                WidthInBytes: 2 * k as usize,
+                Height: rows as usize,
+            };
+            // SAFETY: both buffers are device memory of `rows` rows at these pitches (the
+            // destination's rows longer); the stream orders the copy before the GEMM.
+            unsafe { driver::cuMemcpy2DAsync_v2(&copy, gpu.stream().cu_stream()) }
+                .result()
+                .map_err(|e| anyhow::anyhow!("padding {what} for the tensor maps: {e:?}"))?;
+        }
+        Ok(())
+    }
+}
+
+impl Problem<Bf16Experiment> for Bf16Problem {
+    fn unavailable(&self, experiment: &Bf16Experiment) -> Option<String> {
+        match (experiment, &self.cublas) {
+            (Bf16Experiment::Cublas, Err(why)) => Some(why.clone()),
+            (Bf16Experiment::Kernel(_), _) if self.entries.is_empty() => {
+                Some("needs the sm_90a module (compute capability 9.0)".to_string())
+            }
+            _ => None,
+        }
+    }
+
+    fn poison(&mut self, gpu: &Gpu, _: &Bf16Experiment) -> Result<()> {
+        Ok(gpu.fill_u16(&mut self.c, BF16_POISON, "C")?)
+    }
+
+    fn launch(&mut self, gpu: &Gpu, experiment: &Bf16Experiment) -> Result<()> {
+        let Mnk { m, n, k } = self.size;
+        match experiment {
+            Bf16Experiment::Kernel(kernel) => {
+                let Some((_, entry)) = self.entries.iter().find(|(f, _)| std::ptr::eq(*f, *kernel))
+                else {
+                    bail!("{} is not loaded (no sm_90a module)", kernel.name);
+                };
+                let (a, b, kp) = match &self.padded {
+                    Some(padded) => {
+                        self.stage_padded(gpu, padded)?;
+                        (gpu.address(&padded.a), gpu.address(&padded.b), padded.k)
+                    }
+                    None => (gpu.address(&self.a), gpu.address(&self.b), k),
+                };
+                let (tiles_m, tiles_n) = super::tiles(m, n);
+                let blocks = (tiles_m * tiles_n).min(gpu.info().multiprocessors);
+                let config = LaunchConfig::linear(blocks, kernel.style.threads(), LAYOUT.bytes);
+                let a_box = super::ATile::BOX;
+                let b_box = super::BTile::BOX;
+                let a_map = self.maps.matrix(
+                    ElementType::BF16,
+                    a,
+                    (kp, m),
+                    (a_box[0], a_box[1]),
+                    Swizzle::Bytes128,
+                )?;
+                let b_map = self.maps.matrix(
+                    ElementType::BF16,
+                    b,
+                    (kp, n),
+                    (b_box[0], b_box[1]),
+                    Swizzle::Bytes128,
+                )?;
+                debug_assert_eq!(BK, a_box[0]);
+                // SAFETY: the kernels take (a, b, c, m, n, k): maps of A (kp x m) and B
+                // (kp x n) BF16 with the tiles' boxes, 128-byte swizzle and zero fill (so the
+                // padded columns past k, zeros too, add nothing), C m x n BF16, which `c`
+                // holds; 1-D grid, the style's threads, LAYOUT's shared memory.
+                unsafe { entry.launch(gpu, config, (&a_map, &b_map, &mut self.c, m, n, kp))? };
+            }
+            Bf16Experiment::Cublas => {
+                let handle = match &self.cublas {
+                    Ok(cublas) => cublas.handle(),
+                    Err(why) => bail!("cuBLAS is unavailable: {why}"),
+                };
+                let (alpha, beta) = (1.0f32, 0.0f32);
+                let (a, b, c) = (
+                    gpu.address(&self.a),
+                    gpu.address(&self.b),
+                    gpu.address(&self.c),
+                );
+                let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+                // Row-major C = A B^T is column-major C^T (n x m, ld n) = B A^T, where the
+                // memory of B (n x k row-major) is B^T column-major (ld k): op T; A's memory is
+                // A^T column-major (ld k): op N.
+                // SAFETY: a live handle on the GPU's stream; the buffers hold what the leading
+                // dimensions describe.
+                let status = unsafe {
+                    cublas::cublasGemmEx(
+                        handle,
+                        cublas::cublasOperation_t::CUBLAS_OP_T,
+                        cublas::cublasOperation_t::CUBLAS_OP_N,
+                        ni,
+                        mi,
+                        ki,
+                        (&alpha as *const f32).cast(),
+                        b as *const _,
+                        cublas::cudaDataType_t::CUDA_R_16BF,
+                        ki,
+                        a as *const _,
+                        cublas::cudaDataType_t::CUDA_R_16BF,
+                        ki,
+                        (&beta as *const f32).cast(),
+                        c as *mut _,
+                        cublas::cudaDataType_t::CUDA_R_16BF,
+                        ni,
+                        cublas::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                        cublas::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                    )
+                };
+                ensure!(
+                    status == cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS,
+                    "cublasGemmEx ({}) failed: {status:?}",
+                    self.size
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&mut self, gpu: &Gpu, _: &Bf16Experiment) -> Result<CheckReport> {
+        let len = self.c.len() as u64;
+        let blocks = (len.div_ceil(HELPER_THREADS as u64)).min(4 * 1024) as u32;
+        // SAFETY: bf16_widen(src, dst, len, poison): both buffers hold `len` elements; any
+        // 1-D grid of HELPER_THREADS blocks.
+        unsafe {
+            self.widen.launch(
+                gpu,
+                LaunchConfig::linear(blocks, HELPER_THREADS, 0),
+                (&self.c, &mut self.widened, len, POISON.to_bits()),
+            )?
+        };
+        match &mut self.reference {
+            Reference::Host(reference) => {
+                let c = gpu.download(&self.widened, "C")?;
+                Ok(match self.values {
+                    Values::Random => check::check(&c, reference, bf16_output_tolerance()),
+                    Values::SmallIntegers => check::check_exact_against(&c, reference),
+                })
+            }
+            Reference::Device {
+                values,
+                scale,
+                verifier,
+            } => {
+                let rule = match self.values {
+                    Values::Random => Rule::Tolerance(bf16_output_tolerance()),
+                    Values::SmallIntegers => Rule::Exact,
+                };
+                verifier.against_reference(gpu, &self.widened, values, *scale, rule)
+            }
+        }
+    }
+
+    fn work(&self) -> Work {
+        Work::Flops(self.size.flops())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_inputs_keep_every_result_exact_in_bf16() {
+        let size = Mnk {
+            m: 37,
+            n: 5,
+            k: 1023,
+        };
+        let (a, b) = generate_inputs(size, Values::SmallIntegers, 7);
+        let k = size.k as usize;
+        for row in 0..size.m as usize {
+            let nonzeros = a[row * k..(row + 1) * k]
+                .iter()
+                .filter(|&&x| x != 0)
+                .count();
+            assert!(nonzeros <= 4, "row {row}: {nonzeros}");
+            for col in 0..size.n as usize {
+                let sum: f64 = (0..k)
+                    .map(|i| {
+                        Bf16(a[row * k + i]).to_f32() as f64 * Bf16(b[col * k + i]).to_f32() as f64
+                    })
+                    .sum();
+                assert!(sum.abs() <= 256.0 && sum.fract() == 0.0);
+                assert_eq!(Bf16::from_f32(sum as f32).to_f32() as f64, sum);
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_and_the_baseline() {
+        assert_eq!(harness::experiment::baseline_of(&Bf16Gemm), CUBLAS);
+        assert!(
+            Bf16Gemm
+                .parse_size("65536x65536x1")
+                .unwrap_err()
+                .contains("2^31")
+        );
+        assert!(Bf16Gemm.parse_size("0").is_err());
+        assert_eq!(Bf16Gemm.parse_size("4095x4097x1023").unwrap().k, 1023);
+        // Padded copies only where K is not a multiple of 8.
+        assert_eq!(device_bytes(Mnk { m: 2, n: 3, k: 8 }), 2 * 5 * 8 + 14 * 6);
+        assert_eq!(
+            device_bytes(Mnk { m: 2, n: 3, k: 7 }),
+            2 * 5 * 7 + 2 * 5 * 8 + 14 * 6
+        );
+        for e in Bf16Gemm.experiments().iter().skip(1) {
+            assert_eq!(e.archs(), [Arch::Sm90a]);
+        }
+    }
+}

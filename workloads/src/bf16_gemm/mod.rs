@@ -1,0 +1,252 @@
+//! BF16 GEMM on Hopper's tensor cores: `C = A B^T`, A `m x k` and B `n x k` row-major BF16
+//! (B as a `Linear` layer stores its weights), FP32 accumulation, C `m x n` row-major BF16;
+//! any `M, N, K >= 1`.
+//!
+//! A block owns a [`BM`] x [`BN`] tile of C at a time and walks K in steps of [`BK`]: per
+//! k-tile one elected thread loads A's `BM x 64` box and B's `BN x 64` box with two tensor
+//! copies (128-byte swizzle, zero fill past the matrix) into a [`BulkPipeline`] stage, and two
+//! consumer warpgroups each multiply their 64 rows of A by all of B with one fused
+//! `wgmma` k-tile ([`gpu::wgmma`]: four m64n256k16 multiplies). Blocks are persistent: a grid
+//! of one block per SM walks the tiles in a grouped order for L2 reuse
+//! ([`gpu::schedule::grouped_tile`]). The epilogue rounds the accumulators to BF16 and stores
+//! them, guarded at the edges.
+//!
+//! Styles ([`Bf16Style`]):
+//! - `ws_cooperative`: a producer warpgroup (one thread issuing the copies, its registers
+//!   given to the consumers with `setmaxnreg`) and two consumer warpgroups sharing the tile;
+//! - `multistage`: no producer warpgroup; the first consumer thread also issues the copies,
+//!   `STAGES - 1` k-tiles ahead.
+//!
+//! Tensor maps need rows that are 16-byte multiples (K a multiple of 8): for other K the
+//! host stages A and B through the copy engine into zero-padded copies first (in the timed
+//! launch).
+//!
+//! [`BulkPipeline`]: gpu::pipeline::BulkPipeline
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels;
+
+/// The host half: sizes, inputs, reference, launch, check.
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod host;
+
+use gpu::layout::StagedLayout;
+use gpu::tensor_map::TensorMap;
+use gpu::wgmma::{Bf16, SwizzledKMajor, WARPGROUP_THREADS};
+
+/// Rows of C per block tile (two consumer warpgroups of 64 rows).
+pub const BM: u32 = 128;
+/// Columns of C per block tile (one m64n256 `wgmma` per consumer).
+pub const BN: u32 = 256;
+/// K per pipeline stage: one 128-byte swizzle row of BF16.
+pub const BK: u32 = 64;
+/// Pipeline depth.
+pub const STAGES: u32 = 4;
+/// Tile rows per group of the grouped tile order.
+pub const GROUP_M: u32 = 16;
+
+/// A stage's A tile.
+pub type ATile = SwizzledKMajor<BM>;
+/// A stage's B tile.
+pub type BTile = SwizzledKMajor<BN>;
+
+/// The dynamic shared memory: `STAGES` stages of A's then B's tile, then the mbarriers.
+pub const LAYOUT: StagedLayout = StagedLayout::new(ATile::BYTES + BTile::BYTES, STAGES, true);
+
+/// Threads of the reference and widening kernels' blocks.
+pub const HELPER_THREADS: u32 = 256;
+
+/// How a block's stages are filled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bf16Style {
+    /// A producer warpgroup and two consumer warpgroups.
+    WsCooperative,
+    /// Two warpgroups that compute, the first thread also producing.
+    Multistage,
+}
+
+impl Bf16Style {
+    /// Threads per block.
+    pub const fn threads(self) -> u32 {
+        match self {
+            Bf16Style::WsCooperative => 3 * WARPGROUP_THREADS,
+            Bf16Style::Multistage => 2 * WARPGROUP_THREADS,
+        }
+    }
+
+    /// The label reports use.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Bf16Style::WsCooperative => "ws_cooperative",
+            Bf16Style::Multistage => "multistage",
+        }
+    }
+
+    /// One line on it.
+    pub const fn summary(self) -> &'static str {
+        match self {
+            Bf16Style::WsCooperative => {
+                "producer warpgroup (setmaxnreg 40) + 2 consumer warpgroups (232) on a 128x256 tile, TMA + wgmma, persistent"
+            }
+            Bf16Style::Multistage => {
+                "2 warpgroups compute, one elected thread issues the tensor copies ahead, TMA + wgmma, persistent"
+            }
+        }
+    }
+}
+
+/// The parameters of every BF16 GEMM kernel: tensor maps of A (`k x m`, box `[64, BM]`) and B
+/// (`k x n`, box `[64, BN]`), 128-byte swizzle, zero fill; C; m, n, k.
+pub type Bf16GemmParams = (TensorMap, TensorMap, *mut Bf16, u32, u32, u32);
+
+/// One BF16 GEMM kernel: its style and entry point.
+#[derive(Debug)]
+pub struct Bf16Kernel {
+    /// Its entry point's name.
+    pub name: &'static str,
+    /// How its stages are filled.
+    pub style: Bf16Style,
+    /// The kernel.
+    pub entry: gpu::kernel::EntryPoint<Bf16GemmParams>,
+}
+
+/// Every BF16 kernel, in report order.
+pub static BF16_KERNELS: &[Bf16Kernel] = &[
+    Bf16Kernel {
+        name: bf16_gemm_ws_cooperative.name(),
+        style: Bf16Style::WsCooperative,
+        entry: bf16_gemm_ws_cooperative,
+    },
+    Bf16Kernel {
+        name: bf16_gemm_multistage.name(),
+        style: Bf16Style::Multistage,
+        entry: bf16_gemm_multistage,
+    },
+];
+
+/// The number of `BM x BN` tiles of an `m x n` C.
+pub const fn tiles(m: u32, n: u32) -> (u32, u32) {
+    (m.div_ceil(BM), n.div_ceil(BN))
+}
+
+gpu::kernel! {
+    /// `C = A B^T` with a producer warpgroup and two consumer warpgroups (module docs).
+    ///
+    /// # Safety
+    /// 1-D grid of any size, 384 threads, [`LAYOUT`]`.bytes` of dynamic shared memory; `a` and
+    /// `b` tensor maps of A (`k x m`) and B (`k x n`) BF16 with boxes [`ATile::BOX`],
+    /// [`BTile::BOX`], 128-byte swizzle and zero fill; `c` holds `m * n` BF16; m, n, k >= 1.
+    pub fn bf16_gemm_ws_cooperative(a: TensorMap, b: TensorMap, c: *mut Bf16, m: u32, n: u32, k: u32)
+        [max_threads = 384]
+        [device if target_feature = "sm_90a"]
+    {
+        let a = gpu::tensor_map_param!(entry, 0, a);
+        let b = gpu::tensor_map_param!(entry, 1, b);
+        // SAFETY: forwarded launch contract.
+        unsafe { kernels::gemm::<true>(a, b, c, m, n, k) }
+    }
+}
+
+gpu::kernel! {
+    /// `C = A B^T` with two warpgroups that compute, one thread also producing (module docs).
+    ///
+    /// # Safety
+    /// As [`bf16_gemm_ws_cooperative`], with 256 threads.
+    pub fn bf16_gemm_multistage(a: TensorMap, b: TensorMap, c: *mut Bf16, m: u32, n: u32, k: u32)
+        [max_threads = 256]
+        [device if target_feature = "sm_90a"]
+    {
+        let a = gpu::tensor_map_param!(entry, 0, a);
+        let b = gpu::tensor_map_param!(entry, 1, b);
+        // SAFETY: forwarded launch contract.
+        unsafe { kernels::gemm::<false>(a, b, c, m, n, k) }
+    }
+}
+
+gpu::kernel! {
+    /// The reference: `C = A B^T` accumulated in `f64` from the BF16 inputs, one thread per
+    /// element, to an `m x n` array of `f64`.
+    ///
+    /// # Safety
+    /// 1-D grid covering `m * n` threads in blocks of [`HELPER_THREADS`]; `a` holds `m * k`,
+    /// `b` `n * k` BF16, `c` `m * n` doubles.
+    pub fn bf16_gemm_reference(a: *const Bf16, b: *const Bf16, c: *mut f64, m: u32, n: u32, k: u32)
+        [max_threads = HELPER_THREADS]
+    {
+        // SAFETY: forwarded launch contract.
+        unsafe { helpers::reference(a, b, c, m, n, k) }
+    }
+}
+
+gpu::kernel! {
+    /// BF16 to f32, exactly, except that the BF16 poison `0xFFFF` becomes `harness`'s f32
+    /// poison bits `poison` (so an unwritten element is reported as such).
+    ///
+    /// # Safety
+    /// Any 1-D grid of [`HELPER_THREADS`]-thread blocks; `src` and `dst` hold `len` elements.
+    pub fn bf16_widen(src: *const Bf16, dst: *mut f32, len: u64, poison: u32)
+        [max_threads = HELPER_THREADS]
+    {
+        // SAFETY: forwarded launch contract.
+        unsafe { helpers::widen(src, dst, len, poison) }
+    }
+}
+
+/// The BF16 bits C is poisoned with before a checked launch (a NaN no kernel writes: the
+/// conversion's NaN is `0x7FC0`-like).
+pub const BF16_POISON: u16 = 0xFFFF;
+
+#[cfg(target_arch = "nvptx64")]
+mod helpers {
+    use gpu::ptx;
+    use gpu::wgmma::Bf16;
+
+    /// See `bf16_gemm_reference`.
+    pub(super) unsafe fn reference(
+        a: *const Bf16,
+        b: *const Bf16,
+        c: *mut f64,
+        m: u32,
+        n: u32,
+        k: u32,
+    ) {
+        let index =
+            ptx::block_idx_x() as u64 * ptx::block_dim_x() as u64 + ptx::thread_idx_x() as u64;
+        if index >= m as u64 * n as u64 {
+            return;
+        }
+        let (row, col) = (index / n as u64, index % n as u64);
+        let mut sum = 0.0f64;
+        for kk in 0..k as u64 {
+            // SAFETY: row < m, col < n, kk < k: inside A and B (launch contract).
+            let (x, y) = unsafe {
+                (
+                    *a.add((row * k as u64 + kk) as usize),
+                    *b.add((col * k as u64 + kk) as usize),
+                )
+            };
+            sum += x.to_f32() as f64 * y.to_f32() as f64;
+        }
+        // SAFETY: index < m * n.
+        unsafe { *c.add(index as usize) = sum };
+    }
+
+    /// See `bf16_widen`.
+    pub(super) unsafe fn widen(src: *const Bf16, dst: *mut f32, len: u64, poison: u32) {
+        let step = ptx::grid_dim_x() as u64 * ptx::block_dim_x() as u64;
+        let mut i =
+            ptx::block_idx_x() as u64 * ptx::block_dim_x() as u64 + ptx::thread_idx_x() as u64;
+        while i < len {
+            // SAFETY: i < len (launch contract).
+            let x = unsafe { *src.add(i as usize) };
+            let y = if x.0 == super::BF16_POISON {
+                f32::from_bits(poison)
+            } else {
+                x.to_f32()
+            };
+            // SAFETY: as above.
+            unsafe { *dst.add(i as usize) = y };
+            i += step;
+        }
+    }
+}
