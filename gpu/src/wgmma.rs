@@ -66,6 +66,15 @@ impl<const ROWS: u32> SwizzledKMajor<ROWS> {
     const STRIDE_BYTES: u64 = 1024;
     const SWIZZLE_128B: u64 = 1;
 
+    /// The byte offset in the tile of element `(row, col)` (`col < 64`): row `row` at
+    /// `128 row`, its 16-byte chunk `col / 8` moved to chunk `(col / 8) ^ (row % 8)`. Where a
+    /// thread writes an element for a tensor copy with 128-byte swizzle to store, or reads one
+    /// such a copy loaded; eight rows' same chunk fall in eight different bank groups.
+    pub const fn byte_offset(row: u32, col: u32) -> u32 {
+        let chunk = (col * 2 / 16) ^ (row % 8);
+        row * 128 + chunk * 16 + (col * 2) % 16
+    }
+
     /// The descriptor bits of the tile's rows from `row` on (a multiple of 8) when the tile
     /// starts at shared address `base`: start address `(base + 128 row) / 16` (14 bits), the
     /// offsets, the swizzle mode in bits 62-63.
@@ -205,6 +214,15 @@ mod tests {
             (0x1_0400 + 8192) >> 4
         );
         assert_eq!(T::BOX, [64, 128]);
+        // Swizzle: row 0 unmoved, row 1's chunk 0 in chunk 1, row 9 like row 1.
+        assert_eq!(T::byte_offset(0, 9), 18);
+        assert_eq!(T::byte_offset(1, 0), 128 + 16);
+        assert_eq!(T::byte_offset(1, 8), 128);
+        assert_eq!(T::byte_offset(9, 3), 9 * 128 + 16 + 6);
+        // Eight rows' chunk 0 land in eight different chunks (bank groups).
+        let chunks: std::collections::BTreeSet<u32> =
+            (0..8).map(|r| T::byte_offset(r, 0) % 128 / 16).collect();
+        assert_eq!(chunks.len(), 8);
         assert_eq!(T::BYTES, 16384);
     }
 

@@ -20,8 +20,8 @@
 //! to a multiple of 8, and multiplies those; the time includes the copies.
 
 use super::{
-    BF16_KERNELS, BF16_POISON, BK, Bf16Kernel, HELPER_THREADS, LAYOUT, bf16_gemm_reference,
-    bf16_widen,
+    BF16_KERNELS, BF16_POISON, BK, Bf16GemmParams, Bf16GemmStoreParams, Bf16Kernel, CBox, Epilogue,
+    HELPER_THREADS, bf16_gemm_reference, bf16_widen,
 };
 use crate::gemm::host::{Mnk, parse_mnk};
 use crate::verify::host::{ReferenceScale, Rule, Verifier};
@@ -81,7 +81,7 @@ impl Experiment for Bf16Experiment {
     fn stages(&self) -> Option<u32> {
         match self {
             Bf16Experiment::Cublas => None,
-            Bf16Experiment::Kernel(_) => Some(super::STAGES),
+            Bf16Experiment::Kernel(_) => Some(Epilogue::TensorStore.stages()),
         }
     }
     fn threads(&self) -> Option<u32> {
@@ -93,7 +93,7 @@ impl Experiment for Bf16Experiment {
     fn shared_bytes(&self) -> Option<u32> {
         match self {
             Bf16Experiment::Cublas => None,
-            Bf16Experiment::Kernel(_) => Some(LAYOUT.bytes),
+            Bf16Experiment::Kernel(_) => Some(Epilogue::TensorStore.layout().bytes),
         }
     }
     fn summary(&self) -> &'static str {
@@ -102,6 +102,12 @@ impl Experiment for Bf16Experiment {
                 "cublasGemmEx: BF16 A, B and C, FP32 compute, row-major C = A B^T as the TN GEMM"
             }
             Bf16Experiment::Kernel(k) => k.style.summary(),
+        }
+    }
+    fn entry_points(&self) -> Vec<&'static str> {
+        match self {
+            Bf16Experiment::Cublas => Vec::new(),
+            Bf16Experiment::Kernel(k) => vec![k.tensor_store.name(), k.direct.name()],
         }
     }
     fn archs(&self) -> &'static [Arch] {
@@ -240,6 +246,12 @@ enum Reference {
     },
 }
 
+/// A family's entry point for one N.
+enum Resolved {
+    TensorStore(Kernel<Bf16GemmStoreParams>),
+    Direct(Kernel<Bf16GemmParams>),
+}
+
 /// A and B with rows padded to a multiple of 8 elements (zeros past K), which the tensor maps
 /// describe when K itself is not a multiple of 8; refilled by every launch.
 struct Padded {
@@ -260,7 +272,8 @@ pub struct Bf16Problem {
     widen: Kernel<(*const Bf16, *mut f32, u64, u32)>,
     reference: Reference,
     cublas: Result<Blas, String>,
-    entries: Vec<(&'static Bf16Kernel, Kernel<super::Bf16GemmParams>)>,
+    /// Each family's entry point for this N, resolved once (none without the sm_90a module).
+    entries: Vec<(&'static Bf16Kernel, Resolved)>,
     maps: TensorMaps,
 }
 
@@ -318,7 +331,13 @@ impl Bf16Problem {
         let mut entries = Vec::new();
         if sm90a_loaded {
             for kernel in BF16_KERNELS {
-                entries.push((kernel, gpu.entry_point(kernel.entry)?));
+                let resolved = match kernel.epilogue_for(n) {
+                    Epilogue::TensorStore => {
+                        Resolved::TensorStore(gpu.entry_point(kernel.tensor_store)?)
+                    }
+                    Epilogue::Direct => Resolved::Direct(gpu.entry_point(kernel.direct)?),
+                };
+                entries.push((kernel, resolved));
             }
         }
         Ok(Bf16Problem {
@@ -402,29 +421,37 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 };
                 let (tiles_m, tiles_n) = super::tiles(m, n);
                 let blocks = (tiles_m * tiles_n).min(gpu.info().multiprocessors);
-                let config = LaunchConfig::linear(blocks, kernel.style.threads(), LAYOUT.bytes);
-                let a_box = super::ATile::BOX;
-                let b_box = super::BTile::BOX;
-                let a_map = self.maps.matrix(
-                    ElementType::BF16,
-                    a,
-                    (kp, m),
-                    (a_box[0], a_box[1]),
-                    Swizzle::Bytes128,
-                )?;
-                let b_map = self.maps.matrix(
-                    ElementType::BF16,
-                    b,
-                    (kp, n),
-                    (b_box[0], b_box[1]),
-                    Swizzle::Bytes128,
-                )?;
+                let epilogue = kernel.epilogue_for(n);
+                let config =
+                    LaunchConfig::linear(blocks, kernel.style.threads(), epilogue.layout().bytes);
+                let (a_box, b_box, c_box) = (super::ATile::BOX, super::BTile::BOX, CBox::BOX);
                 debug_assert_eq!(BK, a_box[0]);
-                // SAFETY: the kernels take (a, b, c, m, n, k): maps of A (kp x m) and B
-                // (kp x n) BF16 with the tiles' boxes, 128-byte swizzle and zero fill (so the
-                // padded columns past k, zeros too, add nothing), C m x n BF16, which `c`
-                // holds; 1-D grid, the style's threads, LAYOUT's shared memory.
-                unsafe { entry.launch(gpu, config, (&a_map, &b_map, &mut self.c, m, n, kp))? };
+                let map = |address, dims, [box_cols, box_rows]: [u32; 2]| {
+                    self.maps.matrix(
+                        ElementType::BF16,
+                        address,
+                        dims,
+                        (box_cols, box_rows),
+                        Swizzle::Bytes128,
+                    )
+                };
+                let a_map = map(a, (kp, m), a_box)?;
+                let b_map = map(b, (kp, n), b_box)?;
+                // SAFETY (both): the kernels take maps of A (kp x m) and B (kp x n) BF16 with
+                // the tiles' boxes, 128-byte swizzle and zero fill (so the padded columns
+                // past k, zeros too, add nothing), and C (m x n BF16, which `c` holds) as a
+                // map with CBox's box (tensor store: N a multiple of 8, so its rows are
+                // 16-byte multiples) or a pointer; m, n, kp; 1-D grid, the style's threads,
+                // the epilogue's shared memory.
+                match entry {
+                    Resolved::TensorStore(entry) => {
+                        let c_map = map(gpu.address(&self.c), (n, m), c_box)?;
+                        unsafe { entry.launch(gpu, config, (&a_map, &b_map, &c_map, m, n, kp))? }
+                    }
+                    Resolved::Direct(entry) => unsafe {
+                        entry.launch(gpu, config, (&a_map, &b_map, &mut self.c, m, n, kp))?
+                    },
+                }
             }
             Bf16Experiment::Cublas => {
                 let handle = match &self.cublas {

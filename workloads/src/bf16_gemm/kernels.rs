@@ -2,7 +2,7 @@
 
 #![cfg(target_feature = "sm_90a")]
 
-use super::{ATile, BK, BM, BN, BTile, GROUP_M, LAYOUT, STAGES};
+use super::{ATile, BK, BM, BN, BTile, CBox, Epilogue, GROUP_M};
 use gpu::layout::PipelineSharedState;
 use gpu::memcpy_async::AlignedSize;
 use gpu::memcpy_async::bulk::memcpy_async_tensor;
@@ -12,30 +12,47 @@ use gpu::schedule::{GridStride, TileSchedule, grouped_tile};
 use gpu::shared::dynamic_shared;
 use gpu::wgmma::{Accumulator, Bf16, Bf16Mma, WARPGROUP_THREADS, WarpgroupMma};
 
-const S: usize = STAGES as usize;
-
 /// Registers per thread of the producer warpgroup after `setmaxnreg.dec`, and of each consumer
 /// after `setmaxnreg.inc`: `(40 + 2 * 232) * 128 = 64512` of the SM's 65536.
 const PRODUCER_REGS: u32 = 40;
 const CONSUMER_REGS: u32 = 232;
 
+/// Where a kernel writes C.
+#[derive(Clone, Copy)]
+pub(super) enum COut {
+    /// C's tensor map (the tensor-store epilogue).
+    TensorMap(TensorMapRef),
+    /// C itself, `m x n` (the direct-store epilogue).
+    Pointer(*mut Bf16),
+}
+
+/// The epilogue whose shared-memory layout a kernel with `STAGES` stages uses.
+const fn epilogue_of(stages: usize) -> Epilogue {
+    if stages as u32 == Epilogue::TensorStore.stages() {
+        Epilogue::TensorStore
+    } else {
+        Epilogue::Direct
+    }
+}
+
 /// Stage `s`'s A and B tiles.
 #[inline(always)]
-fn stage_tiles(s: u32) -> (Shared<u8>, Shared<u8>) {
-    let a = dynamic_shared().add(LAYOUT.stage_offset(s));
+fn stage_tiles<const STAGES: usize>(s: u32) -> (Shared<u8>, Shared<u8>) {
+    let a = dynamic_shared().add(epilogue_of(STAGES).layout().stage_offset(s));
     (a, a.add(ATile::BYTES))
 }
 
 /// `C = A B^T` (module docs). `SPECIALIZED`: warpgroup 0 produces and warpgroups 1 and 2
-/// consume; else warpgroups 0 and 1 consume and thread 0 also produces.
+/// consume; else warpgroups 0 and 1 consume and thread 0 also produces. `STAGES` is the
+/// epilogue's ([`Epilogue::stages`]), `c` of that epilogue's kind.
 ///
 /// # Safety
 /// The kernels' launch contract, with `3 * 128` threads if `SPECIALIZED`, else `2 * 128`.
 #[inline(always)]
-pub(super) unsafe fn gemm<const SPECIALIZED: bool>(
+pub(super) unsafe fn gemm<const SPECIALIZED: bool, const STAGES: usize>(
     a: TensorMapRef,
     b: TensorMapRef,
-    c: *mut Bf16,
+    c: COut,
     m: u32,
     n: u32,
     k: u32,
@@ -45,11 +62,12 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool>(
     let (tiles_m, tiles_n) = super::tiles(m, n);
     let tile_count = tiles_m * tiles_n;
     let k_tiles = k.div_ceil(BK);
-    let barriers: Shared<PipelineSharedState<S>> =
-        dynamic_shared().add(LAYOUT.barriers_offset).cast();
+    let layout = epilogue_of(STAGES).layout();
+    let barriers: Shared<PipelineSharedState<STAGES>> =
+        dynamic_shared().add(layout.barriers_offset).cast();
     // SAFETY: every thread calls it; one thread produces; one thread per consumer warpgroup
     // releases each stage (2 arrivals); the layout reserves the barriers.
-    let mut pipeline = unsafe { BulkPipeline::<S>::init(barriers, 2) };
+    let mut pipeline = unsafe { BulkPipeline::<STAGES>::init(barriers, 2) };
     let (mut producer, mut consumer) = pipeline.split();
     let (a_bytes, b_bytes) = (
         AlignedSize::<16>::of(ATile::BYTES),
@@ -60,7 +78,7 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool>(
     let mut produce_one = |tile: u32, kt: u32| {
         let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
         let stage = producer.producer_acquire();
-        let (a_dst, b_dst) = stage_tiles(stage.index());
+        let (a_dst, b_dst) = stage_tiles::<STAGES>(stage.index());
         let k0 = (kt * BK) as i32;
         // SAFETY: the stage is free (acquired); the maps describe A and B with these boxes and
         // 128-byte swizzle (launch contract); the tiles are 1024-byte aligned (stage bytes are
@@ -114,7 +132,7 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool>(
         }
     };
     if producing {
-        for _ in 0..S - 1 {
+        for _ in 0..STAGES - 1 {
             produce_next();
         }
     }
@@ -125,7 +143,7 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool>(
         let mut acc = Accumulator::<128>::zeros();
         for kt in 0..k_tiles {
             let ready = consumer.consumer_wait();
-            let (a_tile, b_tile) = stage_tiles(ready.index());
+            let (a_tile, b_tile) = stage_tiles::<STAGES>(ready.index());
             // SAFETY: the stage's phase completed (both boxes landed, written by the copy
             // engine); this warpgroup's 64 rows of A and all BN rows of B; the whole
             // warpgroup calls it with the same operands; nothing writes the stage until it is
@@ -142,18 +160,100 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool>(
                 produce_next();
             }
         }
-        // SAFETY: C holds m x n BF16 (launch contract); the stores are guarded.
-        unsafe {
-            store_tile(
-                c,
-                m,
-                n,
-                tm * BM + 64 * consumer_index,
-                tn * BN,
-                wg_thread,
-                &acc,
-            )
-        };
+        let (row0, col0) = (tm * BM + 64 * consumer_index, tn * BN);
+        match c {
+            COut::Pointer(c) => {
+                // SAFETY: C holds m x n BF16 (launch contract); the stores are guarded.
+                unsafe { store_tile(c, m, n, row0, col0, wg_thread, &acc) }
+            }
+            COut::TensorMap(map) => {
+                let staging = dynamic_shared()
+                    .add(Epilogue::TensorStore.staging_offset() + consumer_index * 4 * CBox::BYTES);
+                // SAFETY: this warpgroup's own staging (1 KiB aligned, 32 KiB), C's map
+                // (launch contract).
+                unsafe {
+                    store_tile_via_tensor_copies(
+                        map,
+                        staging,
+                        consumer_index,
+                        row0,
+                        col0,
+                        wg_thread,
+                        &acc,
+                    )
+                }
+            }
+        }
+    }
+    if let COut::TensorMap(_) = c {
+        if wg_thread == 0 {
+            // The last stores must have read the staging before the block's shared memory
+            // goes away.
+            ptx::bulk_wait_group_read::<0>();
+        }
+    }
+}
+
+/// The warpgroup's named barrier (1 or 2; 0 is the block's).
+#[inline(always)]
+fn warpgroup_barrier(consumer_index: u32) {
+    if consumer_index == 0 {
+        ptx::barrier_sync_threads::<1>(WARPGROUP_THREADS);
+    } else {
+        ptx::barrier_sync_threads::<2>(WARPGROUP_THREADS);
+    }
+}
+
+/// Rounds a warpgroup's 64 x 256 accumulators to BF16 into its staging (four swizzled 64 x 64
+/// boxes), then one thread writes the boxes with tensor stores (clipped at C's edges by the
+/// copy engine) and goes on without waiting for them; the next call first waits until they
+/// have read the staging.
+///
+/// # Safety
+/// `staging` is this warpgroup's 1 KiB aligned `4 * CBox::BYTES` of shared memory, used for
+/// nothing else; `map` is C's tensor map with box [`CBox::BOX`] and 128-byte swizzle; the
+/// whole warpgroup calls it.
+#[inline(always)]
+unsafe fn store_tile_via_tensor_copies(
+    map: TensorMapRef,
+    staging: Shared<u8>,
+    consumer_index: u32,
+    row0: u32,
+    col0: u32,
+    t: u32,
+    acc: &Accumulator<128>,
+) {
+    if t == 0 {
+        ptx::bulk_wait_group_read::<0>();
+    }
+    warpgroup_barrier(consumer_index);
+    let mut i = 0;
+    while i < 128 {
+        let (r, col) = Accumulator::<128>::position(t, i as u32);
+        let offset = (col / 64) * CBox::BYTES + CBox::byte_offset(r, col % 64);
+        let packed = ptx::pack_bf16x2(acc.regs[i], acc.regs[i + 1]);
+        // SAFETY: inside this warpgroup's staging; 4-byte aligned (col even).
+        unsafe { staging.add(offset).cast::<u32>().write(packed) };
+        i += 2;
+    }
+    ptx::fence_proxy_async_shared();
+    warpgroup_barrier(consumer_index);
+    if t == 0 {
+        let mut part = 0;
+        while part < 4 {
+            let coords = [(col0 + 64 * part) as i32, row0 as i32];
+            // SAFETY: the box is staged (barrier above, fenced for the copy engine); the map
+            // is C's (contract); the copy engine clips it at C's edges.
+            unsafe {
+                gpu::memcpy_async::bulk::store_async_tensor(
+                    map,
+                    coords,
+                    staging.add(part * CBox::BYTES),
+                )
+            };
+            part += 1;
+        }
+        ptx::bulk_commit_group();
     }
 }
 

@@ -40,8 +40,6 @@ pub const BM: u32 = 128;
 pub const BN: u32 = 256;
 /// K per pipeline stage: one 128-byte swizzle row of BF16.
 pub const BK: u32 = 64;
-/// Pipeline depth.
-pub const STAGES: u32 = 4;
 /// Tile rows per group of the grouped tile order.
 pub const GROUP_M: u32 = 16;
 
@@ -49,9 +47,66 @@ pub const GROUP_M: u32 = 16;
 pub type ATile = SwizzledKMajor<BM>;
 /// A stage's B tile.
 pub type BTile = SwizzledKMajor<BN>;
+/// One of the four 64 x 64 boxes a consumer warpgroup's 64 x 256 part of C is staged in for
+/// the tensor store (swizzled as the loads are, so the epilogue's writes miss no bank).
+pub type CBox = SwizzledKMajor<64>;
 
-/// The dynamic shared memory: `STAGES` stages of A's then B's tile, then the mbarriers.
-pub const LAYOUT: StagedLayout = StagedLayout::new(ATile::BYTES + BTile::BYTES, STAGES, true);
+/// How a kernel writes C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Epilogue {
+    /// Rounded to BF16 in registers, staged in shared memory (one 64 x 256 part per consumer
+    /// warpgroup, as four [`CBox`]es) and written by tensor stores (`UTMASTG`) that the next
+    /// tile's math overlaps; C's rows must be 16-byte multiples (N a multiple of 8).
+    TensorStore,
+    /// Rounded to BF16 and stored from registers, guarded at the edges: any N.
+    Direct,
+}
+
+impl Epilogue {
+    /// Pipeline depth: the tensor store's staging (64 KiB) leaves room for three 48 KiB
+    /// stages in the 227 KiB a block may have, the direct store for four.
+    pub const fn stages(self) -> u32 {
+        match self {
+            Epilogue::TensorStore => 3,
+            Epilogue::Direct => 4,
+        }
+    }
+
+    /// The stages (A's tile, then B's) and their mbarriers.
+    const fn stage_layout(self) -> StagedLayout {
+        StagedLayout::new(ATile::BYTES + BTile::BYTES, self.stages(), true)
+    }
+
+    /// The dynamic shared memory: the stages and their mbarriers, then (for the tensor store)
+    /// the C staging at [`Epilogue::staging_offset`].
+    pub const fn layout(self) -> StagedLayout {
+        let stages = self.stage_layout();
+        match self {
+            Epilogue::Direct => stages,
+            Epilogue::TensorStore => StagedLayout {
+                bytes: self.staging_offset() + C_STAGING_BYTES,
+                ..stages
+            },
+        }
+    }
+
+    /// Where the C staging starts (the tensor store): the first 1 KiB boundary after the
+    /// mbarriers.
+    pub const fn staging_offset(self) -> u32 {
+        self.stage_layout().bytes.next_multiple_of(1024)
+    }
+
+    /// The label reports use, after the style's.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Epilogue::TensorStore => "tensor store",
+            Epilogue::Direct => "direct store",
+        }
+    }
+}
+
+/// The C staging of the tensor-store epilogue: two consumer warpgroups' 64 x 256 BF16.
+pub const C_STAGING_BYTES: u32 = 2 * 4 * CBox::BYTES;
 
 /// Threads of the reference and widening kernels' blocks.
 pub const HELPER_THREADS: u32 = 256;
@@ -95,72 +150,114 @@ impl Bf16Style {
     }
 }
 
-/// The parameters of every BF16 GEMM kernel: tensor maps of A (`k x m`, box `[64, BM]`) and B
-/// (`k x n`, box `[64, BN]`), 128-byte swizzle, zero fill; C; m, n, k.
+/// The parameters of the direct-store kernels: tensor maps of A (`k x m`, box `[64, BM]`) and
+/// B (`k x n`, box `[64, BN]`), 128-byte swizzle, zero fill; C; m, n, k.
 pub type Bf16GemmParams = (TensorMap, TensorMap, *mut Bf16, u32, u32, u32);
 
-/// One BF16 GEMM kernel: its style and entry point.
+/// The parameters of the tensor-store kernels: as [`Bf16GemmParams`] with C's tensor map
+/// (`n x m`, box [`CBox::BOX`], 128-byte swizzle) in place of its pointer.
+pub type Bf16GemmStoreParams = (TensorMap, TensorMap, TensorMap, u32, u32, u32);
+
+/// One BF16 GEMM kernel family: its style and its two entry points, the tensor-store one for
+/// N a multiple of 8 and the direct-store one for any N.
 #[derive(Debug)]
 pub struct Bf16Kernel {
-    /// Its entry point's name.
+    /// The family's name (its tensor-store entry point's).
     pub name: &'static str,
     /// How its stages are filled.
     pub style: Bf16Style,
-    /// The kernel.
-    pub entry: gpu::kernel::EntryPoint<Bf16GemmParams>,
+    /// The tensor-store kernel.
+    pub tensor_store: gpu::kernel::EntryPoint<Bf16GemmStoreParams>,
+    /// The direct-store kernel.
+    pub direct: gpu::kernel::EntryPoint<Bf16GemmParams>,
 }
 
-/// Every BF16 kernel, in report order.
+impl Bf16Kernel {
+    /// The epilogue it runs at `n`.
+    pub const fn epilogue_for(&self, n: u32) -> Epilogue {
+        if n.is_multiple_of(8) {
+            Epilogue::TensorStore
+        } else {
+            Epilogue::Direct
+        }
+    }
+}
+
+/// Every BF16 kernel family, in report order.
 pub static BF16_KERNELS: &[Bf16Kernel] = &[
     Bf16Kernel {
         name: bf16_gemm_ws_cooperative.name(),
         style: Bf16Style::WsCooperative,
-        entry: bf16_gemm_ws_cooperative,
+        tensor_store: bf16_gemm_ws_cooperative,
+        direct: bf16_gemm_ws_cooperative_direct,
     },
     Bf16Kernel {
         name: bf16_gemm_multistage.name(),
         style: Bf16Style::Multistage,
-        entry: bf16_gemm_multistage,
+        tensor_store: bf16_gemm_multistage,
+        direct: bf16_gemm_multistage_direct,
     },
 ];
+
+/// Declares one family's two entry points.
+macro_rules! bf16_entry_points {
+    ($($style:literal $name:ident, $direct:ident: $threads:literal, $specialized:literal;)*) => {$(
+        gpu::kernel! {
+            #[doc = concat!("`C = A B^T`, ", $style, ", tensor-store epilogue (module docs).")]
+            ///
+            /// # Safety
+            #[doc = concat!("1-D grid of any size, ", stringify!($threads), " threads, ")]
+            /// `Epilogue::TensorStore.layout().bytes` of dynamic shared memory; `a`, `b` tensor
+            /// maps of A (`k x m`) and B (`k x n`) BF16 with boxes [`ATile::BOX`],
+            /// [`BTile::BOX`], `c` of C (`n x m`) with box [`CBox::BOX`], all 128-byte swizzle
+            /// (zero fill on loads); m, n, k >= 1.
+            pub fn $name(a: TensorMap, b: TensorMap, c: TensorMap, m: u32, n: u32, k: u32)
+                [max_threads = $threads]
+                [device if target_feature = "sm_90a"]
+            {
+                let a = gpu::tensor_map_param!(entry, 0, a);
+                let b = gpu::tensor_map_param!(entry, 1, b);
+                let c = gpu::tensor_map_param!(entry, 2, c);
+                // SAFETY: forwarded launch contract.
+                unsafe {
+                    kernels::gemm::<$specialized, { Epilogue::TensorStore.stages() as usize }>(
+                        a, b, kernels::COut::TensorMap(c), m, n, k,
+                    )
+                }
+            }
+        }
+
+        gpu::kernel! {
+            #[doc = concat!("`C = A B^T`, ", $style, ", direct-store epilogue (module docs).")]
+            ///
+            /// # Safety
+            /// As the tensor-store kernel, with `Epilogue::Direct.layout().bytes` of shared
+            /// memory and `c` holding `m * n` BF16.
+            pub fn $direct(a: TensorMap, b: TensorMap, c: *mut Bf16, m: u32, n: u32, k: u32)
+                [max_threads = $threads]
+                [device if target_feature = "sm_90a"]
+            {
+                let a = gpu::tensor_map_param!(entry, 0, a);
+                let b = gpu::tensor_map_param!(entry, 1, b);
+                // SAFETY: forwarded launch contract.
+                unsafe {
+                    kernels::gemm::<$specialized, { Epilogue::Direct.stages() as usize }>(
+                        a, b, kernels::COut::Pointer(c), m, n, k,
+                    )
+                }
+            }
+        }
+    )*};
+}
+
+bf16_entry_points! {
+    "a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: 384, true;
+    "two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: 256, false;
+}
 
 /// The number of `BM x BN` tiles of an `m x n` C.
 pub const fn tiles(m: u32, n: u32) -> (u32, u32) {
     (m.div_ceil(BM), n.div_ceil(BN))
-}
-
-gpu::kernel! {
-    /// `C = A B^T` with a producer warpgroup and two consumer warpgroups (module docs).
-    ///
-    /// # Safety
-    /// 1-D grid of any size, 384 threads, [`LAYOUT`]`.bytes` of dynamic shared memory; `a` and
-    /// `b` tensor maps of A (`k x m`) and B (`k x n`) BF16 with boxes [`ATile::BOX`],
-    /// [`BTile::BOX`], 128-byte swizzle and zero fill; `c` holds `m * n` BF16; m, n, k >= 1.
-    pub fn bf16_gemm_ws_cooperative(a: TensorMap, b: TensorMap, c: *mut Bf16, m: u32, n: u32, k: u32)
-        [max_threads = 384]
-        [device if target_feature = "sm_90a"]
-    {
-        let a = gpu::tensor_map_param!(entry, 0, a);
-        let b = gpu::tensor_map_param!(entry, 1, b);
-        // SAFETY: forwarded launch contract.
-        unsafe { kernels::gemm::<true>(a, b, c, m, n, k) }
-    }
-}
-
-gpu::kernel! {
-    /// `C = A B^T` with two warpgroups that compute, one thread also producing (module docs).
-    ///
-    /// # Safety
-    /// As [`bf16_gemm_ws_cooperative`], with 256 threads.
-    pub fn bf16_gemm_multistage(a: TensorMap, b: TensorMap, c: *mut Bf16, m: u32, n: u32, k: u32)
-        [max_threads = 256]
-        [device if target_feature = "sm_90a"]
-    {
-        let a = gpu::tensor_map_param!(entry, 0, a);
-        let b = gpu::tensor_map_param!(entry, 1, b);
-        // SAFETY: forwarded launch contract.
-        unsafe { kernels::gemm::<false>(a, b, c, m, n, k) }
-    }
 }
 
 gpu::kernel! {
