@@ -119,6 +119,8 @@ pub fn is_async_ptx(opcode: &str) -> bool {
         "cvta.param",
         "prefetch.tensormap",
         "createpolicy",
+        "wgmma",
+        "setmaxnreg",
     ]
     .iter()
     .any(|p| opcode.starts_with(p))
@@ -136,6 +138,9 @@ pub fn is_async_sass(opcode: &str) -> bool {
         "SYNCS",
         "BAR",
         "BPT",
+        "HGMMA",
+        "WARPGROUP",
+        "USETMAXREG",
     ]
     .iter()
     .any(|p| opcode.starts_with(p))

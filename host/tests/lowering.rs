@@ -340,7 +340,7 @@ fn block_scope_lowers_to_mbarrier_arrivals_and_parity_waits() {
             assert!(!view.has_ptx("cp.async.commit_group"), "{name} ({arch})");
             assert!(!view.has_ptx("cp.async.wait_group"), "{name} ({arch})");
             match arch {
-                Arch::Sm90 => {
+                Arch::Sm90 | Arch::Sm90a => {
                     assert!(view.has_ptx("mbarrier.try_wait.parity"), "{name} ({arch})");
                     assert!(!view.has_ptx("mbarrier.test_wait"), "{name} ({arch})");
                     assert!(has_sass(view, "SYNCS.PHASECHK.TRANS64.TRYWAIT"), "{name}");
@@ -440,7 +440,7 @@ fn barrier_copies_bind_with_noinc_and_wait_on_tokens() {
                 "{name} ({arch})"
             );
             let wait = match arch {
-                Arch::Sm90 => "mbarrier.try_wait.shared.b64",
+                Arch::Sm90 | Arch::Sm90a => "mbarrier.try_wait.shared.b64",
                 Arch::Sm80 => "mbarrier.test_wait.shared.b64",
             };
             assert!(
@@ -663,6 +663,7 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
     const BOTH: &[Arch] = &[Arch::Sm80, Arch::Sm90];
     const SM90: &[Arch] = &[Arch::Sm90];
     const SM80: &[Arch] = &[Arch::Sm80];
+    const SM90A: &[Arch] = &[Arch::Sm90a];
     let table: &[(&str, Emits, &[Arch])] = &[
         ("cp_async_ca", OpWith("cp.async.ca.shared.global", 3), BOTH),
         ("cp_async_cg", OpWith("cp.async.cg.shared.global", 3), BOTH),
@@ -840,6 +841,24 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
             Op("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint"),
             SM90,
         ),
+        (
+            "setmaxnreg_inc",
+            Op("setmaxnreg.inc.sync.aligned.u32"),
+            SM90A,
+        ),
+        (
+            "setmaxnreg_dec",
+            Op("setmaxnreg.dec.sync.aligned.u32"),
+            SM90A,
+        ),
+        ("pack_bf16x2", Op("cvt.rn.bf16x2.f32"), SM90A),
+        // The fused k-tile multiplies are macro-made (one per shape and type); the shape the
+        // GEMM uses is checked here, its fence/commit/wait by the accumulator-rule test.
+        (
+            "wgmma_m64n256k64_bf16",
+            Op("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"),
+            SM90A,
+        ),
     ];
     // The wrappers defined in the instruction layer's sources.
     let dir = ptx_builder::workspace_root().join("gpu/src/ptx");
@@ -870,6 +889,8 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
             if ![
                 "from_addr",
                 "from_generic_address",
+                "from_bits",
+                "bits",
                 "addr",
                 "add",
                 "cast",
@@ -991,7 +1012,7 @@ fn gemm_styles_wait_as_documented() {
                     assert!(!view.has_ptx("cp.async.commit_group"), "{entry} ({arch})");
                     assert!(has_sass(view, "ARRIVES.LDGSTSBAR"), "{entry} ({arch})");
                     let wait = match arch {
-                        Arch::Sm90 => "mbarrier.try_wait.parity",
+                        Arch::Sm90 | Arch::Sm90a => "mbarrier.try_wait.parity",
                         Arch::Sm80 => "mbarrier.test_wait.parity",
                     };
                     assert!(view.has_ptx(wait), "{entry} ({arch}) lacks {wait}");
@@ -1351,4 +1372,157 @@ fn plain_streaming_keeps_four_16_byte_loads_in_flight() {
             "{arch}: {sass:?}"
         );
     }
+}
+
+/// Every BF16 GEMM entry point, with whether it stores C by tensor copies.
+fn bf16_entries() -> Vec<(&'static str, bool)> {
+    workloads::bf16_gemm::BF16_KERNELS
+        .iter()
+        .flat_map(|k| [(k.tensor_store.name(), true), (k.direct.name(), false)])
+        .collect()
+}
+
+/// The tensor-core kernels are in the sm_90a module only, and lower to what they document:
+/// `HGMMA.64x256x16.F32.BF16` fed by `UTMALDG`, C by `UTMASTG` (tensor-store entry points),
+/// `setmaxnreg` in the warp-specialized ones (40 for the producer, 232 for the consumers),
+/// and no local memory — the 128 accumulators stay in registers.
+#[test]
+fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
+    for (entry, tensor_store) in bf16_entries() {
+        for arch in Arch::PORTABLE {
+            assert!(
+                inspection(arch).kernel(entry).is_none(),
+                "{entry} is in the {arch} PTX"
+            );
+        }
+        let view = kernel(Arch::Sm90a, entry);
+        let sass = sass_ops(view);
+        assert!(
+            sass.iter().any(|o| o == "HGMMA.64x256x16.F32.BF16"),
+            "{entry}: {sass:?}"
+        );
+        assert!(sass.iter().any(|o| o == "UTMALDG.2D"), "{entry}");
+        assert_eq!(
+            sass.iter().any(|o| o == "UTMASTG.2D"),
+            tensor_store,
+            "{entry}"
+        );
+        assert!(
+            sass.iter().any(|o| o.starts_with("WARPGROUP.ARRIVE")),
+            "{entry}"
+        );
+        let resources = view.resources.as_ref().expect("ptxas resources");
+        assert_eq!(
+            (
+                resources.stack_frame_bytes,
+                resources.spill_store_bytes,
+                resources.spill_load_bytes
+            ),
+            (0, 0, 0),
+            "{entry}: local memory"
+        );
+        assert!(
+            !sass
+                .iter()
+                .any(|o| o.starts_with("LDL") || o.starts_with("STL")),
+            "{entry}: local memory"
+        );
+        let mut setmaxnreg: Vec<String> = view
+            .ptx
+            .iter()
+            .filter(|i| i.opcode.starts_with("setmaxnreg"))
+            .map(|i| format!("{} {}", i.opcode, i.operands))
+            .collect();
+        setmaxnreg.sort();
+        if entry.contains("ws_cooperative") {
+            assert_eq!(
+                setmaxnreg,
+                [
+                    "setmaxnreg.dec.sync.aligned.u32 40",
+                    "setmaxnreg.inc.sync.aligned.u32 232"
+                ],
+                "{entry}"
+            );
+        } else {
+            assert!(setmaxnreg.is_empty(), "{entry}: {setmaxnreg:?}");
+        }
+    }
+}
+
+/// The accumulator rule (PTX ISA: no access to a `wgmma.mma_async`'s accumulator registers
+/// until a `wgmma.wait_group` covers it): in every sm_90a kernel, from each `wgmma.fence` to
+/// the `wgmma.wait_group 0` after it there is nothing but the four `wgmma.mma_async` of a
+/// k-tile and their `wgmma.commit_group` — so no instruction of any kind, let alone one on an
+/// accumulator, runs while a multiply is in flight — and the four multiplies name one and the
+/// same accumulator registers (tied, not copied between them).
+#[test]
+fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
+    let mut checked = 0;
+    for (name, view) in &inspection(Arch::Sm90a).kernels {
+        let ptx = &view.ptx;
+        let mut i = 0;
+        while i < ptx.len() {
+            if ptx[i].opcode.starts_with("wgmma.mma_async") {
+                panic!("{name}: a wgmma.mma_async outside a fence..wait region at {i}");
+            }
+            if ptx[i].opcode != "wgmma.fence.sync.aligned" {
+                i += 1;
+                continue;
+            }
+            let region: Vec<&PtxInstr> = ptx[i + 1..].iter().take(6).collect();
+            let opcodes: Vec<&str> = region.iter().map(|r| r.opcode.as_str()).collect();
+            assert_eq!(opcodes.len(), 6, "{name}: a fence at the end");
+            assert!(
+                opcodes[..4]
+                    .iter()
+                    .all(|o| o.starts_with("wgmma.mma_async.sync.aligned.m64n")),
+                "{name}: {opcodes:?}"
+            );
+            assert_eq!(opcodes[4], "wgmma.commit_group.sync.aligned", "{name}");
+            assert_eq!(opcodes[5], "wgmma.wait_group.sync.aligned", "{name}");
+            assert_eq!(region[5].operands.trim(), "0", "{name}");
+            let accumulators = |instr: &PtxInstr| {
+                let ops = &instr.operands;
+                ops[ops.find('{').expect("a register list")..=ops.find('}').expect("its end")]
+                    .to_string()
+            };
+            let first = accumulators(region[0]);
+            assert!(first.matches("%r").count() >= 32, "{name}: {first}");
+            for mma in &region[1..4] {
+                assert_eq!(accumulators(mma), first, "{name}: accumulators differ");
+            }
+            checked += 1;
+            i += 7;
+        }
+    }
+    assert!(checked >= 4, "found {checked} wgmma regions");
+}
+
+/// ptxas assembles the sm_90a module without a warning: in particular none saying that it
+/// serialized `wgmma.mma_async` instructions (what it does when it cannot prove the
+/// accumulators untouched between a multiply and its wait).
+#[test]
+fn ptxas_does_not_serialize_any_wgmma() {
+    let ptxas = ptx_builder::nvtools::require(ptx_builder::nvtools::Tool::Ptxas)
+        .unwrap_or_else(|e| panic!("ptxas is needed for this test: {e}"));
+    let dir = std::env::temp_dir().join(format!("wgmma-warnings-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx = dir.join("sm_90a.ptx");
+    std::fs::write(&ptx, host::device_code::module_text(Arch::Sm90a)).unwrap();
+    let output = std::process::Command::new(ptxas)
+        .args(["-v", "-arch=sm_90a"])
+        .arg(&ptx)
+        .arg("-o")
+        .arg(dir.join("sm_90a.cubin"))
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{report}");
+    let warnings: Vec<&str> = report
+        .lines()
+        .filter(|l| l.to_lowercase().contains("warn"))
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(report.contains("bf16_gemm_ws_cooperative"), "{report}");
 }

@@ -150,8 +150,10 @@ pub struct Gpu {
     /// on this GPU check it too: [`Gpu::hung_flag`]).
     hung: Arc<AtomicBool>,
     module: ManuallyDrop<Arc<CudaModule>>,
-    /// The arch-specific module (`GpuInfo::specific`), searched for kernels after `module`.
+    /// The arch-specific module (`GpuInfo::specific`) and its PTX, where kernels that the
+    /// portable module lacks are found.
     specific: ManuallyDrop<Option<Arc<CudaModule>>>,
+    specific_ptx: Option<&'static str>,
     stream: ManuallyDrop<Arc<CudaStream>>,
     context: ManuallyDrop<Arc<CudaContext>>,
 }
@@ -253,6 +255,7 @@ impl Gpu {
             hung: Arc::new(AtomicBool::new(false)),
             module: ManuallyDrop::new(module),
             specific: ManuallyDrop::new(specific),
+            specific_ptx: specific_module.map(|m| m.ptx),
             stream: ManuallyDrop::new(stream),
             context: ManuallyDrop::new(context),
         })
@@ -356,9 +359,15 @@ impl Gpu {
         ptr
     }
 
-    /// The loaded modules, the portable one first (for [`Gpu::kernel`]).
-    pub(crate) fn modules(&self) -> impl Iterator<Item = &Arc<CudaModule>> {
-        std::iter::once(&*self.module).chain(self.specific.iter())
+    /// The loaded module that holds the kernel `name` (for [`Gpu::kernel`]): the
+    /// arch-specific one if its PTX has that entry point, else the portable one. Chosen from
+    /// the PTX text, so that looking a kernel up never makes a failing driver call (which
+    /// compute-sanitizer would report).
+    pub(crate) fn module_with(&self, name: &str) -> &Arc<CudaModule> {
+        match (&*self.specific, self.specific_ptx) {
+            (Some(module), Some(ptx)) if declares_entry(ptx, name) => module,
+            _ => &self.module,
+        }
     }
 
     /// Notes a launch for the watchdog's report.
@@ -477,6 +486,15 @@ impl Gpu {
             .during(|| "reading an event timer".into())?;
         Ok(ms as f64)
     }
+}
+
+/// Whether `ptx` declares the kernel `name` (`.entry name(`).
+fn declares_entry(ptx: &str, name: &str) -> bool {
+    ptx.match_indices(".entry ").any(|(at, _)| {
+        ptx[at + 7..]
+            .strip_prefix(name)
+            .is_some_and(|rest| rest.starts_with('('))
+    })
 }
 
 /// Loads `module` on `context`: its cubin where it runs (the major version it was assembled
@@ -677,6 +695,15 @@ mod tests {
         }];
         assert!(module_for(&modules, Arch::Sm80).is_some());
         assert!(module_for(&modules, Arch::Sm90).is_none());
+    }
+
+    #[test]
+    fn entry_points_are_found_by_their_whole_name() {
+        let ptx = ".visible .entry gemm_a16(\n.param .u64 p)\n.visible .entry gemm(\n";
+        assert!(declares_entry(ptx, "gemm"));
+        assert!(declares_entry(ptx, "gemm_a16"));
+        assert!(!declares_entry(ptx, "gemm_a"));
+        assert!(!declares_entry(ptx, "mm"));
     }
 
     #[test]

@@ -146,19 +146,15 @@ impl Gpu {
     /// (see [`Kernel::launch`] for what `P` must match; [`Gpu::entry_point`] is the form
     /// that cannot get them wrong).
     pub fn kernel<P: Params>(&self, name: &'static str) -> Result<Kernel<P>, GpuError> {
-        let mut missing = None;
-        for module in self.modules() {
-            match module.load_function(name) {
-                Ok(function) => return Ok(Kernel::new(name, function)),
-                Err(err) => missing = Some(err),
-            }
-        }
         let modules = match self.info().specific {
             Some((specific, _)) => format!("{} and {specific} modules", self.info().arch),
             None => format!("{} module", self.info().arch),
         };
-        Err(missing.expect("a GPU has a module"))
-            .during(|| format!("finding kernel `{name}` in the {modules}"))
+        let function = self
+            .module_with(name)
+            .load_function(name)
+            .during(|| format!("finding kernel `{name}` in the {modules}"))?;
+        Ok(Kernel::new(name, function))
     }
 }
 

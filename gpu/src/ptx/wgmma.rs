@@ -1,5 +1,5 @@
 //! Warpgroup tensor-core instructions (sm_90a): `wgmma.mma_async` and the fences and waits
-//! around it, `setmaxnreg`, `stmatrix`.
+//! around it, `setmaxnreg`, and the BF16 packing of accumulators.
 //!
 //! A warpgroup is four consecutive warps (128 threads, the first warp's index a multiple of
 //! four). `wgmma.mma_async` multiplies a 64 x N x 16 slice of A and B read from shared memory
@@ -176,30 +176,6 @@ pub unsafe fn setmaxnreg_dec<const REGS: u32>() {
     const { assert!(REGS >= 24 && REGS <= 256 && REGS.is_multiple_of(8)) };
     // SAFETY: forwarded contract.
     unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 {r};", r = const REGS, options(nostack)) }
-}
-
-/// `stmatrix.sync.aligned.m8n8.x4.shared.b16 [addr], {r0, r1, r2, r3};` — the warp stores four
-/// 8 x 8 matrices of 16-bit elements to shared memory: lane `l` gives the address of row
-/// `l % 8` of matrix `l / 8`, and holds in `r[j]` two elements (columns `2 (l % 4)` and the
-/// next) of row `l / 4` of matrix `j` — the layout of a wgmma accumulator converted to 16 bits.
-///
-/// # Safety
-/// All 32 threads of the warp call it together, converged; each lane's `row` is the 16-byte
-/// aligned shared address of 16 bytes the warp may write.
-#[inline(always)]
-pub unsafe fn stmatrix_x4(row: u32, r: [u32; 4]) {
-    // SAFETY: forwarded contract.
-    unsafe {
-        asm!(
-            "stmatrix.sync.aligned.m8n8.x4.shared.b16 [{a}], {{{r0}, {r1}, {r2}, {r3}}};",
-            a = in(reg32) row,
-            r0 = in(reg32) r[0],
-            r1 = in(reg32) r[1],
-            r2 = in(reg32) r[2],
-            r3 = in(reg32) r[3],
-            options(nostack)
-        )
-    }
 }
 
 /// `cvt.rn.bf16x2.f32 d, hi, lo;` — two floats rounded to nearest-even BF16, `lo` in the low

@@ -16,12 +16,12 @@
 //!   bit for bit.
 //!
 //! K not a multiple of 8 (rows that no tensor map can describe): each launch first copies A
-//! and B with the copy engine (`cuMemcpy2DAsync`) into buffers whose rows are padded with zeros
-//! to a multiple of 8, and multiplies those; the time includes the copies.
+//! and B into buffers whose rows are padded with zeros to a multiple of 8 (`bf16_pad_rows`),
+//! and multiplies those; the time includes the copies.
 
 use super::{
     BF16_KERNELS, BF16_POISON, BK, Bf16GemmParams, Bf16GemmStoreParams, Bf16Kernel, CBox, Epilogue,
-    HELPER_THREADS, bf16_gemm_reference, bf16_widen,
+    HELPER_THREADS, bf16_gemm_reference, bf16_pad_rows, bf16_widen,
 };
 use crate::gemm::host::{Mnk, parse_mnk};
 use crate::verify::host::{ReferenceScale, Rule, Verifier};
@@ -29,7 +29,7 @@ use crate::verify::{GPU_CHECK_MIN_ELEMENTS, verify_against_reference, verify_ref
 use anyhow::{Result, bail, ensure};
 use gpu::wgmma::Bf16;
 use gpu_runtime::blas::{Blas, sys as cublas};
-use gpu_runtime::cudarc::driver::{CudaSlice, sys as driver};
+use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{ElementType, Swizzle, TensorMaps};
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
 use harness::check::{self, CheckReport, POISON, Tolerance};
@@ -81,7 +81,7 @@ impl Experiment for Bf16Experiment {
     fn stages(&self) -> Option<u32> {
         match self {
             Bf16Experiment::Cublas => None,
-            Bf16Experiment::Kernel(_) => Some(Epilogue::TensorStore.stages()),
+            Bf16Experiment::Kernel(_) => Some(super::STAGES),
         }
     }
     fn threads(&self) -> Option<u32> {
@@ -93,7 +93,7 @@ impl Experiment for Bf16Experiment {
     fn shared_bytes(&self) -> Option<u32> {
         match self {
             Bf16Experiment::Cublas => None,
-            Bf16Experiment::Kernel(_) => Some(Epilogue::TensorStore.layout().bytes),
+            Bf16Experiment::Kernel(_) => Some(super::LAYOUT.bytes),
         }
     }
     fn summary(&self) -> &'static str {
@@ -153,6 +153,7 @@ impl Workload for Bf16Gemm {
         const HELPERS: &[&str] = &[
             bf16_gemm_reference.name(),
             bf16_widen.name(),
+            bf16_pad_rows.name(),
             verify_reference_scale.name(),
             verify_against_reference.name(),
         ];
@@ -258,6 +259,7 @@ struct Padded {
     k: u32,
     a: CudaSlice<u16>,
     b: CudaSlice<u16>,
+    pad: Kernel<(*const Bf16, *mut Bf16, u32, u32, u32)>,
 }
 
 /// A, B, C, the reference, cuBLAS, the resolved kernels.
@@ -294,6 +296,7 @@ impl Bf16Problem {
                 k: kp,
                 a: gpu.zeros::<u16>(m as usize * kp as usize, "A padded")?,
                 b: gpu.zeros::<u16>(n as usize * kp as usize, "B padded")?,
+                pad: gpu.entry_point(bf16_pad_rows)?,
             })
         } else {
             None
@@ -356,34 +359,29 @@ impl Bf16Problem {
         })
     }
 
-    /// Copies A and B into the padded buffers with the copy engine (rows of `k` elements into
-    /// rows of `padded.k`, the zeros past `k` left as they are).
-    fn stage_padded(&self, gpu: &Gpu, padded: &Padded) -> Result<()> {
-        let Mnk { m, n, k } = self.size;
-        for (src, dst, rows, what) in [(&self.a, &padded.a, m, "A"), (&self.b, &padded.b, n, "B")] {
-            let copy = driver::CUDA_MEMCPY2D {
-                srcXInBytes: 0,
-                srcY: 0,
-                srcMemoryType: driver::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                srcHost: std::ptr::null(),
-                srcDevice: gpu.address(src),
-                srcArray: std::ptr::null_mut(),
-                srcPitch: 2 * k as usize,
-                dstXInBytes: 0,
-                dstY: 0,
-                dstMemoryType: driver::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                dstHost: std::ptr::null_mut(),
-                dstDevice: gpu.address(dst),
-                dstArray: std::ptr::null_mut(),
-                dstPitch: 2 * padded.k as usize,
-                WidthInBytes: 2 * k as usize,
-                Height: rows as usize,
+    /// Copies A and B into the padded buffers (`bf16_pad_rows`: rows of `k` elements into rows
+    /// of `padded.k`, zeros past `k`), queued before the GEMM. (The copy engine's 2-D copy,
+    /// `cuMemcpy2DAsync`, does the same with its odd row pitch at a third of the speed:
+    /// docs/results.md.)
+    fn stage_padded(
+        gpu: &Gpu,
+        size: Mnk,
+        (a, b): (&CudaSlice<u16>, &CudaSlice<u16>),
+        padded: &mut Padded,
+    ) -> Result<()> {
+        let Mnk { m, n, k } = size;
+        for (src, dst, rows) in [(a, &mut padded.a, m), (b, &mut padded.b, n)] {
+            let chunks = rows as u64 * (padded.k / 8) as u64;
+            let blocks = chunks.div_ceil(HELPER_THREADS as u64).min(8 * 1024) as u32;
+            // SAFETY: bf16_pad_rows(src, dst, rows, k, kp): `src` holds rows * k and `dst`
+            // rows * kp BF16 (a driver allocation: 256-byte aligned), kp = k rounded up to 8.
+            unsafe {
+                padded.pad.launch(
+                    gpu,
+                    LaunchConfig::linear(blocks, HELPER_THREADS, 0),
+                    (src, dst, rows, k, padded.k),
+                )?
             };
-            // SAFETY: both buffers are device memory of `rows` rows at these pitches (the
-            // destination's rows longer); the stream orders the copy before the GEMM.
-            unsafe { driver::cuMemcpy2DAsync_v2(&copy, gpu.stream().cu_stream()) }
-                .result()
-                .map_err(|e| anyhow::anyhow!("padding {what} for the tensor maps: {e:?}"))?;
         }
         Ok(())
     }
@@ -412,18 +410,17 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 else {
                     bail!("{} is not loaded (no sm_90a module)", kernel.name);
                 };
-                let (a, b, kp) = match &self.padded {
+                let (a, b, kp) = match &mut self.padded {
                     Some(padded) => {
-                        self.stage_padded(gpu, padded)?;
+                        Self::stage_padded(gpu, self.size, (&self.a, &self.b), padded)?;
                         (gpu.address(&padded.a), gpu.address(&padded.b), padded.k)
                     }
                     None => (gpu.address(&self.a), gpu.address(&self.b), k),
                 };
                 let (tiles_m, tiles_n) = super::tiles(m, n);
                 let blocks = (tiles_m * tiles_n).min(gpu.info().multiprocessors);
-                let epilogue = kernel.epilogue_for(n);
                 let config =
-                    LaunchConfig::linear(blocks, kernel.style.threads(), epilogue.layout().bytes);
+                    LaunchConfig::linear(blocks, kernel.style.threads(), super::LAYOUT.bytes);
                 let (a_box, b_box, c_box) = (super::ATile::BOX, super::BTile::BOX, CBox::BOX);
                 debug_assert_eq!(BK, a_box[0]);
                 let map = |address, dims, [box_cols, box_rows]: [u32; 2]| {

@@ -2,7 +2,7 @@
 
 #![cfg(target_feature = "sm_90a")]
 
-use super::{ATile, BK, BM, BN, BTile, CBox, Epilogue, GROUP_M};
+use super::{ATile, BK, BM, BN, BTile, CBox, GROUP_M, LAYOUT, STAGING_OFFSET};
 use gpu::layout::PipelineSharedState;
 use gpu::memcpy_async::AlignedSize;
 use gpu::memcpy_async::bulk::memcpy_async_tensor;
@@ -26,25 +26,16 @@ pub(super) enum COut {
     Pointer(*mut Bf16),
 }
 
-/// The epilogue whose shared-memory layout a kernel with `STAGES` stages uses.
-const fn epilogue_of(stages: usize) -> Epilogue {
-    if stages as u32 == Epilogue::TensorStore.stages() {
-        Epilogue::TensorStore
-    } else {
-        Epilogue::Direct
-    }
-}
-
 /// Stage `s`'s A and B tiles.
 #[inline(always)]
-fn stage_tiles<const STAGES: usize>(s: u32) -> (Shared<u8>, Shared<u8>) {
-    let a = dynamic_shared().add(epilogue_of(STAGES).layout().stage_offset(s));
+fn stage_tiles(s: u32) -> (Shared<u8>, Shared<u8>) {
+    let a = dynamic_shared().add(LAYOUT.stage_offset(s));
     (a, a.add(ATile::BYTES))
 }
 
 /// `C = A B^T` (module docs). `SPECIALIZED`: warpgroup 0 produces and warpgroups 1 and 2
-/// consume; else warpgroups 0 and 1 consume and thread 0 also produces. `STAGES` is the
-/// epilogue's ([`Epilogue::stages`]), `c` of that epilogue's kind.
+/// consume; else warpgroups 0 and 1 consume and thread 0 also produces. `STAGES` is
+/// [`super::STAGES`]; `c` says which epilogue.
 ///
 /// # Safety
 /// The kernels' launch contract, with `3 * 128` threads if `SPECIALIZED`, else `2 * 128`.
@@ -62,9 +53,9 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool, const STAGES: usize>(
     let (tiles_m, tiles_n) = super::tiles(m, n);
     let tile_count = tiles_m * tiles_n;
     let k_tiles = k.div_ceil(BK);
-    let layout = epilogue_of(STAGES).layout();
+    const { assert!(STAGES as u32 == super::STAGES) };
     let barriers: Shared<PipelineSharedState<STAGES>> =
-        dynamic_shared().add(layout.barriers_offset).cast();
+        dynamic_shared().add(LAYOUT.barriers_offset).cast();
     // SAFETY: every thread calls it; one thread produces; one thread per consumer warpgroup
     // releases each stage (2 arrivals); the layout reserves the barriers.
     let mut pipeline = unsafe { BulkPipeline::<STAGES>::init(barriers, 2) };
@@ -78,7 +69,7 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool, const STAGES: usize>(
     let mut produce_one = |tile: u32, kt: u32| {
         let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
         let stage = producer.producer_acquire();
-        let (a_dst, b_dst) = stage_tiles::<STAGES>(stage.index());
+        let (a_dst, b_dst) = stage_tiles(stage.index());
         let k0 = (kt * BK) as i32;
         // SAFETY: the stage is free (acquired); the maps describe A and B with these boxes and
         // 128-byte swizzle (launch contract); the tiles are 1024-byte aligned (stage bytes are
@@ -143,7 +134,7 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool, const STAGES: usize>(
         let mut acc = Accumulator::<128>::zeros();
         for kt in 0..k_tiles {
             let ready = consumer.consumer_wait();
-            let (a_tile, b_tile) = stage_tiles::<STAGES>(ready.index());
+            let (a_tile, b_tile) = stage_tiles(ready.index());
             // SAFETY: the stage's phase completed (both boxes landed, written by the copy
             // engine); this warpgroup's 64 rows of A and all BN rows of B; the whole
             // warpgroup calls it with the same operands; nothing writes the stage until it is
@@ -161,29 +152,22 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool, const STAGES: usize>(
             }
         }
         let (row0, col0) = (tm * BM + 64 * consumer_index, tn * BN);
-        match c {
-            COut::Pointer(c) => {
-                // SAFETY: C holds m x n BF16 (launch contract); the stores are guarded.
-                unsafe { store_tile(c, m, n, row0, col0, wg_thread, &acc) }
-            }
-            COut::TensorMap(map) => {
-                let staging = dynamic_shared()
-                    .add(Epilogue::TensorStore.staging_offset() + consumer_index * 4 * CBox::BYTES);
-                // SAFETY: this warpgroup's own staging (1 KiB aligned, 32 KiB), C's map
-                // (launch contract).
-                unsafe {
-                    store_tile_via_tensor_copies(
-                        map,
-                        staging,
-                        consumer_index,
-                        row0,
-                        col0,
-                        wg_thread,
-                        &acc,
-                    )
-                }
-            }
-        }
+        let staging = dynamic_shared().add(STAGING_OFFSET + consumer_index * 4 * CBox::BYTES);
+        // SAFETY: this warpgroup's own staging (1 KiB aligned, 32 KiB); C's map or C itself
+        // (launch contract); the whole warpgroup calls it.
+        unsafe {
+            store_tile(
+                c,
+                m,
+                n,
+                staging,
+                consumer_index,
+                row0,
+                col0,
+                wg_thread,
+                &acc,
+            )
+        };
     }
     if let COut::TensorMap(_) = c {
         if wg_thread == 0 {
@@ -205,17 +189,24 @@ fn warpgroup_barrier(consumer_index: u32) {
 }
 
 /// Rounds a warpgroup's 64 x 256 accumulators to BF16 into its staging (four swizzled 64 x 64
-/// boxes), then one thread writes the boxes with tensor stores (clipped at C's edges by the
-/// copy engine) and goes on without waiting for them; the next call first waits until they
-/// have read the staging.
+/// boxes, conflict-free), then writes the part of the tile inside C:
+/// - `COut::TensorMap`: one thread issues four tensor stores (clipped at C's edges by the copy
+///   engine) and goes on without waiting; the next call first waits until they have read the
+///   staging;
+/// - `COut::Pointer`: the warpgroup writes the rows itself, thread `t` the 4-byte pair that
+///   starts at the row's `t`-th 4-byte boundary (a row of odd N may start half-way into one:
+///   its first and last elements are then written alone), coalesced, guarded at the edges.
 ///
 /// # Safety
 /// `staging` is this warpgroup's 1 KiB aligned `4 * CBox::BYTES` of shared memory, used for
-/// nothing else; `map` is C's tensor map with box [`CBox::BOX`] and 128-byte swizzle; the
-/// whole warpgroup calls it.
+/// nothing else; `c` is C's tensor map with box [`CBox::BOX`] and 128-byte swizzle, or points
+/// to C's `m * n` BF16; the whole warpgroup calls it.
 #[inline(always)]
-unsafe fn store_tile_via_tensor_copies(
-    map: TensorMapRef,
+#[allow(clippy::too_many_arguments)]
+unsafe fn store_tile(
+    c: COut,
+    m: u32,
+    n: u32,
     staging: Shared<u8>,
     consumer_index: u32,
     row0: u32,
@@ -224,75 +215,76 @@ unsafe fn store_tile_via_tensor_copies(
     acc: &Accumulator<128>,
 ) {
     if t == 0 {
-        ptx::bulk_wait_group_read::<0>();
+        if let COut::TensorMap(_) = c {
+            ptx::bulk_wait_group_read::<0>();
+        }
     }
+    // Everyone is done reading the previous tile's staging (Direct) or its stores have read
+    // it (TensorStore).
     warpgroup_barrier(consumer_index);
+    let staged = |row: u32, col: u32| (col / 64) * CBox::BYTES + CBox::byte_offset(row, col % 64);
     let mut i = 0;
     while i < 128 {
         let (r, col) = Accumulator::<128>::position(t, i as u32);
-        let offset = (col / 64) * CBox::BYTES + CBox::byte_offset(r, col % 64);
         let packed = ptx::pack_bf16x2(acc.regs[i], acc.regs[i + 1]);
         // SAFETY: inside this warpgroup's staging; 4-byte aligned (col even).
-        unsafe { staging.add(offset).cast::<u32>().write(packed) };
+        unsafe { staging.add(staged(r, col)).cast::<u32>().write(packed) };
         i += 2;
     }
-    ptx::fence_proxy_async_shared();
-    warpgroup_barrier(consumer_index);
-    if t == 0 {
-        let mut part = 0;
-        while part < 4 {
-            let coords = [(col0 + 64 * part) as i32, row0 as i32];
-            // SAFETY: the box is staged (barrier above, fenced for the copy engine); the map
-            // is C's (contract); the copy engine clips it at C's edges.
-            unsafe {
-                gpu::memcpy_async::bulk::store_async_tensor(
-                    map,
-                    coords,
-                    staging.add(part * CBox::BYTES),
-                )
-            };
-            part += 1;
-        }
-        ptx::bulk_commit_group();
-    }
-}
-
-/// Rounds a warpgroup's 64 x 256 accumulators to BF16 and stores the part inside C: pairs of
-/// columns as one 4-byte store where N is even, single elements otherwise.
-///
-/// # Safety
-/// `c` holds `m * n` BF16.
-#[inline(always)]
-unsafe fn store_tile(
-    c: *mut Bf16,
-    m: u32,
-    n: u32,
-    row0: u32,
-    col0: u32,
-    t: u32,
-    acc: &Accumulator<128>,
-) {
-    let pairs = n % 2 == 0;
-    let mut i = 0;
-    while i < 128 {
-        let (r, col) = Accumulator::<128>::position(t, i as u32);
-        let (row, col) = (row0 + r, col0 + col);
-        if row < m && col < n {
-            let at = row as usize * n as usize + col as usize;
-            if pairs {
-                let packed = ptx::pack_bf16x2(acc.regs[i], acc.regs[i + 1]);
-                // SAFETY: `col + 1 < n` (n even, col even); 4-byte aligned (at even).
-                unsafe { c.add(at).cast::<u32>().write(packed) };
-            } else {
-                let packed = ptx::pack_bf16x2(acc.regs[i], acc.regs[i + 1]);
-                // SAFETY: inside C (checked).
-                unsafe { c.add(at).write(Bf16(packed as u16)) };
-                if col + 1 < n {
-                    // SAFETY: inside C (checked).
-                    unsafe { c.add(at + 1).write(Bf16((packed >> 16) as u16)) };
+    match c {
+        COut::TensorMap(map) => {
+            ptx::fence_proxy_async_shared();
+            warpgroup_barrier(consumer_index);
+            if t == 0 {
+                let mut part = 0;
+                while part < 4 {
+                    let coords = [(col0 + 64 * part) as i32, row0 as i32];
+                    // SAFETY: the box is staged (barrier above, fenced for the copy engine);
+                    // the map is C's (contract); the copy engine clips it at C's edges.
+                    unsafe {
+                        gpu::memcpy_async::bulk::store_async_tensor(
+                            map,
+                            coords,
+                            staging.add(part * CBox::BYTES),
+                        )
+                    };
+                    part += 1;
                 }
+                ptx::bulk_commit_group();
             }
         }
-        i += 2;
+        COut::Pointer(c) => {
+            warpgroup_barrier(consumer_index);
+            let cols = if n - col0 < BN { n - col0 } else { BN };
+            let read = |row: u32, col: u32| -> u16 {
+                let at = staged(row, col);
+                // SAFETY: the aligned word holding the element, inside the staging (row < 64,
+                // col < 256), written above.
+                let word: u32 = unsafe { staging.add(at & !3).cast::<u32>().read() };
+                (word >> (8 * (at & 2))) as u16
+            };
+            let mut r = 0;
+            while r < 64 && row0 + r < m {
+                let start = (row0 + r) as usize * n as usize + col0 as usize;
+                // SAFETY (below): elements start + col for col < cols are inside C's row.
+                let row = unsafe { c.add(start) };
+                // The first column at a 4-byte boundary of C: 0 or 1.
+                let skew = (start % 2) as u32;
+                let col = 2 * t + skew;
+                if col + 1 < cols {
+                    let pair = read(r, col) as u32 | (read(r, col + 1) as u32) << 16;
+                    // SAFETY: col + 1 < cols; 4-byte aligned (start + col even).
+                    unsafe { row.add(col as usize).cast::<u32>().write(pair) };
+                } else if col < cols {
+                    // SAFETY: col < cols.
+                    unsafe { row.add(col as usize).write(Bf16(read(r, col))) };
+                }
+                if skew == 1 && t == 0 {
+                    // SAFETY: cols >= 1.
+                    unsafe { row.write(Bf16(read(r, 0))) };
+                }
+                r += 1;
+            }
+        }
     }
 }

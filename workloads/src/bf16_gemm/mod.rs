@@ -51,51 +51,19 @@ pub type BTile = SwizzledKMajor<BN>;
 /// the tensor store (swizzled as the loads are, so the epilogue's writes miss no bank).
 pub type CBox = SwizzledKMajor<64>;
 
-/// How a kernel writes C.
+/// How a kernel writes C. Both round the accumulators to BF16 into shared memory first (one
+/// 64 x 256 part per consumer warpgroup, as four swizzled [`CBox`]es, conflict-free).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Epilogue {
-    /// Rounded to BF16 in registers, staged in shared memory (one 64 x 256 part per consumer
-    /// warpgroup, as four [`CBox`]es) and written by tensor stores (`UTMASTG`) that the next
-    /// tile's math overlaps; C's rows must be 16-byte multiples (N a multiple of 8).
+    /// Tensor stores (`UTMASTG`) that the next tile's math overlaps; C's rows must be 16-byte
+    /// multiples (N a multiple of 8).
     TensorStore,
-    /// Rounded to BF16 and stored from registers, guarded at the edges: any N.
+    /// The warpgroup stores the staged rows itself, a row at a time (4-byte stores at the
+    /// row's 4-byte boundaries, guarded at the edges): any N.
     Direct,
 }
 
 impl Epilogue {
-    /// Pipeline depth: the tensor store's staging (64 KiB) leaves room for three 48 KiB
-    /// stages in the 227 KiB a block may have, the direct store for four.
-    pub const fn stages(self) -> u32 {
-        match self {
-            Epilogue::TensorStore => 3,
-            Epilogue::Direct => 4,
-        }
-    }
-
-    /// The stages (A's tile, then B's) and their mbarriers.
-    const fn stage_layout(self) -> StagedLayout {
-        StagedLayout::new(ATile::BYTES + BTile::BYTES, self.stages(), true)
-    }
-
-    /// The dynamic shared memory: the stages and their mbarriers, then (for the tensor store)
-    /// the C staging at [`Epilogue::staging_offset`].
-    pub const fn layout(self) -> StagedLayout {
-        let stages = self.stage_layout();
-        match self {
-            Epilogue::Direct => stages,
-            Epilogue::TensorStore => StagedLayout {
-                bytes: self.staging_offset() + C_STAGING_BYTES,
-                ..stages
-            },
-        }
-    }
-
-    /// Where the C staging starts (the tensor store): the first 1 KiB boundary after the
-    /// mbarriers.
-    pub const fn staging_offset(self) -> u32 {
-        self.stage_layout().bytes.next_multiple_of(1024)
-    }
-
     /// The label reports use, after the style's.
     pub const fn label(self) -> &'static str {
         match self {
@@ -104,6 +72,23 @@ impl Epilogue {
         }
     }
 }
+
+/// Pipeline depth: the C staging (64 KiB) leaves room for three 48 KiB stages in the 227 KiB
+/// a block may have.
+pub const STAGES: u32 = 3;
+
+/// The stages (A's tile, then B's) and their mbarriers.
+const STAGE_LAYOUT: StagedLayout = StagedLayout::new(ATile::BYTES + BTile::BYTES, STAGES, true);
+
+/// Where the C staging starts: the first 1 KiB boundary after the mbarriers.
+pub const STAGING_OFFSET: u32 = STAGE_LAYOUT.bytes.next_multiple_of(1024);
+
+/// The dynamic shared memory of every BF16 kernel: the stages, their mbarriers, then the C
+/// staging at [`STAGING_OFFSET`].
+pub const LAYOUT: StagedLayout = StagedLayout {
+    bytes: STAGING_OFFSET + C_STAGING_BYTES,
+    ..STAGE_LAYOUT
+};
 
 /// The C staging of the tensor-store epilogue: two consumer warpgroups' 64 x 256 BF16.
 pub const C_STAGING_BYTES: u32 = 2 * 4 * CBox::BYTES;
@@ -207,7 +192,7 @@ macro_rules! bf16_entry_points {
             ///
             /// # Safety
             #[doc = concat!("1-D grid of any size, ", stringify!($threads), " threads, ")]
-            /// `Epilogue::TensorStore.layout().bytes` of dynamic shared memory; `a`, `b` tensor
+            /// [`LAYOUT`]`.bytes` of dynamic shared memory; `a`, `b` tensor
             /// maps of A (`k x m`) and B (`k x n`) BF16 with boxes [`ATile::BOX`],
             /// [`BTile::BOX`], `c` of C (`n x m`) with box [`CBox::BOX`], all 128-byte swizzle
             /// (zero fill on loads); m, n, k >= 1.
@@ -220,7 +205,7 @@ macro_rules! bf16_entry_points {
                 let c = gpu::tensor_map_param!(entry, 2, c);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$specialized, { Epilogue::TensorStore.stages() as usize }>(
+                    kernels::gemm::<$specialized, { STAGES as usize }>(
                         a, b, kernels::COut::TensorMap(c), m, n, k,
                     )
                 }
@@ -231,8 +216,7 @@ macro_rules! bf16_entry_points {
             #[doc = concat!("`C = A B^T`, ", $style, ", direct-store epilogue (module docs).")]
             ///
             /// # Safety
-            /// As the tensor-store kernel, with `Epilogue::Direct.layout().bytes` of shared
-            /// memory and `c` holding `m * n` BF16.
+            /// As the tensor-store kernel, with `c` holding `m * n` BF16.
             pub fn $direct(a: TensorMap, b: TensorMap, c: *mut Bf16, m: u32, n: u32, k: u32)
                 [max_threads = $threads]
                 [device if target_feature = "sm_90a"]
@@ -241,7 +225,7 @@ macro_rules! bf16_entry_points {
                 let b = gpu::tensor_map_param!(entry, 1, b);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$specialized, { Epilogue::Direct.stages() as usize }>(
+                    kernels::gemm::<$specialized, { STAGES as usize }>(
                         a, b, kernels::COut::Pointer(c), m, n, k,
                     )
                 }
@@ -289,6 +273,22 @@ gpu::kernel! {
     }
 }
 
+gpu::kernel! {
+    /// Copies `rows` rows of `k` BF16 (packed) into rows of `kp` (a multiple of 8, at least
+    /// `k`), zeros past `k`: what a tensor map can describe when `k` is not a multiple of 8.
+    /// One thread per 16-byte chunk of the output, grid-stride.
+    ///
+    /// # Safety
+    /// Any 1-D grid of [`HELPER_THREADS`]-thread blocks; `src` holds `rows * k` and `dst`
+    /// `rows * kp` BF16, `dst` 16-byte aligned; `k <= kp`, `kp % 8 == 0`.
+    pub fn bf16_pad_rows(src: *const Bf16, dst: *mut Bf16, rows: u32, k: u32, kp: u32)
+        [max_threads = HELPER_THREADS]
+    {
+        // SAFETY: forwarded launch contract.
+        unsafe { helpers::pad_rows(src, dst, rows, k, kp) }
+    }
+}
+
 /// The BF16 bits C is poisoned with before a checked launch (a NaN no kernel writes: the
 /// conversion's NaN is `0x7FC0`-like).
 pub const BF16_POISON: u16 = 0xFFFF;
@@ -326,6 +326,37 @@ mod helpers {
         }
         // SAFETY: index < m * n.
         unsafe { *c.add(index as usize) = sum };
+    }
+
+    /// Eight BF16 written as one 16-byte store.
+    #[derive(Clone, Copy)]
+    #[repr(C, align(16))]
+    struct Chunk([u32; 4]);
+
+    /// See `bf16_pad_rows`.
+    pub(super) unsafe fn pad_rows(src: *const Bf16, dst: *mut Bf16, rows: u32, k: u32, kp: u32) {
+        let per_row = (kp / 8) as u64;
+        let chunks = rows as u64 * per_row;
+        let step = ptx::grid_dim_x() as u64 * ptx::block_dim_x() as u64;
+        let mut c =
+            ptx::block_idx_x() as u64 * ptx::block_dim_x() as u64 + ptx::thread_idx_x() as u64;
+        while c < chunks {
+            let (row, col0) = (c / per_row, (c % per_row) as u32 * 8);
+            let mut words = [0u32; 4];
+            let mut j = 0;
+            while j < 8 {
+                let col = col0 + j;
+                if col < k {
+                    // SAFETY: row < rows, col < k: inside `src` (launch contract).
+                    let x = unsafe { *src.add((row * k as u64 + col as u64) as usize) };
+                    words[(j / 2) as usize] |= (x.0 as u32) << (16 * (j % 2));
+                }
+                j += 1;
+            }
+            // SAFETY: chunk c of `dst` (rows * kp / 8 chunks), 16-byte aligned (contract).
+            unsafe { dst.cast::<Chunk>().add(c as usize).write(Chunk(words)) };
+            c += step;
+        }
     }
 
     /// See `bf16_widen`.
