@@ -154,7 +154,7 @@ pub fn ptx_key(instr: &PtxInstr) -> String {
         let size = operands.get(2).copied().unwrap_or("?");
         let zfill = if operands.len() > 3 { ", src-size" } else { "" };
         format!("{} {size}{zfill}", instr.opcode)
-    } else if instr.opcode == "cp.async.wait_group" {
+    } else if instr.opcode == "cp.async.wait_group" || instr.opcode.starts_with("setmaxnreg") {
         format!("{} {}", instr.opcode, instr.operands)
     } else {
         instr.opcode.clone()
