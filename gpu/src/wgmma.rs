@@ -101,6 +101,83 @@ impl<const ROWS: u32> SwizzledKMajor<ROWS> {
     }
 }
 
+/// A 64 (K) x `MN` tile of 16-bit elements stored MN-major (a B operand read from a K x N
+/// row-major matrix: `wgmma`'s transposed B), as a tensor copy with 128-byte swizzle writes it
+/// in `MN / 64` boxes of 64 k-rows x 128 bytes (64 elements of MN): box `j` (elements
+/// `64 j..64 j + 64` of MN) at byte `8192 j`, k-row `r` of a box at `128 r`, its 16-byte chunks
+/// swizzled as in [`SwizzledKMajor`].
+///
+/// The descriptors: leading byte offset 8192 (from one 64-element group of MN to the next),
+/// stride byte offset 1024 (eight k-rows), swizzle mode 128 bytes; a k-step of 16 moves the
+/// start by 16 k-rows (2048 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwizzledMnMajor<const MN: u32>;
+
+impl<const MN: u32> SwizzledMnMajor<MN> {
+    /// Elements of K per tile (one stage).
+    pub const K: u32 = 64;
+    /// Bytes of the tile.
+    pub const BYTES: u32 = MN * 128;
+    /// Boxes of 64 MN elements per tile.
+    pub const BOXES: u32 = {
+        assert!(MN >= 64 && MN <= 256 && MN.is_multiple_of(64));
+        MN / 64
+    };
+    /// Bytes of one box.
+    pub const BOX_BYTES: u32 = 64 * 128;
+    /// The tensor map's box, innermost (MN) first: `[64, 64]`.
+    pub const BOX: [u32; 2] = [64, Self::K];
+    /// The tensor map's swizzle span in bytes.
+    pub const SWIZZLE_BYTES: u32 = 128;
+    /// How far one k-step of 16 elements (16 k-rows, 2048 bytes) moves a descriptor, in its
+    /// 16-byte units.
+    pub const K_STEP: u64 = 128;
+    const LEADING_BYTES: u64 = 8192;
+    const STRIDE_BYTES: u64 = 1024;
+    const SWIZZLE_128B: u64 = 1;
+
+    /// The descriptor bits of the tile at shared address `base`.
+    pub const fn descriptor_bits(base: u32) -> u64 {
+        let start = (base as u64 & 0x3_FFFF) >> 4;
+        start
+            | (Self::LEADING_BYTES >> 4) << 16
+            | (Self::STRIDE_BYTES >> 4) << 32
+            | Self::SWIZZLE_128B << 62
+    }
+
+    /// The `wgmma` descriptor of the tile at `base`.
+    ///
+    /// # Safety
+    /// `base` is 1024-byte aligned and starts `BYTES` of shared memory laid out as above (by
+    /// `BOXES` tensor copies through a map with [`Self::BOX`] and 128-byte swizzle).
+    #[cfg(target_feature = "sm_90a")]
+    #[inline(always)]
+    pub unsafe fn descriptor<T>(base: Shared<T>) -> MatrixDescriptor {
+        // SAFETY: forwarded contract: the bits describe this layout.
+        unsafe { MatrixDescriptor::from_bits(Self::descriptor_bits(base.addr())) }
+    }
+}
+
+/// How a B tile is stored, as a `wgmma` reads it: K-major ([`SwizzledKMajor`]: B `n x k`,
+/// the weights of a `Linear` layer) or MN-major ([`SwizzledMnMajor`]: B `k x n` row-major,
+/// `a @ b`, read transposed).
+pub trait BOperand {
+    /// `imm-trans-b`: 1 for MN-major.
+    const TRANS: u32;
+    /// A k-step of 16 in the descriptor's units.
+    const K_STEP: u64;
+}
+
+impl<const ROWS: u32> BOperand for SwizzledKMajor<ROWS> {
+    const TRANS: u32 = 0;
+    const K_STEP: u64 = SwizzledKMajor::<ROWS>::K_STEP;
+}
+
+impl<const MN: u32> BOperand for SwizzledMnMajor<MN> {
+    const TRANS: u32 = 1;
+    const K_STEP: u64 = SwizzledMnMajor::<MN>::K_STEP;
+}
+
 /// A warpgroup's 64 x N FP32 accumulator tile, `REGS = N / 2` registers per thread. Thread
 /// `t` (0..128) of the warpgroup holds, in register `i`, the element at row
 /// `16 (t / 32) + (t % 32) / 4 + 8 ((i / 2) % 2)` and column `8 (i / 4) + 2 (t % 4) + i % 2`
@@ -134,15 +211,16 @@ impl<const REGS: usize> Accumulator<REGS> {
     }
 }
 
-/// A `wgmma` shape and input type: multiplies a 64 x 64 k-tile of A by a 64 x N one of B into
-/// an [`Accumulator`] (see [`crate::ptx::wgmma_m64n256k64_bf16`] for what it lowers to and why
-/// it is one `asm!` statement).
+/// A `wgmma` shape and input type: multiplies a 64 x 64 k-tile of A (a [`SwizzledKMajor`]
+/// tile) by a 64 x N one of B stored as `B` says ([`BOperand`]) into an [`Accumulator`] (see
+/// [`crate::ptx::wgmma_m64n256k64_bf16`] for what it lowers to and why it is one `asm!`
+/// statement).
 #[cfg(target_feature = "sm_90a")]
-pub trait WarpgroupMma {
-    /// Registers per thread of the accumulator (N / 2).
+pub trait WarpgroupMma<B: BOperand> {
+    /// The accumulator fragment (N / 2 registers per thread).
     type Acc;
 
-    /// `acc (+)= A B` over one k-tile, both operands [`SwizzledKMajor`] tiles.
+    /// `acc (+)= A B` over one k-tile.
     ///
     /// # Safety
     /// As [`crate::ptx::wgmma_m64n256k64_bf16`]: the warpgroup together, the descriptors
@@ -155,25 +233,43 @@ pub trait WarpgroupMma {
     );
 }
 
-/// BF16 inputs, FP32 accumulators, 64 x `N` x 64 per call, both operands K-major.
+/// BF16 inputs, FP32 accumulators, 64 x `N` x 64 per call.
 #[cfg(target_feature = "sm_90a")]
 pub struct Bf16Mma<const N: u32>;
 
+// The k-steps and transpose bit of each B layout are written out as the constants they are
+// (const generics of the instruction; `BOperand`'s values, checked equal below).
 macro_rules! bf16_shapes {
     ($($n:literal => $regs:literal, $f:ident;)*) => {$(
         #[cfg(target_feature = "sm_90a")]
-        impl WarpgroupMma for Bf16Mma<$n> {
+        impl<const R: u32> WarpgroupMma<SwizzledKMajor<R>> for Bf16Mma<$n> {
             type Acc = Accumulator<$regs>;
 
             #[inline(always)]
             unsafe fn mma_k64(acc: &mut Self::Acc, a: MatrixDescriptor, b: MatrixDescriptor, accumulate: bool) {
-                const STEP: u64 = SwizzledKMajor::<8>::K_STEP;
-                // SAFETY: forwarded contract; K-major B (no transpose).
-                unsafe { ptx::$f::<STEP, STEP, 0>(&mut acc.regs, a, b, accumulate) }
+                // SAFETY: forwarded contract; B K-major (no transpose).
+                unsafe { ptx::$f::<2, 2, 0>(&mut acc.regs, a, b, accumulate) }
+            }
+        }
+
+        #[cfg(target_feature = "sm_90a")]
+        impl<const R: u32> WarpgroupMma<SwizzledMnMajor<R>> for Bf16Mma<$n> {
+            type Acc = Accumulator<$regs>;
+
+            #[inline(always)]
+            unsafe fn mma_k64(acc: &mut Self::Acc, a: MatrixDescriptor, b: MatrixDescriptor, accumulate: bool) {
+                // SAFETY: forwarded contract; B MN-major (transposed).
+                unsafe { ptx::$f::<2, 128, 1>(&mut acc.regs, a, b, accumulate) }
             }
         }
     )*};
 }
+
+const _: () = {
+    assert!(SwizzledKMajor::<8>::K_STEP == 2 && SwizzledMnMajor::<64>::K_STEP == 128);
+    assert!(<SwizzledKMajor<8> as BOperand>::TRANS == 0);
+    assert!(<SwizzledMnMajor<64> as BOperand>::TRANS == 1);
+};
 
 bf16_shapes! {
     64 => 32, wgmma_m64n64k64_bf16;
@@ -224,6 +320,20 @@ mod tests {
             (0..8).map(|r| T::byte_offset(r, 0) % 128 / 16).collect();
         assert_eq!(chunks.len(), 8);
         assert_eq!(T::BYTES, 16384);
+    }
+
+    #[test]
+    fn mn_major_descriptors_step_by_boxes_and_k_rows() {
+        type T = SwizzledMnMajor<256>;
+        let bits = T::descriptor_bits(0x2_0000);
+        assert_eq!(bits & 0x3FFF, (0x2_0000 & 0x3_FFFF) >> 4);
+        assert_eq!((bits >> 16) & 0x3FFF, 8192 >> 4);
+        assert_eq!((bits >> 32) & 0x3FFF, 1024 >> 4);
+        assert_eq!(bits >> 62, 1);
+        assert_eq!((T::BOXES, T::BYTES, T::BOX), (4, 32768, [64, 64]));
+        assert_eq!(T::K_STEP * 16, 2048);
+        assert_eq!(<T as BOperand>::TRANS, 1);
+        assert_eq!(<SwizzledKMajor<256> as BOperand>::TRANS, 0);
     }
 
     #[test]

@@ -358,7 +358,7 @@ mod tests {
         assert!(error(&["run", "--warmup", "0"]).contains("warm-up"));
         assert!(error(&["run", "--plot", "out.png"]).contains(".svg"));
         assert!(error(&["run", "--json", "/no/such/dir/r.json"]).contains("does not exist"));
-        assert!(error(&["inspect", "--arch", "sm_75"]).contains("sm_80 or sm_90"));
+        assert!(error(&["inspect", "--arch", "sm_75"]).contains("sm_80, sm_90 or sm_90a"));
         assert!(error(&["run", "--timeout", "soon"]).contains("not a duration"));
         assert!(error(&["run", "--timeout", "1ms"]).contains("at least 10ms"));
         let kind = parse(&["frobnicate"]).unwrap_err().kind();

@@ -47,11 +47,12 @@ pub trait AnyWorkload: Sync {
     /// What `--size` takes, in words.
     fn size_syntax(&self) -> &'static str;
     fn experiments(&self) -> Vec<&'static dyn Experiment>;
-    /// The experiment everything else is compared with.
-    fn baseline(&self) -> Option<&'static dyn Experiment> {
+    /// Its baselines (the reference rows; the fastest on each problem is compared with).
+    fn baselines(&self) -> Vec<&'static dyn Experiment> {
         self.experiments()
             .into_iter()
-            .find(|e| e.role() == Role::Baseline)
+            .filter(|e| e.role() == Role::Baseline)
+            .collect()
     }
     /// Kernels its problems launch besides the experiments (references, say).
     fn helper_kernels(&self) -> &'static [&'static str];
@@ -178,7 +179,7 @@ impl Selection {
             return Ok(Selection::all());
         }
         let experiments = workload.experiments();
-        let mut picked: Vec<&'static dyn Experiment> = workload.baseline().into_iter().collect();
+        let mut picked: Vec<&'static dyn Experiment> = workload.baselines();
         for name in names {
             let found = experiments
                 .iter()

@@ -33,6 +33,7 @@
 
 pub mod args;
 pub mod blas;
+pub mod blaslt;
 pub mod device;
 pub mod error;
 pub mod launch;

@@ -20,8 +20,8 @@
 //! and multiplies those; the time includes the copies.
 
 use super::{
-    BF16_KERNELS, BF16_POISON, BK, Bf16GemmParams, Bf16GemmStoreParams, Bf16Kernel, CBox, Epilogue,
-    HELPER_THREADS, bf16_gemm_reference, bf16_pad_rows, bf16_widen,
+    BF16_KERNELS, BF16_POISON, BK, BLayout, Bf16GemmParams, Bf16GemmStoreParams, Bf16Kernel, CBox,
+    Epilogue, HELPER_THREADS, bf16_gemm_reference, bf16_pad_rows, bf16_widen,
 };
 use crate::gemm::host::{Mnk, parse_mnk};
 use crate::verify::host::{ReferenceScale, Rule, Verifier};
@@ -29,6 +29,7 @@ use crate::verify::{GPU_CHECK_MIN_ELEMENTS, verify_against_reference, verify_ref
 use anyhow::{Result, bail, ensure};
 use gpu::wgmma::Bf16;
 use gpu_runtime::blas::{Blas, sys as cublas};
+use gpu_runtime::blaslt::{BlasLt, LtGemm};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{ElementType, Swizzle, TensorMaps};
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
@@ -44,55 +45,77 @@ pub struct Bf16Gemm;
 /// One experiment: cuBLAS, or a kernel of ours.
 #[derive(Clone, Copy, Debug)]
 pub enum Bf16Experiment {
-    /// `cublasGemmEx`, BF16 in and out, FP32 compute: the baseline.
+    /// `cublasGemmEx`, BF16 in and out, FP32 compute: a baseline.
     Cublas,
+    /// cuBLASLt's `cublasLtMatmul` with its heuristic's best algorithm and a 32 MiB workspace
+    /// (what PyTorch's `matmul` runs): the other baseline; the faster of the two is the
+    /// reference of each problem.
+    CublasLt,
+    /// `cublasGemmEx` on B stored `k x n` row-major (`C = A B`: the NN GEMM), the reference
+    /// layout of the `b_kn` kernels (a baseline too).
+    CublasBKn,
     /// A kernel of ours.
     Kernel(&'static Bf16Kernel),
 }
 
 static EXPERIMENTS: LazyLock<Vec<Bf16Experiment>> = LazyLock::new(|| {
-    std::iter::once(Bf16Experiment::Cublas)
-        .chain(BF16_KERNELS.iter().map(Bf16Experiment::Kernel))
-        .collect()
+    [
+        Bf16Experiment::Cublas,
+        Bf16Experiment::CublasLt,
+        Bf16Experiment::CublasBKn,
+    ]
+    .into_iter()
+    .chain(BF16_KERNELS.iter().map(Bf16Experiment::Kernel))
+    .collect()
 });
 
-/// The row name of cuBLAS.
+/// The row name of cuBLAS's `cublasGemmEx`.
 pub const CUBLAS: &str = "cublas_gemm_ex_bf16";
+/// The row name of cuBLASLt.
+pub const CUBLAS_LT: &str = "cublaslt_matmul_bf16";
+/// The row name of cuBLAS's `cublasGemmEx` with B `k x n`.
+pub const CUBLAS_B_KN: &str = "cublas_gemm_ex_bf16_b_kn";
 
 impl Experiment for Bf16Experiment {
     fn name(&self) -> &'static str {
         match self {
             Bf16Experiment::Cublas => CUBLAS,
+            Bf16Experiment::CublasLt => CUBLAS_LT,
+            Bf16Experiment::CublasBKn => CUBLAS_B_KN,
             Bf16Experiment::Kernel(k) => k.name,
         }
     }
     fn role(&self) -> Role {
         match self {
-            Bf16Experiment::Cublas => Role::Baseline,
+            Bf16Experiment::Cublas | Bf16Experiment::CublasLt | Bf16Experiment::CublasBKn => {
+                Role::Baseline
+            }
             Bf16Experiment::Kernel(_) => Role::Library,
         }
     }
     fn style(&self) -> &'static str {
         match self {
             Bf16Experiment::Cublas => "cublas",
+            Bf16Experiment::CublasLt => "cublaslt",
+            Bf16Experiment::CublasBKn => "cublas_b_kn",
             Bf16Experiment::Kernel(k) => k.style.label(),
         }
     }
     fn stages(&self) -> Option<u32> {
         match self {
-            Bf16Experiment::Cublas => None,
+            Bf16Experiment::Cublas | Bf16Experiment::CublasLt | Bf16Experiment::CublasBKn => None,
             Bf16Experiment::Kernel(_) => Some(super::STAGES),
         }
     }
     fn threads(&self) -> Option<u32> {
         match self {
-            Bf16Experiment::Cublas => None,
+            Bf16Experiment::Cublas | Bf16Experiment::CublasLt | Bf16Experiment::CublasBKn => None,
             Bf16Experiment::Kernel(k) => Some(k.style.threads()),
         }
     }
     fn shared_bytes(&self) -> Option<u32> {
         match self {
-            Bf16Experiment::Cublas => None,
+            Bf16Experiment::Cublas | Bf16Experiment::CublasLt | Bf16Experiment::CublasBKn => None,
             Bf16Experiment::Kernel(_) => Some(super::LAYOUT.bytes),
         }
     }
@@ -101,19 +124,29 @@ impl Experiment for Bf16Experiment {
             Bf16Experiment::Cublas => {
                 "cublasGemmEx: BF16 A, B and C, FP32 compute, row-major C = A B^T as the TN GEMM"
             }
+            Bf16Experiment::CublasLt => {
+                "cublasLtMatmul: the same GEMM, the heuristic's best algorithm, 32 MiB workspace"
+            }
+            Bf16Experiment::CublasBKn => {
+                "cublasGemmEx with B k x n row-major: C = A B as the NN GEMM"
+            }
             Bf16Experiment::Kernel(k) => k.style.summary(),
         }
     }
     fn entry_points(&self) -> Vec<&'static str> {
         match self {
-            Bf16Experiment::Cublas => Vec::new(),
+            Bf16Experiment::Cublas | Bf16Experiment::CublasLt | Bf16Experiment::CublasBKn => {
+                Vec::new()
+            }
             Bf16Experiment::Kernel(k) => vec![k.tensor_store.name(), k.direct.name()],
         }
     }
     fn archs(&self) -> &'static [Arch] {
         match self {
             Bf16Experiment::Kernel(_) => &[Arch::Sm90a],
-            Bf16Experiment::Cublas => &Arch::PORTABLE,
+            Bf16Experiment::Cublas | Bf16Experiment::CublasLt | Bf16Experiment::CublasBKn => {
+                &Arch::PORTABLE
+            }
         }
     }
 }
@@ -126,13 +159,19 @@ pub fn bf16_output_tolerance() -> Tolerance {
     }
 }
 
-/// Bytes of device memory a problem takes: A and B in BF16 (twice, with the padded copies, when
-/// K is not a multiple of 8), C in BF16, its f32 widening, the f64 reference.
+/// Bytes of device memory a problem takes: A, B and B `k x n` in BF16 (with padded copies where
+/// rows are not multiples of 8), C in BF16, its f32 widening, the f64 reference, cuBLASLt's
+/// workspace.
 fn device_bytes(size: Mnk) -> u64 {
     let (m, n, k) = (size.m as u64, size.n as u64, size.k as u64);
-    let kp = k.next_multiple_of(8);
-    let padded = if kp != k { 2 * (m + n) * kp } else { 0 };
-    2 * (m + n) * k + padded + (2 + 4 + 8) * m * n
+    let (kp, np) = (k.next_multiple_of(8), n.next_multiple_of(8));
+    let padded_a_b = if kp != k { 2 * (m + n) * kp } else { 0 };
+    let padded_b_kn = if np != n { 2 * k * np } else { 0 };
+    2 * (m + 2 * n) * k
+        + padded_a_b
+        + padded_b_kn
+        + (2 + 4 + 8) * m * n
+        + gpu_runtime::blaslt::WORKSPACE_BYTES as u64
 }
 
 impl Workload for Bf16Gemm {
@@ -256,27 +295,82 @@ enum Resolved {
     Direct(Kernel<Bf16GemmParams>),
 }
 
-/// A and B with rows padded to a multiple of 8 elements (zeros past K), which the tensor maps
-/// describe when K itself is not a multiple of 8; refilled by every launch.
-struct Padded {
-    k: u32,
-    a: CudaSlice<u16>,
-    b: CudaSlice<u16>,
-    pad: Kernel<(*const Bf16, *mut Bf16, u32, u32, u32)>,
+/// A matrix (row-major, `rows x cols`) and, when its rows are not 16-byte multiples (`cols`
+/// not a multiple of 8), a copy with rows padded with zeros to `padded_cols`, which a tensor
+/// map can describe; the copy is refilled before every launch that reads it.
+struct Operand {
+    rows: u32,
+    cols: u32,
+    data: CudaSlice<u16>,
+    padded: Option<(u32, CudaSlice<u16>)>,
+}
+
+impl Operand {
+    fn new(gpu: &Gpu, rows: u32, cols: u32, data: CudaSlice<u16>, what: &str) -> Result<Operand> {
+        let padded = if cols % 8 != 0 {
+            let padded_cols = cols.next_multiple_of(8);
+            let len = rows as usize * padded_cols as usize;
+            Some((
+                padded_cols,
+                gpu.zeros::<u16>(len, &format!("{what} padded"))?,
+            ))
+        } else {
+            None
+        };
+        Ok(Operand {
+            rows,
+            cols,
+            data,
+            padded,
+        })
+    }
+
+    /// The address and row length a tensor map describes: the matrix itself, or its padded
+    /// copy, queued first (`bf16_pad_rows`: each row of `cols` into a row of `padded_cols`,
+    /// zeros past `cols`; the copy engine's 2-D copy, `cuMemcpy2DAsync`, was slower with these
+    /// odd pitches: docs/results.md).
+    fn for_tensor_map(
+        &mut self,
+        gpu: &Gpu,
+        pad: &Kernel<(*const Bf16, *mut Bf16, u32, u32, u32)>,
+    ) -> Result<(u64, u32)> {
+        let Some((padded_cols, copy)) = &mut self.padded else {
+            return Ok((gpu.address(&self.data), self.cols));
+        };
+        let chunks = self.rows as u64 * (*padded_cols / 8) as u64;
+        let blocks = chunks.div_ceil(HELPER_THREADS as u64).min(8 * 1024) as u32;
+        // SAFETY: bf16_pad_rows(src, dst, rows, k, kp): `data` holds rows * cols and `copy`
+        // rows * padded_cols BF16 (a driver allocation: 256-byte aligned), padded_cols = cols
+        // rounded up to 8.
+        unsafe {
+            pad.launch(
+                gpu,
+                LaunchConfig::linear(blocks, HELPER_THREADS, 0),
+                (&self.data, &mut *copy, self.rows, self.cols, *padded_cols),
+            )?
+        };
+        Ok((gpu.address(copy), *padded_cols))
+    }
 }
 
 /// A, B, C, the reference, cuBLAS, the resolved kernels.
 pub struct Bf16Problem {
     size: Mnk,
     values: Values,
-    a: CudaSlice<u16>,
-    b: CudaSlice<u16>,
-    padded: Option<Padded>,
+    /// A, `m x k`.
+    a: Operand,
+    /// B, `n x k`.
+    b: Operand,
+    /// B as `k x n` row-major (for the `b_kn` kernels and cuBLAS's NN GEMM).
+    b_kn: Operand,
+    pad: Kernel<(*const Bf16, *mut Bf16, u32, u32, u32)>,
     c: CudaSlice<u16>,
     widened: CudaSlice<f32>,
     widen: Kernel<(*const Bf16, *mut f32, u64, u32)>,
     reference: Reference,
     cublas: Result<Blas, String>,
+    /// cuBLASLt's handle and its plan for this shape (dropped before the handle).
+    cublas_lt: Result<(LtGemm, BlasLt), String>,
     /// Each family's entry point for this N, resolved once (none without the sm_90a module).
     entries: Vec<(&'static Bf16Kernel, Resolved)>,
     maps: TensorMaps,
@@ -290,20 +384,17 @@ impl Bf16Problem {
             "{size}: M x N must be below 2^31"
         );
         let (a_host, b_host) = generate_inputs(size, inputs.values, inputs.seed);
-        let a = gpu.upload(&a_host, "A")?;
-        let b = gpu.upload(&b_host, "B")?;
-        drop((a_host, b_host));
-        let padded = if k % 8 != 0 {
-            let kp = k.next_multiple_of(8);
-            Some(Padded {
-                k: kp,
-                a: gpu.zeros::<u16>(m as usize * kp as usize, "A padded")?,
-                b: gpu.zeros::<u16>(n as usize * kp as usize, "B padded")?,
-                pad: gpu.entry_point(bf16_pad_rows)?,
-            })
-        } else {
-            None
-        };
+        let (nu, ku) = (n as usize, k as usize);
+        let mut b_kn_host = vec![0u16; b_host.len()];
+        for (j, row) in b_host.chunks_exact(ku).enumerate() {
+            for (kk, &x) in row.iter().enumerate() {
+                b_kn_host[kk * nu + j] = x;
+            }
+        }
+        let a = Operand::new(gpu, m, k, gpu.upload(&a_host, "A")?, "A")?;
+        let b = Operand::new(gpu, n, k, gpu.upload(&b_host, "B")?, "B")?;
+        let b_kn = Operand::new(gpu, k, n, gpu.upload(&b_kn_host, "B (k x n)")?, "B (k x n)")?;
+        drop((a_host, b_host, b_kn_host));
         let mn = m as usize * n as usize;
         let c = gpu.zeros::<u16>(mn, "C")?;
         let widened = gpu.zeros::<f32>(mn, "C widened")?;
@@ -318,7 +409,7 @@ impl Bf16Problem {
             // SAFETY: bf16_gemm_reference(a, b, c, m, n, k) reads m*k and n*k BF16 and
             // writes m*n doubles, which the buffers hold; the 1-D grid covers m*n threads
             // (below 2^31, checked).
-            unsafe { kernel.launch(gpu, config, (&a, &b, &mut c64, m, n, k))? };
+            unsafe { kernel.launch(gpu, config, (&a.data, &b.data, &mut c64, m, n, k))? };
             gpu.synchronize(|| format!("computing the reference of a {size} BF16 GEMM"))?;
             if mn >= GPU_CHECK_MIN_ELEMENTS {
                 let mut verifier = Verifier::new(gpu)?;
@@ -351,49 +442,25 @@ impl Bf16Problem {
             values: inputs.values,
             a,
             b,
-            padded,
+            b_kn,
+            pad: gpu.entry_point(bf16_pad_rows)?,
             c,
             widened,
             widen: gpu.entry_point(bf16_widen)?,
             reference,
             cublas: Blas::open(gpu, cublas::cublasMath_t::CUBLAS_DEFAULT_MATH),
+            cublas_lt: BlasLt::open(gpu).and_then(|lt| Ok((lt.bf16_gemm_abt(gpu, m, n, k)?, lt))),
             entries,
             maps: TensorMaps::default(),
         })
-    }
-
-    /// Copies A and B into the padded buffers (`bf16_pad_rows`: rows of `k` elements into rows
-    /// of `padded.k`, zeros past `k`), queued before the GEMM. (The copy engine's 2-D copy,
-    /// `cuMemcpy2DAsync`, does the same with its odd row pitch at a third of the speed:
-    /// docs/results.md.)
-    fn stage_padded(
-        gpu: &Gpu,
-        size: Mnk,
-        (a, b): (&CudaSlice<u16>, &CudaSlice<u16>),
-        padded: &mut Padded,
-    ) -> Result<()> {
-        let Mnk { m, n, k } = size;
-        for (src, dst, rows) in [(a, &mut padded.a, m), (b, &mut padded.b, n)] {
-            let chunks = rows as u64 * (padded.k / 8) as u64;
-            let blocks = chunks.div_ceil(HELPER_THREADS as u64).min(8 * 1024) as u32;
-            // SAFETY: bf16_pad_rows(src, dst, rows, k, kp): `src` holds rows * k and `dst`
-            // rows * kp BF16 (a driver allocation: 256-byte aligned), kp = k rounded up to 8.
-            unsafe {
-                padded.pad.launch(
-                    gpu,
-                    LaunchConfig::linear(blocks, HELPER_THREADS, 0),
-                    (src, dst, rows, k, padded.k),
-                )?
-            };
-        }
-        Ok(())
     }
 }
 
 impl Problem<Bf16Experiment> for Bf16Problem {
     fn unavailable(&self, experiment: &Bf16Experiment) -> Option<String> {
         match (experiment, &self.cublas) {
-            (Bf16Experiment::Cublas, Err(why)) => Some(why.clone()),
+            (Bf16Experiment::Cublas | Bf16Experiment::CublasBKn, Err(why)) => Some(why.clone()),
+            (Bf16Experiment::CublasLt, _) => self.cublas_lt.as_ref().err().cloned(),
             (Bf16Experiment::Kernel(_), _) if self.entries.is_empty() => {
                 Some("needs the sm_90a module (compute capability 9.0)".to_string())
             }
@@ -413,18 +480,22 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 else {
                     bail!("{} is not loaded (no sm_90a module)", kernel.name);
                 };
-                let (a, b, kp) = match &mut self.padded {
-                    Some(padded) => {
-                        Self::stage_padded(gpu, self.size, (&self.a, &self.b), padded)?;
-                        (gpu.address(&padded.a), gpu.address(&padded.b), padded.k)
+                let (a, kp) = self.a.for_tensor_map(gpu, &self.pad)?;
+                let (b, b_dims, b_box) = match kernel.b_layout {
+                    BLayout::NK => {
+                        let (b, bk) = self.b.for_tensor_map(gpu, &self.pad)?;
+                        (b, (bk, n), super::BTile::BOX)
                     }
-                    None => (gpu.address(&self.a), gpu.address(&self.b), k),
+                    BLayout::KN => {
+                        let (b, np) = self.b_kn.for_tensor_map(gpu, &self.pad)?;
+                        (b, (np, k), super::BKnTile::BOX)
+                    }
                 };
                 let (tiles_m, tiles_n) = super::tiles(m, n);
                 let blocks = (tiles_m * tiles_n).min(gpu.info().multiprocessors);
                 let config =
                     LaunchConfig::linear(blocks, kernel.style.threads(), super::LAYOUT.bytes);
-                let (a_box, b_box, c_box) = (super::ATile::BOX, super::BTile::BOX, CBox::BOX);
+                let (a_box, c_box) = (super::ATile::BOX, CBox::BOX);
                 debug_assert_eq!(BK, a_box[0]);
                 let map = |address, dims, [box_cols, box_rows]: [u32; 2]| {
                     self.maps.matrix(
@@ -436,10 +507,11 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                     )
                 };
                 let a_map = map(a, (kp, m), a_box)?;
-                let b_map = map(b, (kp, n), b_box)?;
-                // SAFETY (both): the kernels take maps of A (kp x m) and B (kp x n) BF16 with
-                // the tiles' boxes, 128-byte swizzle and zero fill (so the padded columns
-                // past k, zeros too, add nothing), and C (m x n BF16, which `c` holds) as a
+                let b_map = map(b, b_dims, b_box)?;
+                // SAFETY (both): the kernels take maps of A (kp x m) and B (kp x n, or for the
+                // b_kn kernels n' x k) BF16 with the tiles' boxes, 128-byte swizzle and zero
+                // fill (so padded columns, zeros too, add nothing: A's and B's past k meet
+                // zeros, B's past n only feed columns of C that are never stored), and C (m x n BF16, which `c` holds) as a
                 // map with CBox's box (tensor store: N a multiple of 8, so its rows are
                 // 16-byte multiples) or a pointer; m, n, kp; 1-D grid, the style's threads,
                 // the epilogue's shared memory.
@@ -453,27 +525,48 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                     },
                 }
             }
-            Bf16Experiment::Cublas => {
+            Bf16Experiment::CublasLt => {
+                let (plan, handle) = match &self.cublas_lt {
+                    Ok(lt) => lt,
+                    Err(why) => bail!("cuBLASLt is unavailable: {why}"),
+                };
+                let (a, b) = (gpu.address(&self.a.data), gpu.address(&self.b.data));
+                let c = gpu.address(&self.c);
+                // SAFETY: the plan is this problem's shape; the buffers hold A, B and C.
+                unsafe { plan.run(handle, gpu, a, b, c) }
+                    .map_err(|e| anyhow::anyhow!("{e} ({})", self.size))?;
+            }
+            Bf16Experiment::Cublas | Bf16Experiment::CublasBKn => {
                 let handle = match &self.cublas {
                     Ok(cublas) => cublas.handle(),
                     Err(why) => bail!("cuBLAS is unavailable: {why}"),
                 };
                 let (alpha, beta) = (1.0f32, 0.0f32);
-                let (a, b, c) = (
-                    gpu.address(&self.a),
-                    gpu.address(&self.b),
-                    gpu.address(&self.c),
-                );
+                let a = gpu.address(&self.a.data);
+                let c = gpu.address(&self.c);
                 let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-                // Row-major C = A B^T is column-major C^T (n x m, ld n) = B A^T, where the
-                // memory of B (n x k row-major) is B^T column-major (ld k): op T; A's memory is
-                // A^T column-major (ld k): op N.
+                // Row-major C = A B^T is column-major C^T (n x m, ld n) = B A^T, where A's
+                // memory is A^T column-major (ld k): op N; B's (n x k row-major) is B^T
+                // column-major (ld k): op T — the TN GEMM. With B k x n row-major, its memory
+                // is B column-major... as C^T = B^T A^T needs: op N, ld n — the NN GEMM.
+                let (b, op_b, ldb) = match experiment {
+                    Bf16Experiment::CublasBKn => (
+                        gpu.address(&self.b_kn.data),
+                        cublas::cublasOperation_t::CUBLAS_OP_N,
+                        ni,
+                    ),
+                    _ => (
+                        gpu.address(&self.b.data),
+                        cublas::cublasOperation_t::CUBLAS_OP_T,
+                        ki,
+                    ),
+                };
                 // SAFETY: a live handle on the GPU's stream; the buffers hold what the leading
                 // dimensions describe.
                 let status = unsafe {
                     cublas::cublasGemmEx(
                         handle,
-                        cublas::cublasOperation_t::CUBLAS_OP_T,
+                        op_b,
                         cublas::cublasOperation_t::CUBLAS_OP_N,
                         ni,
                         mi,
@@ -481,7 +574,7 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                         (&alpha as *const f32).cast(),
                         b as *const _,
                         cublas::cudaDataType_t::CUDA_R_16BF,
-                        ki,
+                        ldb,
                         a as *const _,
                         cublas::cudaDataType_t::CUDA_R_16BF,
                         ki,
@@ -576,6 +669,7 @@ mod tests {
     #[test]
     fn sizes_and_the_baseline() {
         assert_eq!(harness::experiment::baseline_of(&Bf16Gemm), CUBLAS);
+        assert_eq!(Bf16Experiment::CublasLt.role(), Role::Baseline);
         assert!(
             Bf16Gemm
                 .parse_size("65536x65536x1")
@@ -590,7 +684,7 @@ mod tests {
             device_bytes(Mnk { m: 2, n: 3, k: 7 }),
             2 * 5 * 7 + 2 * 5 * 8 + 14 * 6
         );
-        for e in Bf16Gemm.experiments().iter().skip(1) {
+        for e in Bf16Gemm.experiments().iter().skip(3) {
             assert_eq!(e.archs(), [Arch::Sm90a]);
         }
     }

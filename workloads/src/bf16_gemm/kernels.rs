@@ -2,7 +2,7 @@
 
 #![cfg(target_feature = "sm_90a")]
 
-use super::{ATile, BK, BM, BN, BTile, CBox, GROUP_M, LAYOUT, STAGING_OFFSET};
+use super::{ATile, BK, BKnTile, BM, BN, BTile, CBox, GROUP_M, LAYOUT, STAGING_OFFSET};
 use gpu::layout::PipelineSharedState;
 use gpu::memcpy_async::AlignedSize;
 use gpu::memcpy_async::bulk::memcpy_async_tensor;
@@ -11,6 +11,8 @@ use gpu::ptx::{self, Shared, TensorMapRef};
 use gpu::schedule::{GridStride, TileSchedule, grouped_tile};
 use gpu::shared::dynamic_shared;
 use gpu::wgmma::{Accumulator, Bf16, Bf16Mma, WARPGROUP_THREADS, WarpgroupMma};
+
+const _: () = assert!(BTile::BYTES == BKnTile::BYTES);
 
 /// Registers per thread of the producer warpgroup after `setmaxnreg.dec`, and of each consumer
 /// after `setmaxnreg.inc`: `(40 + 2 * 232) * 128 = 64512` of the SM's 65536.
@@ -34,13 +36,14 @@ fn stage_tiles(s: u32) -> (Shared<u8>, Shared<u8>) {
 }
 
 /// `C = A B^T` (module docs). `SPECIALIZED`: warpgroup 0 produces and warpgroups 1 and 2
-/// consume; else warpgroups 0 and 1 consume and thread 0 also produces. `STAGES` is
-/// [`super::STAGES`]; `c` says which epilogue.
+/// consume; else warpgroups 0 and 1 consume and thread 0 also produces. `B_KN`: `b` maps B
+/// as `k x n` row-major (boxes [`BKnTile::BOX`], the tile MN-major), else as `n x k`.
+/// `STAGES` is [`super::STAGES`]; `c` says which epilogue.
 ///
 /// # Safety
 /// The kernels' launch contract, with `3 * 128` threads if `SPECIALIZED`, else `2 * 128`.
 #[inline(always)]
-pub(super) unsafe fn gemm<const SPECIALIZED: bool, const STAGES: usize>(
+pub(super) unsafe fn gemm<const SPECIALIZED: bool, const B_KN: bool, const STAGES: usize>(
     a: TensorMapRef,
     b: TensorMapRef,
     c: COut,
@@ -60,9 +63,10 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool, const STAGES: usize>(
     // releases each stage (2 arrivals); the layout reserves the barriers.
     let mut pipeline = unsafe { BulkPipeline::<STAGES>::init(barriers, 2) };
     let (mut producer, mut consumer) = pipeline.split();
-    let (a_bytes, b_bytes) = (
+    let (a_bytes, b_bytes, b_box_bytes) = (
         AlignedSize::<16>::of(ATile::BYTES),
         AlignedSize::<16>::of(BTile::BYTES),
+        AlignedSize::<16>::of(BKnTile::BOX_BYTES),
     );
 
     // The producer's walk: every (tile, k-tile) of this block, in order.
@@ -76,7 +80,17 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool, const STAGES: usize>(
         // a multiple of 1 KiB); its full phase expects this thread's commit below.
         unsafe {
             memcpy_async_tensor(a_dst, a, [k0, (tm * BM) as i32], a_bytes, &stage);
-            memcpy_async_tensor(b_dst, b, [k0, (tn * BN) as i32], b_bytes, &stage);
+            if B_KN {
+                let mut j = 0;
+                while j < BKnTile::BOXES {
+                    let n0 = (tn * BN + 64 * j) as i32;
+                    let dst = b_dst.add(j * BKnTile::BOX_BYTES);
+                    memcpy_async_tensor(dst, b, [n0, k0], b_box_bytes, &stage);
+                    j += 1;
+                }
+            } else {
+                memcpy_async_tensor(b_dst, b, [k0, (tn * BN) as i32], b_bytes, &stage);
+            }
         }
         stage.producer_commit();
     };
@@ -141,8 +155,13 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool, const STAGES: usize>(
             // released below.
             unsafe {
                 let da = ATile::descriptor(a_tile, 64 * consumer_index);
-                let db = BTile::descriptor(b_tile, 0);
-                Bf16Mma::<256>::mma_k64(&mut acc, da, db, kt > 0);
+                if B_KN {
+                    let db = BKnTile::descriptor(b_tile);
+                    <Bf16Mma<256> as WarpgroupMma<BKnTile>>::mma_k64(&mut acc, da, db, kt > 0);
+                } else {
+                    let db = BTile::descriptor(b_tile, 0);
+                    <Bf16Mma<256> as WarpgroupMma<BTile>>::mma_k64(&mut acc, da, db, kt > 0);
+                }
             }
             // The wgmma wait inside the multiply covers this warpgroup's reads of the stage:
             // one thread releases it for the warpgroup.

@@ -1,6 +1,7 @@
 //! BF16 GEMM on Hopper's tensor cores: `C = A B^T`, A `m x k` and B `n x k` row-major BF16
-//! (B as a `Linear` layer stores its weights), FP32 accumulation, C `m x n` row-major BF16;
-//! any `M, N, K >= 1`.
+//! (B as a `Linear` layer stores its weights), or `C = A B` with B `k x n` row-major (`a @ b`:
+//! the `_b_kn` kernels, whose B tiles `wgmma` reads transposed), FP32 accumulation, C `m x n`
+//! row-major BF16; any `M, N, K >= 1`.
 //!
 //! A block owns a [`BM`] x [`BN`] tile of C at a time and walks K in steps of [`BK`]: per
 //! k-tile one elected thread loads A's `BM x 64` box and B's `BN x 64` box with two tensor
@@ -32,7 +33,7 @@ pub mod host;
 
 use gpu::layout::StagedLayout;
 use gpu::tensor_map::TensorMap;
-use gpu::wgmma::{Bf16, SwizzledKMajor, WARPGROUP_THREADS};
+use gpu::wgmma::{Bf16, SwizzledKMajor, SwizzledMnMajor, WARPGROUP_THREADS};
 
 /// Rows of C per block tile (two consumer warpgroups of 64 rows).
 pub const BM: u32 = 128;
@@ -45,8 +46,10 @@ pub const GROUP_M: u32 = 16;
 
 /// A stage's A tile.
 pub type ATile = SwizzledKMajor<BM>;
-/// A stage's B tile.
+/// A stage's B tile, from B `n x k` (K-major).
 pub type BTile = SwizzledKMajor<BN>;
+/// A stage's B tile, from B `k x n` row-major (MN-major: four 64 x 64 boxes, read transposed).
+pub type BKnTile = SwizzledMnMajor<BN>;
 /// One of the four 64 x 64 boxes a consumer warpgroup's 64 x 256 part of C is staged in for
 /// the tensor store (swizzled as the loads are, so the epilogue's writes miss no bank).
 pub type CBox = SwizzledKMajor<64>;
@@ -143,14 +146,25 @@ pub type Bf16GemmParams = (TensorMap, TensorMap, *mut Bf16, u32, u32, u32);
 /// (`n x m`, box [`CBox::BOX`], 128-byte swizzle) in place of its pointer.
 pub type Bf16GemmStoreParams = (TensorMap, TensorMap, TensorMap, u32, u32, u32);
 
-/// One BF16 GEMM kernel family: its style and its two entry points, the tensor-store one for
-/// N a multiple of 8 and the direct-store one for any N.
+/// How B is laid out in global memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BLayout {
+    /// `n x k` row-major: `C = A B^T` (a `Linear` layer's weights), B K-major in the tile.
+    NK,
+    /// `k x n` row-major: `C = A B` (`a @ b`), B MN-major in the tile (`wgmma` transposes it).
+    KN,
+}
+
+/// One BF16 GEMM kernel family: its style, B's layout and its two entry points, the
+/// tensor-store one for N a multiple of 8 and the direct-store one for any N.
 #[derive(Debug)]
 pub struct Bf16Kernel {
     /// The family's name (its tensor-store entry point's).
     pub name: &'static str,
     /// How its stages are filled.
     pub style: Bf16Style,
+    /// How its B is laid out.
+    pub b_layout: BLayout,
     /// The tensor-store kernel.
     pub tensor_store: gpu::kernel::EntryPoint<Bf16GemmStoreParams>,
     /// The direct-store kernel.
@@ -173,20 +187,36 @@ pub static BF16_KERNELS: &[Bf16Kernel] = &[
     Bf16Kernel {
         name: bf16_gemm_ws_cooperative.name(),
         style: Bf16Style::WsCooperative,
+        b_layout: BLayout::NK,
         tensor_store: bf16_gemm_ws_cooperative,
         direct: bf16_gemm_ws_cooperative_direct,
     },
     Bf16Kernel {
+        name: bf16_gemm_ws_cooperative_b_kn.name(),
+        style: Bf16Style::WsCooperative,
+        b_layout: BLayout::KN,
+        tensor_store: bf16_gemm_ws_cooperative_b_kn,
+        direct: bf16_gemm_ws_cooperative_b_kn_direct,
+    },
+    Bf16Kernel {
         name: bf16_gemm_multistage.name(),
         style: Bf16Style::Multistage,
+        b_layout: BLayout::NK,
         tensor_store: bf16_gemm_multistage,
         direct: bf16_gemm_multistage_direct,
+    },
+    Bf16Kernel {
+        name: bf16_gemm_multistage_b_kn.name(),
+        style: Bf16Style::Multistage,
+        b_layout: BLayout::KN,
+        tensor_store: bf16_gemm_multistage_b_kn,
+        direct: bf16_gemm_multistage_b_kn_direct,
     },
 ];
 
 /// Declares one family's two entry points.
 macro_rules! bf16_entry_points {
-    ($($style:literal $name:ident, $direct:ident: $threads:literal, $specialized:literal;)*) => {$(
+    ($($style:literal $name:ident, $direct:ident: $threads:literal, $specialized:literal, $b_kn:literal;)*) => {$(
         gpu::kernel! {
             #[doc = concat!("`C = A B^T`, ", $style, ", tensor-store epilogue (module docs).")]
             ///
@@ -205,7 +235,7 @@ macro_rules! bf16_entry_points {
                 let c = gpu::tensor_map_param!(entry, 2, c);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$specialized, { STAGES as usize }>(
+                    kernels::gemm::<$specialized, $b_kn, { STAGES as usize }>(
                         a, b, kernels::COut::TensorMap(c), m, n, k,
                     )
                 }
@@ -225,7 +255,7 @@ macro_rules! bf16_entry_points {
                 let b = gpu::tensor_map_param!(entry, 1, b);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$specialized, { STAGES as usize }>(
+                    kernels::gemm::<$specialized, $b_kn, { STAGES as usize }>(
                         a, b, kernels::COut::Pointer(c), m, n, k,
                     )
                 }
@@ -235,8 +265,10 @@ macro_rules! bf16_entry_points {
 }
 
 bf16_entry_points! {
-    "a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: 384, true;
-    "two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: 256, false;
+    "a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: 384, true, false;
+    "a producer warpgroup and two consumer warpgroups, B k x n" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: 384, true, true;
+    "two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: 256, false, false;
+    "two warpgroups that compute, one thread also producing, B k x n" bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct: 256, false, true;
 }
 
 /// The number of `BM x BN` tiles of an `m x n` C.
