@@ -567,6 +567,17 @@ impl<const STAGES: usize> Consumer for BlockConsumer<'_, STAGES> {
     }
 }
 
+impl<const STAGES: usize> BlockConsumer<'_, STAGES> {
+    /// Moves this consumer's ring position past `stages` stages without waiting for or
+    /// releasing them: stages that another group of consumers reads and releases (the
+    /// alternate tiles of a ping-pong kernel, whose consumer groups share one ring). Register
+    /// arithmetic only.
+    #[inline(always)]
+    pub fn skip(&mut self, stages: u32) {
+        *self.state = self.state.advanced_by(stages);
+    }
+}
+
 impl<const STAGES: usize> ConsumerStage<'_, BlockConsumer<'_, STAGES>> {
     /// Releases the stage for a group of threads that read it together and whose reads are
     /// complete for the whole group by now (a warpgroup after the `wgmma.wait_group` of its

@@ -1374,11 +1374,18 @@ fn plain_streaming_keeps_four_16_byte_loads_in_flight() {
     }
 }
 
-/// Every BF16 GEMM entry point, with whether it stores C by tensor copies.
-fn bf16_entries() -> Vec<(&'static str, bool)> {
+/// Every BF16 GEMM entry point, with whether it stores C by tensor copies and whether it is
+/// warp-specialized (a producer warpgroup).
+fn bf16_entries() -> Vec<(&'static str, bool, bool)> {
     workloads::bf16_gemm::BF16_KERNELS
         .iter()
-        .flat_map(|k| [(k.tensor_store.name(), true), (k.direct.name(), false)])
+        .flat_map(|k| {
+            let specialized = k.style != workloads::bf16_gemm::Bf16Style::Multistage;
+            [
+                (k.tensor_store.name(), true, specialized),
+                (k.direct.name(), false, specialized),
+            ]
+        })
         .collect()
 }
 
@@ -1388,7 +1395,7 @@ fn bf16_entries() -> Vec<(&'static str, bool)> {
 /// and no local memory — the 128 accumulators stay in registers.
 #[test]
 fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
-    for (entry, tensor_store) in bf16_entries() {
+    for (entry, tensor_store, specialized) in bf16_entries() {
         for arch in Arch::PORTABLE {
             assert!(
                 inspection(arch).kernel(entry).is_none(),
@@ -1434,7 +1441,7 @@ fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
             .map(|i| format!("{} {}", i.opcode, i.operands))
             .collect();
         setmaxnreg.sort();
-        if entry.contains("ws_cooperative") {
+        if specialized {
             assert_eq!(
                 setmaxnreg,
                 [

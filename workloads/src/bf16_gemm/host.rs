@@ -104,7 +104,7 @@ impl Experiment for Bf16Experiment {
     fn stages(&self) -> Option<u32> {
         match self {
             Bf16Experiment::Cublas | Bf16Experiment::CublasLt | Bf16Experiment::CublasBKn => None,
-            Bf16Experiment::Kernel(_) => Some(super::STAGES),
+            Bf16Experiment::Kernel(k) => Some(k.style.geometry().stages),
         }
     }
     fn threads(&self) -> Option<u32> {
@@ -116,7 +116,7 @@ impl Experiment for Bf16Experiment {
     fn shared_bytes(&self) -> Option<u32> {
         match self {
             Bf16Experiment::Cublas | Bf16Experiment::CublasLt | Bf16Experiment::CublasBKn => None,
-            Bf16Experiment::Kernel(_) => Some(super::LAYOUT.bytes),
+            Bf16Experiment::Kernel(k) => Some(k.style.geometry().layout().bytes),
         }
     }
     fn summary(&self) -> &'static str {
@@ -491,11 +491,12 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                         (b, (np, k), super::BKnTile::BOX)
                     }
                 };
-                let (tiles_m, tiles_n) = super::tiles(m, n);
+                let geometry = kernel.style.geometry();
+                let (tiles_m, tiles_n) = geometry.tiles(m, n);
                 let blocks = (tiles_m * tiles_n).min(gpu.info().multiprocessors);
                 let config =
-                    LaunchConfig::linear(blocks, kernel.style.threads(), super::LAYOUT.bytes);
-                let (a_box, c_box) = (super::ATile::BOX, CBox::BOX);
+                    LaunchConfig::linear(blocks, kernel.style.threads(), geometry.layout().bytes);
+                let (a_box, c_box) = (geometry.a_box(), CBox::BOX);
                 debug_assert_eq!(BK, a_box[0]);
                 let map = |address, dims, [box_cols, box_rows]: [u32; 2]| {
                     self.maps.matrix(

@@ -2,8 +2,8 @@
 
 #![cfg(target_feature = "sm_90a")]
 
-use super::{ATile, BK, BKnTile, BM, BN, BTile, CBox, GROUP_M, LAYOUT, STAGING_OFFSET};
-use gpu::layout::PipelineSharedState;
+use super::{ATile, BK, BKnTile, BN, BTile, CBox, GROUP_M, Geometry};
+use gpu::layout::{Mbarrier, PipelineSharedState};
 use gpu::memcpy_async::AlignedSize;
 use gpu::memcpy_async::bulk::memcpy_async_tensor;
 use gpu::pipeline::{BulkPipeline, Consumer, Producer};
@@ -28,22 +28,39 @@ pub(super) enum COut {
     Pointer(*mut Bf16),
 }
 
+/// The geometry of the ping-pong kernels (`pingpong`) or of the others.
+pub(super) const fn geometry(pingpong: bool) -> Geometry {
+    if pingpong {
+        Geometry::TILE_PER_WARPGROUP
+    } else {
+        Geometry::SHARED_TILE
+    }
+}
+
 /// Stage `s`'s A and B tiles.
 #[inline(always)]
-fn stage_tiles(s: u32) -> (Shared<u8>, Shared<u8>) {
-    let a = dynamic_shared().add(LAYOUT.stage_offset(s));
-    (a, a.add(ATile::BYTES))
+fn stage_tiles(g: Geometry, s: u32) -> (Shared<u8>, Shared<u8>) {
+    let a = dynamic_shared().add(g.layout().stage_offset(s));
+    (a, a.add(g.a_tile_bytes()))
 }
 
 /// `C = A B^T` (module docs). `SPECIALIZED`: warpgroup 0 produces and warpgroups 1 and 2
-/// consume; else warpgroups 0 and 1 consume and thread 0 also produces. `B_KN`: `b` maps B
-/// as `k x n` row-major (boxes [`BKnTile::BOX`], the tile MN-major), else as `n x k`.
-/// `STAGES` is [`super::STAGES`]; `c` says which epilogue.
+/// consume; else warpgroups 0 and 1 consume and thread 0 also produces. `PINGPONG`
+/// (specialized only): each consumer warpgroup takes every other tile of the block's walk, a
+/// 64 x 256 tile of its own ([`Geometry::TILE_PER_WARPGROUP`]), skipping the other's stages
+/// in the shared ring; else both share each 128 x 256 tile. `B_KN`: `b` maps B as `k x n`
+/// row-major (boxes [`BKnTile::BOX`], the tile MN-major), else as `n x k`. `STAGES` is the
+/// geometry's; `c` says which epilogue.
 ///
 /// # Safety
 /// The kernels' launch contract, with `3 * 128` threads if `SPECIALIZED`, else `2 * 128`.
 #[inline(always)]
-pub(super) unsafe fn gemm<const SPECIALIZED: bool, const B_KN: bool, const STAGES: usize>(
+pub(super) unsafe fn gemm<
+    const SPECIALIZED: bool,
+    const PINGPONG: bool,
+    const B_KN: bool,
+    const STAGES: usize,
+>(
     a: TensorMapRef,
     b: TensorMapRef,
     c: COut,
@@ -53,18 +70,37 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool, const B_KN: bool, const STAGE
 ) {
     let thread = ptx::thread_idx_x();
     let warpgroup = thread / WARPGROUP_THREADS;
-    let (tiles_m, tiles_n) = super::tiles(m, n);
+    const { assert!(SPECIALIZED || !PINGPONG) };
+    const { assert!(STAGES as u32 == geometry(PINGPONG).stages) };
+    let g = geometry(PINGPONG);
+    let (tiles_m, tiles_n) = g.tiles(m, n);
     let tile_count = tiles_m * tiles_n;
     let k_tiles = k.div_ceil(BK);
-    const { assert!(STAGES as u32 == super::STAGES) };
     let barriers: Shared<PipelineSharedState<STAGES>> =
-        dynamic_shared().add(LAYOUT.barriers_offset).cast();
-    // SAFETY: every thread calls it; one thread produces; one thread per consumer warpgroup
-    // releases each stage (2 arrivals); the layout reserves the barriers.
-    let mut pipeline = unsafe { BulkPipeline::<STAGES>::init(barriers, 2) };
+        dynamic_shared().add(g.layout().barriers_offset).cast();
+    // Who releases a stage: one thread of each warpgroup that read it (both, sharing a tile;
+    // the owner alone, ping-pong).
+    let releasers = if PINGPONG { 1 } else { 2 };
+    // Ping-pong: the consumer warpgroups run their mainloops in turn (CUTLASS's ordered
+    // sequence barrier): `order[c]` completes a phase when the other warpgroup has finished a
+    // mainloop, and warpgroup `c` waits for it before its next. Besides keeping the tensor
+    // cores to one warpgroup while the other runs its epilogue, this is what makes skipping
+    // the other's stages sound: a warpgroup never runs more than one ring phase ahead of the
+    // stages it waits on by parity.
+    let order: Shared<Mbarrier> = dynamic_shared().add(g.order_offset()).cast();
+    if PINGPONG && thread == 0 {
+        // SAFETY: one thread initializes both; the pipeline's init below syncs the block.
+        unsafe {
+            ptx::mbarrier_init(order, 1);
+            ptx::mbarrier_init(order.add(1), 1);
+        }
+    }
+    // SAFETY: every thread calls it; one thread produces; `releasers` arrivals release each
+    // stage; the layout reserves the barriers.
+    let mut pipeline = unsafe { BulkPipeline::<STAGES>::init(barriers, releasers) };
     let (mut producer, mut consumer) = pipeline.split();
     let (a_bytes, b_bytes, b_box_bytes) = (
-        AlignedSize::<16>::of(ATile::BYTES),
+        AlignedSize::<16>::of(g.a_tile_bytes()),
         AlignedSize::<16>::of(BTile::BYTES),
         AlignedSize::<16>::of(BKnTile::BOX_BYTES),
     );
@@ -73,13 +109,13 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool, const B_KN: bool, const STAGE
     let mut produce_one = |tile: u32, kt: u32| {
         let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
         let stage = producer.producer_acquire();
-        let (a_dst, b_dst) = stage_tiles(stage.index());
+        let (a_dst, b_dst) = stage_tiles(g, stage.index());
         let k0 = (kt * BK) as i32;
         // SAFETY: the stage is free (acquired); the maps describe A and B with these boxes and
         // 128-byte swizzle (launch contract); the tiles are 1024-byte aligned (stage bytes are
         // a multiple of 1 KiB); its full phase expects this thread's commit below.
         unsafe {
-            memcpy_async_tensor(a_dst, a, [k0, (tm * BM) as i32], a_bytes, &stage);
+            memcpy_async_tensor(a_dst, a, [k0, (tm * g.tile_m) as i32], a_bytes, &stage);
             if B_KN {
                 let mut j = 0;
                 while j < BKnTile::BOXES {
@@ -143,18 +179,36 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool, const B_KN: bool, const STAGE
     }
 
     let mut tiles = GridStride::this_block(tile_count);
+    let mut turn = 0;
+    // The phase of `order[consumer_index]` this warpgroup waits for next.
+    let mut order_phase = 0;
     while let Some(tile) = tiles.next() {
+        let mine = !PINGPONG || turn % 2 == consumer_index;
+        let first = turn < 2;
+        turn += 1;
+        if !mine {
+            // The other warpgroup's tile: its k-tiles pass through the ring meanwhile.
+            consumer.skip(k_tiles);
+            continue;
+        }
+        if PINGPONG && !(first && consumer_index == 0) {
+            // SAFETY: initialized above; the other warpgroup arrives once per mainloop.
+            unsafe { ptx::mbarrier_wait_parity(order.add(consumer_index), order_phase) };
+            order_phase ^= 1;
+        }
         let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
+        // This warpgroup's rows of the stage's A tile.
+        let a_row = if PINGPONG { 0 } else { 64 * consumer_index };
         let mut acc = Accumulator::<128>::zeros();
         for kt in 0..k_tiles {
             let ready = consumer.consumer_wait();
-            let (a_tile, b_tile) = stage_tiles(ready.index());
+            let (a_tile, b_tile) = stage_tiles(g, ready.index());
             // SAFETY: the stage's phase completed (both boxes landed, written by the copy
             // engine); this warpgroup's 64 rows of A and all BN rows of B; the whole
             // warpgroup calls it with the same operands; nothing writes the stage until it is
             // released below.
             unsafe {
-                let da = ATile::descriptor(a_tile, 64 * consumer_index);
+                let da = ATile::descriptor(a_tile, a_row);
                 if B_KN {
                     let db = BKnTile::descriptor(b_tile);
                     <Bf16Mma<256> as WarpgroupMma<BKnTile>>::mma_k64(&mut acc, da, db, kt > 0);
@@ -170,8 +224,13 @@ pub(super) unsafe fn gemm<const SPECIALIZED: bool, const B_KN: bool, const STAGE
                 produce_next();
             }
         }
-        let (row0, col0) = (tm * BM + 64 * consumer_index, tn * BN);
-        let staging = dynamic_shared().add(STAGING_OFFSET + consumer_index * 4 * CBox::BYTES);
+        if PINGPONG && wg_thread == 0 {
+            // This mainloop is done: the other warpgroup's may start.
+            // SAFETY: initialized above; one arrival per mainloop, waited for in turn.
+            let _ = unsafe { ptx::mbarrier_arrive(order.add(1 - consumer_index)) };
+        }
+        let (row0, col0) = (tm * g.tile_m + a_row, tn * BN);
+        let staging = dynamic_shared().add(g.staging_offset() + consumer_index * 4 * CBox::BYTES);
         // SAFETY: this warpgroup's own staging (1 KiB aligned, 32 KiB); C's map or C itself
         // (launch contract); the whole warpgroup calls it.
         unsafe {

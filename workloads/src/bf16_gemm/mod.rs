@@ -15,6 +15,9 @@
 //! Styles ([`Bf16Style`]):
 //! - `ws_cooperative`: a producer warpgroup (one thread issuing the copies, its registers
 //!   given to the consumers with `setmaxnreg`) and two consumer warpgroups sharing the tile;
+//! - `ws_pingpong`: the same three warpgroups, each consumer on its own 64 x 256 tiles, the
+//!   two taking the block's tiles in turn from one ring of stages (the other's stages
+//!   skipped), so that one's epilogue runs while the other multiplies;
 //! - `multistage`: no producer warpgroup; the first consumer thread also issues the copies,
 //!   `STAGES - 1` k-tiles ahead.
 //!
@@ -35,7 +38,7 @@ use gpu::layout::StagedLayout;
 use gpu::tensor_map::TensorMap;
 use gpu::wgmma::{Bf16, SwizzledKMajor, SwizzledMnMajor, WARPGROUP_THREADS};
 
-/// Rows of C per block tile (two consumer warpgroups of 64 rows).
+/// Rows of A in a stage at most (the shared 128 x 256 tile).
 pub const BM: u32 = 128;
 /// Columns of C per block tile (one m64n256 `wgmma` per consumer).
 pub const BN: u32 = 256;
@@ -44,7 +47,8 @@ pub const BK: u32 = 64;
 /// Tile rows per group of the grouped tile order.
 pub const GROUP_M: u32 = 16;
 
-/// A stage's A tile.
+/// A stage's A tile (the first 64 rows of it for the ping-pong geometry, whose descriptors
+/// are the same).
 pub type ATile = SwizzledKMajor<BM>;
 /// A stage's B tile, from B `n x k` (K-major).
 pub type BTile = SwizzledKMajor<BN>;
@@ -76,22 +80,68 @@ impl Epilogue {
     }
 }
 
-/// Pipeline depth: the C staging (64 KiB) leaves room for three 48 KiB stages in the 227 KiB
-/// a block may have.
-pub const STAGES: u32 = 3;
+/// A style's block geometry: rows of C per tile (the tile is `tile_m x BN`), pipeline depth,
+/// and the dynamic shared memory they make — the stages (A's tile, then B's), their mbarriers,
+/// then the C staging (two consumer warpgroups' 64 x 256 BF16) at the next 1 KiB boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Geometry {
+    /// Rows of C per tile: 128 (two consumer warpgroups share it) or 64 (one warpgroup's).
+    pub tile_m: u32,
+    /// Pipeline depth.
+    pub stages: u32,
+}
 
-/// The stages (A's tile, then B's) and their mbarriers.
-const STAGE_LAYOUT: StagedLayout = StagedLayout::new(ATile::BYTES + BTile::BYTES, STAGES, true);
+impl Geometry {
+    /// A 128 x 256 tile shared by two consumer warpgroups; the 64 KiB C staging leaves room for
+    /// three 48 KiB stages in the 227 KiB a block may have.
+    pub const SHARED_TILE: Geometry = Geometry {
+        tile_m: 128,
+        stages: 3,
+    };
+    /// A 64 x 256 tile per consumer warpgroup (ping-pong): 40 KiB stages, four of them.
+    pub const TILE_PER_WARPGROUP: Geometry = Geometry {
+        tile_m: 64,
+        stages: 4,
+    };
 
-/// Where the C staging starts: the first 1 KiB boundary after the mbarriers.
-pub const STAGING_OFFSET: u32 = STAGE_LAYOUT.bytes.next_multiple_of(1024);
+    /// Bytes of a stage's A tile (`tile_m` rows of 64 BF16).
+    pub const fn a_tile_bytes(self) -> u32 {
+        self.tile_m * 128
+    }
 
-/// The dynamic shared memory of every BF16 kernel: the stages, their mbarriers, then the C
-/// staging at [`STAGING_OFFSET`].
-pub const LAYOUT: StagedLayout = StagedLayout {
-    bytes: STAGING_OFFSET + C_STAGING_BYTES,
-    ..STAGE_LAYOUT
-};
+    /// The tensor map box of A: `[64, tile_m]`.
+    pub const fn a_box(self) -> [u32; 2] {
+        [BK, self.tile_m]
+    }
+
+    const fn stage_layout(self) -> StagedLayout {
+        StagedLayout::new(self.a_tile_bytes() + BTile::BYTES, self.stages, true)
+    }
+
+    /// Where the ping-pong order's two mbarriers are: right after the pipeline's.
+    pub const fn order_offset(self) -> u32 {
+        self.stage_layout().bytes
+    }
+
+    /// Where the C staging starts: the first 1 KiB boundary after the mbarriers (the
+    /// pipeline's and the ping-pong order's).
+    pub const fn staging_offset(self) -> u32 {
+        (self.order_offset() + 2 * gpu::layout::Mbarrier::BYTES).next_multiple_of(1024)
+    }
+
+    /// The dynamic shared memory.
+    pub const fn layout(self) -> StagedLayout {
+        StagedLayout {
+            bytes: self.staging_offset() + C_STAGING_BYTES,
+            ..self.stage_layout()
+        }
+    }
+
+    /// Tiles of an `m x n` C: `(rows, columns)`.
+    pub const fn tiles(self, m: u32, n: u32) -> (u32, u32) {
+        (m.div_ceil(self.tile_m), n.div_ceil(BN))
+    }
+}
 
 /// The C staging of the tensor-store epilogue: two consumer warpgroups' 64 x 256 BF16.
 pub const C_STAGING_BYTES: u32 = 2 * 4 * CBox::BYTES;
@@ -102,17 +152,28 @@ pub const HELPER_THREADS: u32 = 256;
 /// How a block's stages are filled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Bf16Style {
-    /// A producer warpgroup and two consumer warpgroups.
+    /// A producer warpgroup and two consumer warpgroups sharing a 128 x 256 tile.
     WsCooperative,
+    /// A producer warpgroup and two consumer warpgroups on alternate 64 x 256 tiles, one's
+    /// epilogue overlapping the other's math.
+    WsPingpong,
     /// Two warpgroups that compute, the first thread also producing.
     Multistage,
 }
 
 impl Bf16Style {
+    /// Its block geometry.
+    pub const fn geometry(self) -> Geometry {
+        match self {
+            Bf16Style::WsPingpong => Geometry::TILE_PER_WARPGROUP,
+            Bf16Style::WsCooperative | Bf16Style::Multistage => Geometry::SHARED_TILE,
+        }
+    }
+
     /// Threads per block.
     pub const fn threads(self) -> u32 {
         match self {
-            Bf16Style::WsCooperative => 3 * WARPGROUP_THREADS,
+            Bf16Style::WsCooperative | Bf16Style::WsPingpong => 3 * WARPGROUP_THREADS,
             Bf16Style::Multistage => 2 * WARPGROUP_THREADS,
         }
     }
@@ -121,6 +182,7 @@ impl Bf16Style {
     pub const fn label(self) -> &'static str {
         match self {
             Bf16Style::WsCooperative => "ws_cooperative",
+            Bf16Style::WsPingpong => "ws_pingpong",
             Bf16Style::Multistage => "multistage",
         }
     }
@@ -130,6 +192,9 @@ impl Bf16Style {
         match self {
             Bf16Style::WsCooperative => {
                 "producer warpgroup (setmaxnreg 40) + 2 consumer warpgroups (232) on a 128x256 tile, TMA + wgmma, persistent"
+            }
+            Bf16Style::WsPingpong => {
+                "producer warpgroup + 2 consumer warpgroups on alternate 64x256 tiles, epilogue overlapping math, TMA + wgmma, persistent"
             }
             Bf16Style::Multistage => {
                 "2 warpgroups compute, one elected thread issues the tensor copies ahead, TMA + wgmma, persistent"
@@ -199,6 +264,20 @@ pub static BF16_KERNELS: &[Bf16Kernel] = &[
         direct: bf16_gemm_ws_cooperative_b_kn_direct,
     },
     Bf16Kernel {
+        name: bf16_gemm_ws_pingpong.name(),
+        style: Bf16Style::WsPingpong,
+        b_layout: BLayout::NK,
+        tensor_store: bf16_gemm_ws_pingpong,
+        direct: bf16_gemm_ws_pingpong_direct,
+    },
+    Bf16Kernel {
+        name: bf16_gemm_ws_pingpong_b_kn.name(),
+        style: Bf16Style::WsPingpong,
+        b_layout: BLayout::KN,
+        tensor_store: bf16_gemm_ws_pingpong_b_kn,
+        direct: bf16_gemm_ws_pingpong_b_kn_direct,
+    },
+    Bf16Kernel {
         name: bf16_gemm_multistage.name(),
         style: Bf16Style::Multistage,
         b_layout: BLayout::NK,
@@ -216,7 +295,7 @@ pub static BF16_KERNELS: &[Bf16Kernel] = &[
 
 /// Declares one family's two entry points.
 macro_rules! bf16_entry_points {
-    ($($style:literal $name:ident, $direct:ident: $threads:literal, $specialized:literal, $b_kn:literal;)*) => {$(
+    ($($style:literal $name:ident, $direct:ident: $threads:literal, $specialized:literal, $pingpong:literal, $b_kn:literal;)*) => {$(
         gpu::kernel! {
             #[doc = concat!("`C = A B^T`, ", $style, ", tensor-store epilogue (module docs).")]
             ///
@@ -235,7 +314,9 @@ macro_rules! bf16_entry_points {
                 let c = gpu::tensor_map_param!(entry, 2, c);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$specialized, $b_kn, { STAGES as usize }>(
+                    kernels::gemm::<$specialized, $pingpong, $b_kn, {
+                        kernels::geometry($pingpong).stages as usize
+                    }>(
                         a, b, kernels::COut::TensorMap(c), m, n, k,
                     )
                 }
@@ -255,7 +336,9 @@ macro_rules! bf16_entry_points {
                 let b = gpu::tensor_map_param!(entry, 1, b);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$specialized, $b_kn, { STAGES as usize }>(
+                    kernels::gemm::<$specialized, $pingpong, $b_kn, {
+                        kernels::geometry($pingpong).stages as usize
+                    }>(
                         a, b, kernels::COut::Pointer(c), m, n, k,
                     )
                 }
@@ -265,15 +348,12 @@ macro_rules! bf16_entry_points {
 }
 
 bf16_entry_points! {
-    "a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: 384, true, false;
-    "a producer warpgroup and two consumer warpgroups, B k x n" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: 384, true, true;
-    "two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: 256, false, false;
-    "two warpgroups that compute, one thread also producing, B k x n" bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct: 256, false, true;
-}
-
-/// The number of `BM x BN` tiles of an `m x n` C.
-pub const fn tiles(m: u32, n: u32) -> (u32, u32) {
-    (m.div_ceil(BM), n.div_ceil(BN))
+    "a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: 384, true, false, false;
+    "a producer warpgroup and two consumer warpgroups, B k x n" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: 384, true, false, true;
+    "ping-pong consumer warpgroups" bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct: 384, true, true, false;
+    "ping-pong consumer warpgroups, B k x n" bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct: 384, true, true, true;
+    "two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: 256, false, false, false;
+    "two warpgroups that compute, one thread also producing, B k x n" bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct: 256, false, false, true;
 }
 
 gpu::kernel! {
