@@ -41,7 +41,7 @@ pub const WARPGROUP_THREADS: u32 = 128;
 /// (the swizzle repeats every 8 rows) and holds `ROWS * 128` bytes.
 ///
 /// The same type gives the tensor map's box ([`SwizzledKMajor::BOX`]) and the `wgmma`
-/// descriptors ([`SwizzledKMajor::descriptor`]): leading byte offset 16 (unused by a swizzled
+/// descriptors (`SwizzledKMajor::descriptor`, sm_90a): leading byte offset 16 (unused by a swizzled
 /// K-major operand), stride byte offset 1024 (eight rows), swizzle mode 128 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SwizzledKMajor<const ROWS: u32>;

@@ -208,7 +208,7 @@ impl SelftestArgs {
 /// Arguments of `inspect`.
 #[derive(Args, Debug, Clone, PartialEq)]
 pub struct InspectArgs {
-    /// Which PTX to show: sm_80 or sm_90.
+    /// Which PTX to show: sm_80, sm_90 or sm_90a (the tensor-core kernels).
     #[arg(long, default_value = "sm_90", value_parser = parse_arch)]
     pub arch: Arch,
     /// The workload whose kernels to show (default: the study).

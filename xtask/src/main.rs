@@ -126,12 +126,13 @@ fn doc() -> Result<()> {
     let library = CudaBuilder::new(workspace_root().join("gpu"));
     let dir = workspace_root().join("target").join("doc-device");
     let status = library
-        .cargo_command("doc", Arch::Sm90, &dir)
+        .cargo_command("doc", Arch::Sm90a, &dir)
         .arg("--no-deps")
-        // rustdoc reads its own flags: the arch decides which wrappers exist (try_wait: sm_90).
+        // rustdoc reads its own flags: the arch decides which wrappers exist (try_wait: sm_90;
+        // wgmma: sm_90a, which has every sm_90 one too).
         .env(
             "RUSTDOCFLAGS",
-            "-Ctarget-cpu=sm_90 -Ctarget-feature=+ptx80 -D warnings",
+            "-Ctarget-cpu=sm_90a -Ctarget-feature=+ptx80 -D warnings",
         )
         .status()
         .context("running cargo doc")?;

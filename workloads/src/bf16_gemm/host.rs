@@ -307,7 +307,7 @@ struct Operand {
 
 impl Operand {
     fn new(gpu: &Gpu, rows: u32, cols: u32, data: CudaSlice<u16>, what: &str) -> Result<Operand> {
-        let padded = if cols % 8 != 0 {
+        let padded = if !cols.is_multiple_of(8) {
             let padded_cols = cols.next_multiple_of(8);
             let len = rows as usize * padded_cols as usize;
             Some((
@@ -679,11 +679,20 @@ mod tests {
         );
         assert!(Bf16Gemm.parse_size("0").is_err());
         assert_eq!(Bf16Gemm.parse_size("4095x4097x1023").unwrap().k, 1023);
-        // Padded copies only where K is not a multiple of 8.
-        assert_eq!(device_bytes(Mnk { m: 2, n: 3, k: 8 }), 2 * 5 * 8 + 14 * 6);
+        // A, B, B (k x n), then padded copies where rows are not multiples of 8 (A and B for
+        // K, B (k x n) for N), C and its widening and reference, cuBLASLt's workspace.
+        let workspace = gpu_runtime::blaslt::WORKSPACE_BYTES as u64;
+        assert_eq!(
+            device_bytes(Mnk { m: 2, n: 8, k: 8 }),
+            2 * (2 + 16) * 8 + 14 * 16 + workspace
+        );
+        assert_eq!(
+            device_bytes(Mnk { m: 2, n: 3, k: 8 }),
+            2 * (2 + 6) * 8 + 2 * 8 * 8 + 14 * 6 + workspace
+        );
         assert_eq!(
             device_bytes(Mnk { m: 2, n: 3, k: 7 }),
-            2 * 5 * 7 + 2 * 5 * 8 + 14 * 6
+            2 * (2 + 6) * 7 + 2 * 5 * 8 + 2 * 7 * 8 + 14 * 6 + workspace
         );
         for e in Bf16Gemm.experiments().iter().skip(3) {
             assert_eq!(e.archs(), [Arch::Sm90a]);

@@ -247,12 +247,10 @@ pub(super) unsafe fn gemm<
             )
         };
     }
-    if let COut::TensorMap(_) = c {
-        if wg_thread == 0 {
-            // The last stores must have read the staging before the block's shared memory
-            // goes away.
-            ptx::bulk_wait_group_read::<0>();
-        }
+    if matches!(c, COut::TensorMap(_)) && wg_thread == 0 {
+        // The last stores must have read the staging before the block's shared memory goes
+        // away.
+        ptx::bulk_wait_group_read::<0>();
     }
 }
 
@@ -292,10 +290,8 @@ unsafe fn store_tile(
     t: u32,
     acc: &Accumulator<128>,
 ) {
-    if t == 0 {
-        if let COut::TensorMap(_) = c {
-            ptx::bulk_wait_group_read::<0>();
-        }
+    if t == 0 && matches!(c, COut::TensorMap(_)) {
+        ptx::bulk_wait_group_read::<0>();
     }
     // Everyone is done reading the previous tile's staging (Direct) or its stores have read
     // it (TensorStore).
