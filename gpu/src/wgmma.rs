@@ -35,6 +35,16 @@ impl Bf16 {
 /// The threads of a warpgroup: four consecutive warps, what one `wgmma` is issued by.
 pub const WARPGROUP_THREADS: u32 = 128;
 
+/// The bits of a matrix descriptor with 128-byte swizzle (PTX ISA encoding): the start address
+/// `start / 16` in bits 0-13, the leading and stride byte offsets (in 16-byte units) in bits
+/// 16-29 and 32-45, base offset 0, swizzle mode 1 (128 bytes) in bits 62-63.
+const fn swizzled_128b_descriptor(start: u32, leading_bytes: u64, stride_bytes: u64) -> u64 {
+    ((start as u64 & 0x3_FFFF) >> 4)
+        | (leading_bytes >> 4) << 16
+        | (stride_bytes >> 4) << 32
+        | 1 << 62
+}
+
 /// A `ROWS x 64` tile of 16-bit elements (one 128-byte row of K per row of M or N, K-major),
 /// in shared memory as a tensor copy with 128-byte swizzle writes it: row `r` at byte
 /// `128 r`, its 16-byte chunk `c` stored at chunk `c ^ (r % 8)`. The tile is 1024-byte aligned
@@ -64,7 +74,6 @@ impl<const ROWS: u32> SwizzledKMajor<ROWS> {
     /// Leading byte offset, stride byte offset (bytes) and the swizzle field of the descriptor.
     const LEADING_BYTES: u64 = 16;
     const STRIDE_BYTES: u64 = 1024;
-    const SWIZZLE_128B: u64 = 1;
 
     /// The byte offset in the tile of element `(row, col)` (`col < 64`): row `row` at
     /// `128 row`, its 16-byte chunk `col / 8` moved to chunk `(col / 8) ^ (row % 8)`. Where a
@@ -79,11 +88,7 @@ impl<const ROWS: u32> SwizzledKMajor<ROWS> {
     /// starts at shared address `base`: start address `(base + 128 row) / 16` (14 bits), the
     /// offsets, the swizzle mode in bits 62-63.
     pub const fn descriptor_bits(base: u32, row: u32) -> u64 {
-        let start = ((base + row * 128) as u64 & 0x3_FFFF) >> 4;
-        start
-            | (Self::LEADING_BYTES >> 4) << 16
-            | (Self::STRIDE_BYTES >> 4) << 32
-            | Self::SWIZZLE_128B << 62
+        swizzled_128b_descriptor(base + row * 128, Self::LEADING_BYTES, Self::STRIDE_BYTES)
     }
 
     /// The `wgmma` descriptor of the tile's rows from `row` on (a multiple of 8), the tile at
@@ -134,15 +139,10 @@ impl<const MN: u32> SwizzledMnMajor<MN> {
     pub const K_STEP: u64 = 128;
     const LEADING_BYTES: u64 = 8192;
     const STRIDE_BYTES: u64 = 1024;
-    const SWIZZLE_128B: u64 = 1;
 
     /// The descriptor bits of the tile at shared address `base`.
     pub const fn descriptor_bits(base: u32) -> u64 {
-        let start = (base as u64 & 0x3_FFFF) >> 4;
-        start
-            | (Self::LEADING_BYTES >> 4) << 16
-            | (Self::STRIDE_BYTES >> 4) << 32
-            | Self::SWIZZLE_128B << 62
+        swizzled_128b_descriptor(base, Self::LEADING_BYTES, Self::STRIDE_BYTES)
     }
 
     /// The `wgmma` descriptor of the tile at `base`.

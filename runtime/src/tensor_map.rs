@@ -468,10 +468,12 @@ impl TensorMaps {
         (box_cols, box_rows): (u32, u32),
         swizzle: Swizzle,
     ) -> Result<TensorMap, TensorMapError> {
-        self.get(
-            TensorMapBuilder::new(ElementType::F32, address, &[cols as u64, rows as u64])
-                .box_dims(&[box_cols, box_rows])
-                .swizzle(swizzle),
+        self.matrix(
+            ElementType::F32,
+            address,
+            (cols, rows),
+            (box_cols, box_rows),
+            swizzle,
         )
     }
 }
