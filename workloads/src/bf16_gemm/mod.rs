@@ -70,16 +70,6 @@ pub enum Epilogue {
     Direct,
 }
 
-impl Epilogue {
-    /// The label reports use, after the style's.
-    pub const fn label(self) -> &'static str {
-        match self {
-            Epilogue::TensorStore => "tensor store",
-            Epilogue::Direct => "direct store",
-        }
-    }
-}
-
 /// A style's block geometry: rows of C per tile (the tile is `tile_m x BN`), pipeline depth,
 /// and the dynamic shared memory they make — the stages (A's tile, then B's), their mbarriers,
 /// then the C staging (two consumer warpgroups' 64 x 256 BF16) at the next 1 KiB boundary.
