@@ -619,8 +619,14 @@ impl<const STAGES: usize> BlockPipeline<STAGES, BulkOnly> {
     ///
     /// # Safety
     /// 1. Every thread of the block calls it with the same arguments.
-    /// 2. Exactly one thread uses the producer side, and `consumers` threads the consumer
-    ///    side, once per stage each, in turn (a thread may use both).
+    /// 2. Exactly one thread uses the producer side. Each stage's every fill is released by
+    ///    exactly `consumers` arrivals: `consumers` threads each releasing it
+    ///    ([`ConsumerStage::consumer_release`]), or `consumers` groups each releasing it once for
+    ///    all its threads ([`ConsumerStage::consumer_release_for_group`], every thread of the
+    ///    group waiting for the stage and calling it); a consumer may [`BlockConsumer::skip`]
+    ///    fills that other consumers release, but never wait more than one ring phase ahead of
+    ///    the producer (the waits are by parity). All in ring order (a thread may use both
+    ///    sides).
     /// 3. `barriers` is reserved for this pipeline while it is used; `consumers` is 1..2^20.
     #[inline(always)]
     pub unsafe fn init(barriers: Shared<PipelineSharedState<STAGES>>, consumers: u32) -> Self {

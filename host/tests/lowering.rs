@@ -1419,6 +1419,13 @@ fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
             "{entry}"
         );
         let resources = view.resources.as_ref().expect("ptxas resources");
+        if specialized {
+            // The register split adds up only from 168 per thread at 384 threads:
+            // (40 + 2 * 232) * 128 = 64512 = 384 * 168, so the consumers take exactly what the
+            // producer gives back. Assembled with fewer, the block would be launched with fewer
+            // and `setmaxnreg.inc` would wait for registers it never gets.
+            assert_eq!(resources.registers, 168, "{entry}");
+        }
         assert_eq!(
             (
                 resources.stack_frame_bytes,

@@ -135,7 +135,8 @@ impl Arch {
             .find(|a| a.is_arch_specific() && a.compute_capability() == (major, minor))
     }
 
-    /// The portable archs, oldest first: those whose modules hold every workload's kernels.
+    /// The portable archs, oldest first: those whose modules hold every kernel that is not
+    /// arch-specific. Written out (a test checks it against the table's rows).
     pub const PORTABLE: [Arch; 2] = [Arch::Sm80, Arch::Sm90];
 
     pub fn from_name(name: &str) -> Option<Arch> {

@@ -141,8 +141,8 @@ impl Gpu {
         self.kernel(entry.name())
     }
 
-    /// The kernel `name` of the loaded modules (the portable one first, then the arch-specific
-    /// one), resolved once, with the parameter types `P`
+    /// The kernel `name` of the loaded modules (the arch-specific one if its PTX declares
+    /// `name`, else the portable one), resolved once, with the parameter types `P`
     /// (see [`Kernel::launch`] for what `P` must match; [`Gpu::entry_point`] is the form
     /// that cannot get them wrong).
     pub fn kernel<P: Params>(&self, name: &'static str) -> Result<Kernel<P>, GpuError> {

@@ -9,7 +9,7 @@
 //! **Soundness.** The PTX ISA makes touching an accumulator register between a
 //! `wgmma.mma_async` and the `wgmma.wait_group` that covers it undefined, and between two
 //! `asm!` statements LLVM may move or copy their outputs. So the multiply is not offered as
-//! separate fence / mma / commit / wait functions: [`wgmma_k64_bf16`] and its kin are *one*
+//! separate fence / mma / commit / wait functions: [`wgmma_m64n256k64_bf16`] and its kin are *one*
 //! `asm!` statement holding `wgmma.fence`, the four `wgmma.mma_async` of a 64-wide k-tile,
 //! `wgmma.commit_group` and `wgmma.wait_group 0`, with every accumulator an `inout` operand.
 //! Nothing outside the statement can run between a multiply and its wait; the registers are

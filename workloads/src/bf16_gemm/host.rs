@@ -1,7 +1,7 @@
-//! The BF16 GEMM ([`super`]): `C = A B^T`, every kernel against cuBLAS's `cublasGemmEx`
-//! (BF16 inputs and output, FP32 compute, the "TN" layout cuBLAS is fastest at) on the same
-//! buffers, all checked against a reference kernel of our own that accumulates the BF16 inputs
-//! in `f64`.
+//! The BF16 GEMM ([`super`]): `C = A B^T` (or `C = A B`), every kernel against three cuBLAS
+//! baselines on the same buffers — `cublasGemmEx` TN (B `n x k`) and NN (B `k x n`), and
+//! cuBLASLt — the fastest of them on each problem being the reference; all checked against a
+//! reference kernel of our own that accumulates the BF16 inputs in `f64`.
 //!
 //! Checks (the output widened to f32 on the GPU, the poison kept apart):
 //! - random inputs in [-1, 1) rounded to BF16: every element within `2^-8` of the reference
@@ -15,9 +15,9 @@
 //!   FP32) and every result at most 256 in magnitude (exact in BF16): C must equal the reference
 //!   bit for bit.
 //!
-//! K not a multiple of 8 (rows that no tensor map can describe): each launch first copies A
-//! and B into buffers whose rows are padded with zeros to a multiple of 8 (`bf16_pad_rows`),
-//! and multiplies those; the time includes the copies.
+//! Rows that no tensor map can describe (K, or for B `k x n` N, not a multiple of 8): each
+//! launch first copies those operands into buffers whose rows are padded with zeros to a
+//! multiple of 8 (`bf16_pad_rows`), and multiplies those; the time includes the copies.
 
 use super::{
     BF16_KERNELS, BF16_POISON, BK, BLayout, Bf16GemmParams, Bf16GemmStoreParams, Bf16Kernel, CBox,
@@ -150,6 +150,17 @@ impl Experiment for Bf16Experiment {
         }
     }
 }
+
+/// The tensor maps' swizzle: the tile layouts' (all four are 128-byte swizzled).
+const SWIZZLE: Swizzle = {
+    assert!(
+        super::ATile::SWIZZLE_BYTES == 128
+            && super::BTile::SWIZZLE_BYTES == 128
+            && super::BKnTile::SWIZZLE_BYTES == 128
+            && CBox::SWIZZLE_BYTES == 128
+    );
+    Swizzle::Bytes128
+};
 
 /// The tolerance of a BF16 output (module docs).
 pub fn bf16_output_tolerance() -> Tolerance {
@@ -504,7 +515,7 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                         address,
                         dims,
                         (box_cols, box_rows),
-                        Swizzle::Bytes128,
+                        SWIZZLE,
                     )
                 };
                 let a_map = map(a, (kp, m), a_box)?;

@@ -1,4 +1,4 @@
-//! The BF16 GEMM's device code (sm_90a): one body for both styles.
+//! The BF16 GEMM's device code (sm_90a): one body for all three styles and both B layouts.
 
 #![cfg(target_feature = "sm_90a")]
 
@@ -10,7 +10,7 @@ use gpu::pipeline::{BulkPipeline, Consumer, Producer};
 use gpu::ptx::{self, Shared, TensorMapRef};
 use gpu::schedule::{GridStride, TileSchedule, grouped_tile};
 use gpu::shared::dynamic_shared;
-use gpu::wgmma::{Accumulator, Bf16, Bf16Mma, WARPGROUP_THREADS, WarpgroupMma};
+use gpu::wgmma::{Accumulator, Bf16, Bf16Mma, SwizzledKMajor, WARPGROUP_THREADS, WarpgroupMma};
 
 const _: () = assert!(BTile::BYTES == BKnTile::BYTES);
 
@@ -95,8 +95,9 @@ pub(super) unsafe fn gemm<
             ptx::mbarrier_init(order.add(1), 1);
         }
     }
-    // SAFETY: every thread calls it; one thread produces; `releasers` arrivals release each
-    // stage; the layout reserves the barriers.
+    // SAFETY: every thread calls it; one thread produces; each fill is released by
+    // `releasers` group releases (one per warpgroup that reads it), ping-pong consumers skipping
+    // the other's fills and kept within one phase by `order`; the layout reserves the barriers.
     let mut pipeline = unsafe { BulkPipeline::<STAGES>::init(barriers, releasers) };
     let (mut producer, mut consumer) = pipeline.split();
     let (a_bytes, b_bytes, b_box_bytes) = (
@@ -208,7 +209,11 @@ pub(super) unsafe fn gemm<
             // warpgroup calls it with the same operands; nothing writes the stage until it is
             // released below.
             unsafe {
-                let da = ATile::descriptor(a_tile, a_row);
+                let da = if PINGPONG {
+                    SwizzledKMajor::<64>::descriptor(a_tile, 0)
+                } else {
+                    ATile::descriptor(a_tile, a_row)
+                };
                 if B_KN {
                     let db = BKnTile::descriptor(b_tile);
                     <Bf16Mma<256> as WarpgroupMma<BKnTile>>::mma_k64(&mut acc, da, db, kt > 0);

@@ -21,9 +21,10 @@
 //! - `multistage`: no producer warpgroup; the first consumer thread also issues the copies,
 //!   `STAGES - 1` k-tiles ahead.
 //!
-//! Tensor maps need rows that are 16-byte multiples (K a multiple of 8): for other K the
-//! host stages A and B through the copy engine into zero-padded copies first (in the timed
-//! launch).
+//! Tensor maps need rows that are 16-byte multiples: for K not a multiple of 8 the host copies
+//! A and B (and, for N not a multiple of 8, the `_b_kn` kernels' `k x n` B) into zero-padded
+//! buffers with `bf16_pad_rows` first, in the timed launch; for N not a multiple of 8 the
+//! direct-store entry points write C.
 //!
 //! [`BulkPipeline`]: gpu::pipeline::BulkPipeline
 
@@ -99,9 +100,12 @@ impl Geometry {
         self.tile_m * 128
     }
 
-    /// The tensor map box of A: `[64, tile_m]`.
+    /// The tensor map box of A: its tile type's (`SwizzledKMajor<tile_m>`), `[64, tile_m]`.
     pub const fn a_box(self) -> [u32; 2] {
-        [BK, self.tile_m]
+        match self.tile_m {
+            64 => SwizzledKMajor::<64>::BOX,
+            _ => ATile::BOX,
+        }
     }
 
     const fn stage_layout(self) -> StagedLayout {
@@ -193,8 +197,9 @@ impl Bf16Style {
     }
 }
 
-/// The parameters of the direct-store kernels: tensor maps of A (`k x m`, box `[64, BM]`) and
-/// B (`k x n`, box `[64, BN]`), 128-byte swizzle, zero fill; C; m, n, k.
+/// The parameters of the direct-store kernels: tensor maps of A (`k x m`, box
+/// `Geometry::a_box()`) and B (`k x n`, box [`BTile::BOX`]; `n x k`, box [`BKnTile::BOX`], for
+/// the `_b_kn` kernels), 128-byte swizzle, zero fill; C; m, n, k.
 pub type Bf16GemmParams = (TensorMap, TensorMap, *mut Bf16, u32, u32, u32);
 
 /// The parameters of the tensor-store kernels: as [`Bf16GemmParams`] with C's tensor map
@@ -287,14 +292,15 @@ pub static BF16_KERNELS: &[Bf16Kernel] = &[
 macro_rules! bf16_entry_points {
     ($($style:literal $name:ident, $direct:ident: $threads:literal, $specialized:literal, $pingpong:literal, $b_kn:literal;)*) => {$(
         gpu::kernel! {
-            #[doc = concat!("`C = A B^T`, ", $style, ", tensor-store epilogue (module docs).")]
+            #[doc = concat!($style, "; tensor-store epilogue (module docs).")]
             ///
             /// # Safety
             #[doc = concat!("1-D grid of any size, ", stringify!($threads), " threads, ")]
-            /// [`LAYOUT`]`.bytes` of dynamic shared memory; `a`, `b` tensor
-            /// maps of A (`k x m`) and B (`k x n`) BF16 with boxes [`ATile::BOX`],
-            /// [`BTile::BOX`], `c` of C (`n x m`) with box [`CBox::BOX`], all 128-byte swizzle
-            /// (zero fill on loads); m, n, k >= 1.
+            /// the style's `Geometry::layout().bytes` of dynamic shared memory; `a` a tensor map
+            /// of A (`k x m` BF16, box `Geometry::a_box()`), `b` of B (`k x n`, box
+            /// [`BTile::BOX`]; for the `_b_kn` kernels `n x k`, box [`BKnTile::BOX`]), `c` of C
+            /// (`n x m`, box [`CBox::BOX`]), all 128-byte swizzle (zero fill on loads);
+            /// m, n, k >= 1.
             pub fn $name(a: TensorMap, b: TensorMap, c: TensorMap, m: u32, n: u32, k: u32)
                 [max_threads = $threads]
                 [device if target_feature = "sm_90a"]
@@ -314,7 +320,7 @@ macro_rules! bf16_entry_points {
         }
 
         gpu::kernel! {
-            #[doc = concat!("`C = A B^T`, ", $style, ", direct-store epilogue (module docs).")]
+            #[doc = concat!($style, "; direct-store epilogue (module docs).")]
             ///
             /// # Safety
             /// As the tensor-store kernel, with `c` holding `m * n` BF16.
@@ -338,12 +344,12 @@ macro_rules! bf16_entry_points {
 }
 
 bf16_entry_points! {
-    "a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: 384, true, false, false;
-    "a producer warpgroup and two consumer warpgroups, B k x n" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: 384, true, false, true;
-    "ping-pong consumer warpgroups" bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct: 384, true, true, false;
-    "ping-pong consumer warpgroups, B k x n" bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct: 384, true, true, true;
-    "two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: 256, false, false, false;
-    "two warpgroups that compute, one thread also producing, B k x n" bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct: 256, false, false, true;
+    "`C = A B^T`, a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: 384, true, false, false;
+    "`C = A B` (B `k x n`), a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: 384, true, false, true;
+    "`C = A B^T`, ping-pong consumer warpgroups" bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct: 384, true, true, false;
+    "`C = A B` (B `k x n`), ping-pong consumer warpgroups" bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct: 384, true, true, true;
+    "`C = A B^T`, two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: 256, false, false, false;
+    "`C = A B` (B `k x n`), two warpgroups that compute, one thread also producing" bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct: 256, false, false, true;
 }
 
 gpu::kernel! {
