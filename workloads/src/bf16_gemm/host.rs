@@ -24,8 +24,8 @@ use super::{
     Epilogue, HELPER_THREADS, bf16_gemm_reference, bf16_pad_rows, bf16_widen,
 };
 use crate::gemm::host::{Mnk, parse_mnk};
-use crate::verify::host::{ReferenceScale, Rule, Verifier};
-use crate::verify::{GPU_CHECK_MIN_ELEMENTS, verify_against_reference, verify_reference_scale};
+use crate::verify::host::Reference;
+use crate::verify::{verify_against_reference, verify_reference_scale};
 use anyhow::{Result, bail, ensure};
 use gpu::wgmma::Bf16;
 use gpu_runtime::blas::{Blas, sys as cublas};
@@ -33,7 +33,7 @@ use gpu_runtime::blaslt::{BlasLt, LtGemm};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{ElementType, Swizzle, TensorMaps};
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
-use harness::check::{self, CheckReport, POISON, Tolerance};
+use harness::check::{CheckReport, POISON, Tolerance};
 use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use ptx_builder::Arch;
 use rand::{Rng, SeedableRng};
@@ -290,16 +290,6 @@ pub fn generate_inputs(size: Mnk, values: Values, seed: u64) -> (Vec<u16>, Vec<u
     (a, b)
 }
 
-/// The reference C: on the host for small problems, on the GPU past `GPU_CHECK_MIN_ELEMENTS`.
-enum Reference {
-    Host(Vec<f64>),
-    Device {
-        values: CudaSlice<f64>,
-        scale: ReferenceScale,
-        verifier: Box<Verifier>,
-    },
-}
-
 /// A family's entry point for one N.
 enum Resolved {
     TensorStore(Kernel<Bf16GemmStoreParams>),
@@ -422,17 +412,7 @@ impl Bf16Problem {
             // (below 2^31, checked).
             unsafe { kernel.launch(gpu, config, (&a.data, &b.data, &mut c64, m, n, k))? };
             gpu.synchronize(|| format!("computing the reference of a {size} BF16 GEMM"))?;
-            if mn >= GPU_CHECK_MIN_ELEMENTS {
-                let mut verifier = Verifier::new(gpu)?;
-                let scale = verifier.reference_scale(gpu, &c64)?;
-                Reference::Device {
-                    values: c64,
-                    scale,
-                    verifier: Box::new(verifier),
-                }
-            } else {
-                Reference::Host(gpu.download(&c64, "the reference C")?)
-            }
+            Reference::new(gpu, c64, "the reference C")?
         };
         let info = gpu.info();
         let sm90a_loaded = info.specific.is_some_and(|(arch, _)| arch == Arch::Sm90a);
@@ -620,26 +600,8 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 (&self.c, &mut self.widened, len, POISON.to_bits()),
             )?
         };
-        match &mut self.reference {
-            Reference::Host(reference) => {
-                let c = gpu.download(&self.widened, "C")?;
-                Ok(match self.values {
-                    Values::Random => check::check(&c, reference, bf16_output_tolerance()),
-                    Values::SmallIntegers => check::check_exact_against(&c, reference),
-                })
-            }
-            Reference::Device {
-                values,
-                scale,
-                verifier,
-            } => {
-                let rule = match self.values {
-                    Values::Random => Rule::Tolerance(bf16_output_tolerance()),
-                    Values::SmallIntegers => Rule::Exact,
-                };
-                verifier.against_reference(gpu, &self.widened, values, *scale, rule)
-            }
-        }
+        self.reference
+            .check(gpu, &self.widened, self.values, bf16_output_tolerance())
     }
 
     fn work(&self) -> Work {

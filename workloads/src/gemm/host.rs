@@ -12,15 +12,15 @@ use super::{
     GEMM_KERNELS, GemmEntry, GemmKernel, GemmPointers, MAX_DIM, REFERENCE_THREADS, REFERENCE_TILE,
     gemm_reference,
 };
-use crate::verify::host::{ReferenceScale, Rule, Verifier};
-use crate::verify::{GPU_CHECK_MIN_ELEMENTS, verify_against_reference, verify_reference_scale};
+use crate::verify::host::Reference;
+use crate::verify::{verify_against_reference, verify_reference_scale};
 use anyhow::{Result, bail, ensure};
 use gpu::tensor_map::TensorMap;
 use gpu_runtime::blas::{Blas, sys as cublas};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
-use harness::check::{self, CheckReport, POISON, Tolerance};
+use harness::check::{CheckReport, POISON, Tolerance};
 use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use ptx_builder::Arch;
 use std::fmt;
@@ -274,17 +274,6 @@ impl Resolved {
     }
 }
 
-/// The `f64` reference C: on the host for small problems (compared on the CPU), on the GPU
-/// past `GPU_CHECK_MIN_ELEMENTS` (compared there, never downloaded).
-enum Reference {
-    Host(Vec<f64>),
-    Device {
-        values: CudaSlice<f64>,
-        scale: ReferenceScale,
-        verifier: Box<Verifier>,
-    },
-}
-
 /// A, B, C and the reference, and cuBLAS.
 pub struct GemmProblem {
     size: Mnk,
@@ -332,17 +321,7 @@ impl GemmProblem {
             // tiles of 256-thread blocks (M <= MAX_M keeps the grid's y within 65535).
             unsafe { kernel.launch(gpu, config, (&a, &b, &mut c64, m, n, k))? };
             gpu.synchronize(|| format!("computing the reference of a {size} GEMM"))?;
-            if mn >= GPU_CHECK_MIN_ELEMENTS {
-                let mut verifier = Verifier::new(gpu)?;
-                let scale = verifier.reference_scale(gpu, &c64)?;
-                Reference::Device {
-                    values: c64,
-                    scale,
-                    verifier: Box::new(verifier),
-                }
-            } else {
-                Reference::Host(gpu.download(&c64, "the reference C")?)
-            }
+            Reference::new(gpu, c64, "the reference C")?
         };
         let arch = gpu.info().arch;
         let mut entries = Vec::new();
@@ -466,27 +445,8 @@ impl Problem<GemmExperiment> for GemmProblem {
     }
 
     fn check(&mut self, gpu: &Gpu, _: &GemmExperiment) -> Result<CheckReport> {
-        let tolerance = Tolerance::f32_dot(self.size.k);
-        match &mut self.reference {
-            Reference::Host(reference) => {
-                let c = gpu.download(&self.c, "C")?;
-                Ok(match self.values {
-                    Values::Random => check::check(&c, reference, tolerance),
-                    Values::SmallIntegers => check::check_exact_against(&c, reference),
-                })
-            }
-            Reference::Device {
-                values,
-                scale,
-                verifier,
-            } => {
-                let rule = match self.values {
-                    Values::Random => Rule::Tolerance(tolerance),
-                    Values::SmallIntegers => Rule::Exact,
-                };
-                verifier.against_reference(gpu, &self.c, values, *scale, rule)
-            }
-        }
+        self.reference
+            .check(gpu, &self.c, self.values, Tolerance::f32_dot(self.size.k))
     }
 
     fn work(&self) -> Work {

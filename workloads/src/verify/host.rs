@@ -10,7 +10,73 @@ use super::{
 use anyhow::Result;
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
-use harness::check::{CheckReport, Mismatch, Tolerance};
+use harness::check::{self, CheckReport, Mismatch, Tolerance};
+use harness::experiment::Values;
+
+/// An `f64` reference output, kept where it is compared: downloaded for small outputs (the
+/// CPU rules of `harness::check`), on the GPU with its scale past
+/// [`GPU_CHECK_MIN_ELEMENTS`](super::GPU_CHECK_MIN_ELEMENTS) elements ([`Verifier`]).
+pub enum Reference {
+    /// On the host.
+    Host(Vec<f64>),
+    /// On the GPU.
+    Device {
+        /// The reference.
+        values: CudaSlice<f64>,
+        /// Its scale (for the tolerance and the norm).
+        scale: ReferenceScale,
+        /// The kernels that compare with it.
+        verifier: Box<Verifier>,
+    },
+}
+
+impl Reference {
+    /// The reference `values` (computed on the GPU), kept where its outputs will be compared.
+    pub fn new(gpu: &Gpu, values: CudaSlice<f64>, what: &str) -> Result<Reference> {
+        if values.len() >= super::GPU_CHECK_MIN_ELEMENTS {
+            let mut verifier = Verifier::new(gpu)?;
+            let scale = verifier.reference_scale(gpu, &values)?;
+            Ok(Reference::Device {
+                values,
+                scale,
+                verifier: Box::new(verifier),
+            })
+        } else {
+            Ok(Reference::Host(gpu.download(&values, what)?))
+        }
+    }
+
+    /// `out` against the reference: within `tolerance` for random inputs, bit for bit with the
+    /// reference rounded to f32 for small integers.
+    pub fn check(
+        &mut self,
+        gpu: &Gpu,
+        out: &CudaSlice<f32>,
+        values: Values,
+        tolerance: Tolerance,
+    ) -> Result<CheckReport> {
+        match self {
+            Reference::Host(reference) => {
+                let out = gpu.download(out, "the output")?;
+                Ok(match values {
+                    Values::Random => check::check(&out, reference, tolerance),
+                    Values::SmallIntegers => check::check_exact_against(&out, reference),
+                })
+            }
+            Reference::Device {
+                values: reference,
+                scale,
+                verifier,
+            } => {
+                let rule = match values {
+                    Values::Random => Rule::Tolerance(tolerance),
+                    Values::SmallIntegers => Rule::Exact,
+                };
+                verifier.against_reference(gpu, out, reference, *scale, rule)
+            }
+        }
+    }
+}
 
 /// What a reference's elements add up to, for the tolerance and the norm.
 #[derive(Clone, Copy, Debug, PartialEq)]
