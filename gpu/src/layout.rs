@@ -1,7 +1,8 @@
 //! Objects that live in shared memory and whose size and alignment the host must know too:
 //! a pipeline's [`PipelineSharedState`] (its [`Mbarrier`]s, defined with the instructions that
-//! take them in [`crate::ptx`]), and [`StagedLayout`], the usual shape of a pipelined kernel's
-//! dynamic shared memory (stage buffers, then barriers).
+//! take them in [`crate::ptx`]), [`StagedLayout`], the usual shape of a pipelined kernel's
+//! dynamic shared memory (stage buffers, then barriers), and [`TileLayout`], where a tile
+//! copy puts a tile's rows.
 //!
 //! Plain Rust, built for the host as well, so a launch asks for exactly the bytes the kernel
 //! carves up.
@@ -29,6 +30,31 @@ impl<const STAGES: usize> PipelineSharedState<STAGES> {
 #[inline]
 pub const fn pipeline_barrier_bytes(stages: u32) -> u32 {
     2 * stages * Mbarrier::BYTES
+}
+
+/// Where the bytes of a 2-D tile's rows go in shared memory: the destination of a tile copy
+/// ([`memcpy_async_tile`](crate::memcpy_async::cp_async::memcpy_async_tile)). Chunks of 16
+/// bytes (at 16-byte offsets of a row) stay together.
+pub trait TileLayout: Copy {
+    /// Where row `row` starts, from the tile's start.
+    fn row_start(self, row: u32) -> u32;
+    /// Where byte `byte` of row `row` is, from the row's start.
+    fn byte_in_row(self, row: u32, byte: u32) -> u32;
+}
+
+/// Rows `pitch` bytes apart, each as it is: byte `b` of row `r` at `r * pitch + b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowPitch(pub u32);
+
+impl TileLayout for RowPitch {
+    #[inline(always)]
+    fn row_start(self, row: u32) -> u32 {
+        row * self.0
+    }
+    #[inline(always)]
+    fn byte_in_row(self, _: u32, byte: u32) -> u32 {
+        byte
+    }
 }
 
 /// Dynamic shared memory made of `stages` buffers of `stage_bytes` each, then (optionally)

@@ -104,6 +104,46 @@ impl<const ROWS: u32> SwizzledKMajor<ROWS> {
         // SAFETY: forwarded contract: the bits describe this layout.
         unsafe { MatrixDescriptor::from_bits(Self::descriptor_bits(base.addr(), row)) }
     }
+
+    /// The 64 rows from `row` on of the tile at `base`, as a warpgroup's A operand in registers
+    /// ([`AFragment`]): four `ldmatrix_x4` per thread (`t`: the thread's index in the
+    /// warpgroup), each lane pointing at its row's swizzled 16-byte chunk.
+    ///
+    /// # Safety
+    /// The whole warpgroup calls it together, converged; `base` is 1024-byte aligned and
+    /// starts `BYTES` of shared memory laid out as above, initialized and visible to this
+    /// thread (a tensor copy's completion observed), not written until the loads return;
+    /// `row + 64 <= ROWS`.
+    #[cfg(target_feature = "sm_90a")]
+    #[inline(always)]
+    pub unsafe fn load_a<T>(base: Shared<T>, row: u32, t: u32) -> AFragment {
+        let (r, c) = x4_lane_row(t % 32);
+        let row = row + 16 * (t / 32) + r;
+        let mut regs = [0u32; 16];
+        let mut j = 0;
+        while j < 4 {
+            let at = base.cast::<u8>().add(Self::byte_offset(row, 16 * j as u32 + c));
+            // SAFETY: a 16-byte aligned chunk (c and 16 j are multiples of 8 elements) inside
+            // the tile (row < ROWS), initialized (contract); the warp is converged.
+            let x = unsafe { ptx::ldmatrix_x4(at.cast()) };
+            regs[4 * j..4 * j + 4].copy_from_slice(&x);
+            j += 1;
+        }
+        AFragment { regs }
+    }
+}
+
+/// The swizzled layout as a tile copy's destination: byte `b` of row `r` where a tensor copy
+/// with 128-byte swizzle puts it (`cp.async` into a tile `wgmma` reads).
+impl<const ROWS: u32> crate::layout::TileLayout for SwizzledKMajor<ROWS> {
+    #[inline(always)]
+    fn row_start(self, row: u32) -> u32 {
+        row * 128
+    }
+    #[inline(always)]
+    fn byte_in_row(self, row: u32, byte: u32) -> u32 {
+        ((byte / 16) ^ (row % 8)) * 16 + byte % 16
+    }
 }
 
 /// A 64 (K) x `MN` tile of 16-bit elements stored MN-major (a B operand read from a K x N
@@ -209,6 +249,43 @@ impl<const REGS: usize> Accumulator<REGS> {
         let col = 8 * (i / 4) + 2 * (t % 4) + i % 2;
         (row, col)
     }
+
+    /// Registers `8 q..8 q + 8` rounded to BF16 in pairs: this thread's fragments of the four
+    /// 8 x 8 matrices of columns `16 q..16 q + 16` of its warp's 16 rows, in the order
+    /// [`x4_lane_row`] addresses them (rows 0-7 and 8-15 of columns 0-7, then of 8-15) — one
+    /// `stmatrix_x4`'s registers. `q` a constant (unrolled loop) below `REGS / 8`.
+    #[cfg(target_feature = "sm_90a")]
+    #[inline(always)]
+    pub fn stmatrix_regs(&self, q: usize) -> [u32; 4] {
+        let r = &self.regs[8 * q..8 * q + 8];
+        [
+            ptx::pack_bf16x2(r[0], r[1]),
+            ptx::pack_bf16x2(r[2], r[3]),
+            ptx::pack_bf16x2(r[4], r[5]),
+            ptx::pack_bf16x2(r[6], r[7]),
+        ]
+    }
+}
+
+/// Where lane `lane` of a warp points `ldmatrix_x4` / `stmatrix_x4` for a 16 x 16 block of
+/// 16-bit elements held as the tensor cores' fragments: `(row, column)` in the block of the
+/// 16-byte row it gives — matrix `lane / 8` is rows 0-7 (even) or 8-15 (odd) of columns 0-7
+/// (`lane < 16`) or 8-15. For A (rows of M, columns of K) that is `wgmma`'s register
+/// fragment of a 16-row slice; for an [`Accumulator`]'s 16 columns `16 q..16 q + 16` it is
+/// registers `8 q..8 q + 8` rounded in pairs ([`Accumulator::stmatrix_regs`]).
+pub const fn x4_lane_row(lane: u32) -> (u32, u32) {
+    (((lane / 8) % 2) * 8 + lane % 8, 8 * ((lane / 16) % 2))
+}
+
+/// A warpgroup's 64 x 64 k-tile of A in registers, the form `wgmma` takes A from registers in:
+/// per thread four 32-bit registers (eight 16-bit elements) for each of the four 64 x 16
+/// k-slices, warp `w` holding rows `16 w..16 w + 16` ([`x4_lane_row`]). Loaded from a
+/// [`SwizzledKMajor`] tile with `ldmatrix` (`SwizzledKMajor::load_a`, sm_90a).
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub struct AFragment {
+    /// This thread's registers, k-slice `j` in `regs[4 j..4 j + 4]`.
+    pub regs: [u32; 16],
 }
 
 /// A `wgmma` shape and input type: multiplies a 64 x 64 k-tile of A (a [`SwizzledKMajor`]
@@ -231,6 +308,19 @@ pub trait WarpgroupMma<B: BOperand> {
         b: MatrixDescriptor,
         accumulate: bool,
     );
+
+    /// `acc (+)= A B` over one k-tile, A from registers ([`AFragment`]; see
+    /// [`crate::ptx::wgmma_m64n256k64_bf16_rs`]).
+    ///
+    /// # Safety
+    /// As [`crate::ptx::wgmma_m64n256k64_bf16_rs`]: the warpgroup together, each thread with
+    /// its own fragment; `b` describes a tile that is filled and not written until it returns.
+    unsafe fn mma_k64_a_regs(
+        acc: &mut Self::Acc,
+        a: &AFragment,
+        b: MatrixDescriptor,
+        accumulate: bool,
+    );
 }
 
 /// BF16 inputs, FP32 accumulators, 64 x `N` x 64 per call.
@@ -240,7 +330,7 @@ pub struct Bf16Mma<const N: u32>;
 // The k-steps and transpose bit of each B layout are written out as the constants they are
 // (const generics of the instruction; `BOperand`'s values, checked equal below).
 macro_rules! bf16_shapes {
-    ($($n:literal => $regs:literal, $f:ident;)*) => {$(
+    ($($n:literal => $regs:literal, $f:ident, $rs:ident;)*) => {$(
         #[cfg(target_feature = "sm_90a")]
         impl<const R: u32> WarpgroupMma<SwizzledKMajor<R>> for Bf16Mma<$n> {
             type Acc = Accumulator<$regs>;
@@ -249,6 +339,12 @@ macro_rules! bf16_shapes {
             unsafe fn mma_k64(acc: &mut Self::Acc, a: MatrixDescriptor, b: MatrixDescriptor, accumulate: bool) {
                 // SAFETY: forwarded contract; B K-major (no transpose).
                 unsafe { ptx::$f::<2, 2, 0>(&mut acc.regs, a, b, accumulate) }
+            }
+
+            #[inline(always)]
+            unsafe fn mma_k64_a_regs(acc: &mut Self::Acc, a: &AFragment, b: MatrixDescriptor, accumulate: bool) {
+                // SAFETY: forwarded contract; B K-major (no transpose).
+                unsafe { ptx::$rs::<2, 0>(&mut acc.regs, &a.regs, b, accumulate) }
             }
         }
 
@@ -261,6 +357,12 @@ macro_rules! bf16_shapes {
                 // SAFETY: forwarded contract; B MN-major (transposed).
                 unsafe { ptx::$f::<2, 128, 1>(&mut acc.regs, a, b, accumulate) }
             }
+
+            #[inline(always)]
+            unsafe fn mma_k64_a_regs(acc: &mut Self::Acc, a: &AFragment, b: MatrixDescriptor, accumulate: bool) {
+                // SAFETY: forwarded contract; B MN-major (transposed).
+                unsafe { ptx::$rs::<128, 1>(&mut acc.regs, &a.regs, b, accumulate) }
+            }
         }
     )*};
 }
@@ -272,9 +374,9 @@ const _: () = {
 };
 
 bf16_shapes! {
-    64 => 32, wgmma_m64n64k64_bf16;
-    128 => 64, wgmma_m64n128k64_bf16;
-    256 => 128, wgmma_m64n256k64_bf16;
+    64 => 32, wgmma_m64n64k64_bf16, wgmma_m64n64k64_bf16_rs;
+    128 => 64, wgmma_m64n128k64_bf16, wgmma_m64n128k64_bf16_rs;
+    256 => 128, wgmma_m64n256k64_bf16, wgmma_m64n256k64_bf16_rs;
 }
 
 #[cfg(test)]
@@ -334,6 +436,41 @@ mod tests {
         assert_eq!(T::K_STEP * 16, 2048);
         assert_eq!(<T as BOperand>::TRANS, 1);
         assert_eq!(<SwizzledKMajor<256> as BOperand>::TRANS, 0);
+    }
+
+    #[test]
+    fn x4_lanes_address_the_fragments_registers_hold() {
+        // The 32 lanes' rows cover a 16 x 16 block once, in 16-byte (8-element) rows.
+        let mut seen = std::collections::BTreeSet::new();
+        for lane in 0..32 {
+            let (r, c) = x4_lane_row(lane);
+            assert!(r < 16 && (c == 0 || c == 8));
+            assert!(seen.insert((r, c)), "lane {lane} repeats ({r}, {c})");
+        }
+        // Matrix i (lanes 8 i..8 i + 8) is what register i of an accumulator's pair rounding
+        // holds: rows 8 ((i / 2) % 2) of register 2 i's position, columns 8 (i / 4)...
+        for q in 0..16u32 {
+            for i in 0..4u32 {
+                // Register 8 q + 2 i of thread t, at lane 8 i + (t / 4) of the x4's rows.
+                for t in 0..32u32 {
+                    let (row, col) = Accumulator::<128>::position(t, 8 * q + 2 * i);
+                    let (r, c) = x4_lane_row(8 * i + (row % 8));
+                    assert_eq!((r, 16 * q + c), (row % 16, col - col % 8));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_swizzled_tile_layout_puts_bytes_where_the_tensor_copy_does() {
+        use crate::layout::TileLayout;
+        let t = SwizzledKMajor::<64> {};
+        for row in 0..64 {
+            for col in 0..64 {
+                let at = t.row_start(row) + t.byte_in_row(row, 2 * col);
+                assert_eq!(at, SwizzledKMajor::<64>::byte_offset(row, col));
+            }
+        }
     }
 
     #[test]

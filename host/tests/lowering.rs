@@ -852,6 +852,16 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
             SM90A,
         ),
         ("pack_bf16x2", Op("cvt.rn.bf16x2.f32"), SM90A),
+        (
+            "ldmatrix_x4",
+            Op("ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
+            SM90A,
+        ),
+        (
+            "stmatrix_x4",
+            Op("stmatrix.sync.aligned.m8n8.x4.shared.b16"),
+            SM90A,
+        ),
         // The fused k-tile multiplies are macro-made (one per shape and type); the shape the
         // GEMM uses is checked here, its fence/commit/wait by the accumulator-rule test.
         (
@@ -1374,28 +1384,38 @@ fn plain_streaming_keeps_four_16_byte_loads_in_flight() {
     }
 }
 
-/// Every BF16 GEMM entry point, with whether it stores C by tensor copies and whether it is
-/// warp-specialized (a producer warpgroup).
-fn bf16_entries() -> Vec<(&'static str, bool, bool)> {
+/// Every BF16 GEMM entry point, with its family, whether it stores C by tensor copies and
+/// whether it is warp-specialized (a producer warpgroup).
+fn bf16_entries() -> Vec<(
+    &'static workloads::bf16_gemm::Bf16Kernel,
+    &'static str,
+    bool,
+    bool,
+)> {
+    use workloads::bf16_gemm::Bf16Style;
     workloads::bf16_gemm::BF16_KERNELS
         .iter()
         .flat_map(|k| {
-            let specialized = k.style != workloads::bf16_gemm::Bf16Style::Multistage;
+            let specialized = matches!(k.style, Bf16Style::WsCooperative | Bf16Style::WsPingpong);
+            let [tensor_store, direct] = k.entries.names();
             [
-                (k.tensor_store.name(), true, specialized),
-                (k.direct.name(), false, specialized),
+                (k, tensor_store, true, specialized),
+                (k, direct, false, specialized),
             ]
         })
         .collect()
 }
 
 /// The tensor-core kernels are in the sm_90a module only, and lower to what they document:
-/// `HGMMA.64x256x16.F32.BF16` fed by `UTMALDG`, C by `UTMASTG` (tensor-store entry points),
-/// `setmaxnreg` in the warp-specialized ones (40 for the producer, 232 for the consumers),
-/// and no local memory — the 128 accumulators stay in registers.
+/// `HGMMA.64x256x16.F32.BF16` fed by `UTMALDG` (by 16-byte `LDGSTS` in the `cp_async` style),
+/// A through `LDSM` where it is multiplied from registers, the staging written by `STSM`, C by
+/// `UTMASTG` (tensor-store entry points) or 16-byte `STG` (direct), `setmaxnreg` in the
+/// warp-specialized ones (40 for the producer, 232 for the consumers), and no local memory —
+/// the 128 accumulators stay in registers.
 #[test]
 fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
-    for (entry, tensor_store, specialized) in bf16_entries() {
+    use workloads::bf16_gemm::{ASource, Bf16Style};
+    for (family, entry, tensor_store, specialized) in bf16_entries() {
         for arch in Arch::PORTABLE {
             assert!(
                 inspection(arch).kernel(entry).is_none(),
@@ -1408,10 +1428,31 @@ fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
             sass.iter().any(|o| o == "HGMMA.64x256x16.F32.BF16"),
             "{entry}: {sass:?}"
         );
-        assert!(sass.iter().any(|o| o == "UTMALDG.2D"), "{entry}");
+        let cp_async = family.style == Bf16Style::CpAsync;
+        assert_eq!(
+            sass.iter().any(|o| o == "UTMALDG.2D"),
+            !cp_async,
+            "{entry}"
+        );
+        assert_eq!(
+            sass.iter().any(|o| o == "LDGSTS.E.BYPASS.128"),
+            cp_async,
+            "{entry}"
+        );
+        assert_eq!(
+            sass.iter().any(|o| o.starts_with("LDSM.16.M88.4")),
+            family.a_source == ASource::Registers,
+            "{entry}"
+        );
+        assert!(sass.iter().any(|o| o.starts_with("STSM.16.M88.4")), "{entry}");
         assert_eq!(
             sass.iter().any(|o| o == "UTMASTG.2D"),
             tensor_store,
+            "{entry}"
+        );
+        assert_eq!(
+            sass.iter().any(|o| o.starts_with("STG.E.128")),
+            !tensor_store,
             "{entry}"
         );
         assert!(
@@ -1471,7 +1512,7 @@ fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
 /// same accumulator registers (tied, not copied between them).
 #[test]
 fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
-    let mut checked = 0;
+    let (mut checked, mut register_a) = (0, 0);
     for (name, view) in &inspection(Arch::Sm90a).kernels {
         let ptx = &view.ptx;
         let mut i = 0;
@@ -1505,11 +1546,17 @@ fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
             for mma in &region[1..4] {
                 assert_eq!(accumulators(mma), first, "{name}: accumulators differ");
             }
+            // A from registers: a second register list (four registers) before B's descriptor.
+            let after = &region[0].operands[region[0].operands.find('}').unwrap() + 1..];
+            if after.trim_start_matches([',', ' ']).starts_with('{') {
+                register_a += 1;
+            }
             checked += 1;
             i += 7;
         }
     }
     assert!(checked >= 4, "found {checked} wgmma regions");
+    assert!(register_a >= 1, "no wgmma takes A from registers");
 }
 
 /// ptxas assembles the sm_90a module without a warning: in particular none saying that it

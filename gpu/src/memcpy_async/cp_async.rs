@@ -40,6 +40,9 @@
 use super::AlignedSize;
 use super::completion::Completion;
 use crate::group::{Group, ThisThread};
+use crate::layout::TileLayout;
+#[cfg(doc)]
+use crate::layout::RowPitch;
 use crate::ptx;
 use crate::shared::Shared;
 
@@ -189,7 +192,8 @@ pub struct GlobalTile<U> {
 }
 
 /// The group's threads copy a `shape` tile from `src` (global, strided rows) to `dst` (shared,
-/// rows `dst_row_bytes` apart), bound to `completion`: chunk `i` (row-major over the tile,
+/// laid out as `dst_layout` says: rows some bytes apart, [`RowPitch`], or a swizzled tile such
+/// as [`SwizzledKMajor`](crate::wgmma::SwizzledKMajor)), bound to `completion`: chunk `i` (row-major over the tile,
 /// `ALIGN` bytes each) goes to the thread of rank `i % group size`, so consecutive threads
 /// copy consecutive chunks of a row (coalesced). Whatever lies outside the valid part of
 /// `src` is written as zeros by the copies themselves (`cp.async`'s `src-size`), so a tile at
@@ -199,17 +203,18 @@ pub struct GlobalTile<U> {
 ///
 /// # Safety
 /// 1. Every row `r < valid_rows` of `src` has `valid_row_bytes` readable bytes of global
-///    memory at `base + r * row_stride`; `base`, `row_stride` and `dst_row_bytes` are
-///    multiples of `ALIGN`, and so is `shape.row_bytes`.
-/// 2. `dst` starts `shape.rows * dst_row_bytes` bytes of this block's shared memory, `ALIGN`
-///    aligned, that nothing touches until the completion says the copies landed.
+///    memory at `base + r * row_stride`; `base` and `row_stride` are multiples of `ALIGN`,
+///    and so is `shape.row_bytes`.
+/// 2. `dst_layout` maps every `ALIGN`-byte chunk of the shape to an `ALIGN`-aligned offset,
+///    no two to the same bytes; `dst` plus those offsets is this block's shared memory,
+///    `ALIGN` aligned, that nothing touches until the completion says the copies landed.
 /// 3. Every thread of `group` calls it with the same arguments; `completion` is open for each
 ///    thread's binding (as for [`memcpy_async_group`]).
 #[inline(always)]
-pub unsafe fn memcpy_async_tile<G: Group, T, U, C: Completion, const ALIGN: u32>(
+pub unsafe fn memcpy_async_tile<G: Group, T, U, L: TileLayout, C: Completion, const ALIGN: u32>(
     group: &G,
     dst: Shared<T>,
-    dst_row_bytes: u32,
+    dst_layout: L,
     src: GlobalTile<U>,
     shape: TileShape,
     completion: &C,
@@ -228,7 +233,7 @@ pub unsafe fn memcpy_async_tile<G: Group, T, U, C: Completion, const ALIGN: u32>
             break;
         }
         let (row, offset) = (chunk / chunks_per_row, chunk % chunks_per_row * ALIGN);
-        let to = dst + row * dst_row_bytes + offset;
+        let to = dst + dst_layout.row_start(row) + dst_layout.byte_in_row(row, offset);
         let from = base.wrapping_add(row as usize * src.row_stride + offset as usize);
         if inside {
             // SAFETY: the whole tile is readable (caller, 1); `to` is inside `dst` (2).

@@ -27,6 +27,8 @@ mod cp_async;
 #[cfg(target_arch = "nvptx64")]
 mod global;
 #[cfg(target_arch = "nvptx64")]
+mod matrix;
+#[cfg(target_arch = "nvptx64")]
 mod mbarrier;
 #[cfg(target_arch = "nvptx64")]
 mod smem;
@@ -47,6 +49,8 @@ pub use bulk::*;
 pub use cp_async::*;
 #[cfg(target_arch = "nvptx64")]
 pub use global::*;
+#[cfg(target_arch = "nvptx64")]
+pub use matrix::*;
 #[cfg(target_arch = "nvptx64")]
 pub use mbarrier::*;
 #[cfg(target_arch = "nvptx64")]

@@ -1,5 +1,5 @@
-//! Warpgroup tensor-core instructions (sm_90a): `wgmma.mma_async` and the fences and waits
-//! around it, `setmaxnreg`, and the BF16 packing of accumulators.
+//! Warpgroup tensor-core instructions (sm_90a): `wgmma.mma_async` (A from shared memory or from
+//! registers) and the fences and waits around it, `setmaxnreg`, and the BF16 packing of accumulators.
 //!
 //! A warpgroup is four consecutive warps (128 threads, the first warp's index a multiple of
 //! four). `wgmma.mma_async` multiplies a 64 x N x 16 slice of A and B read from shared memory
@@ -120,9 +120,77 @@ macro_rules! wgmma_k64 {
     };
 }
 
+/// Defines one fused k-tile multiply with A from registers per `(shape, input type)`.
+macro_rules! wgmma_k64_rs {
+    ($(#[$doc:meta])* $name:ident, $n:literal, $ty:literal, $regs:literal: [$first:literal $($i:literal)*]) => {
+        $(#[$doc])*
+        ///
+        /// A from registers: `a[4 j .. 4 j + 4]` is this thread's fragment of the k-th 64 x 16
+        /// slice (`j = k`), in the layout `ldmatrix_x4` loads from a K-major tile: warp `w`
+        /// of the warpgroup holds rows `16 w .. 16 w + 16` ([`ldmatrix_x4`](super::ldmatrix_x4)'s
+        /// four matrices: rows 0-7 and 8-15 of k 0-7, then of k 8-15). One `asm!` statement, as
+        /// the shared-memory form: `wgmma.fence` (which also orders the writes of `a` before
+        /// the multiplies), four `wgmma.mma_async` m64nNk16 with `a` and B's descriptor
+        /// advanced by `k * B_STEP`, `wgmma.commit_group`, `wgmma.wait_group 0`; A's registers
+        /// are operands of the statement too, so nothing writes them before the multiplies
+        /// have read them. `TRANS_B` as there.
+        ///
+        /// # Safety
+        /// As the shared-memory form for B; all 128 threads of the warpgroup call it together,
+        /// converged, each with its own fragment of A.
+        #[inline(always)]
+        pub unsafe fn $name<const B_STEP: u64, const TRANS_B: u32>(
+            acc: &mut [f32; $regs],
+            a: &[u32; 16],
+            b: MatrixDescriptor,
+            accumulate: bool,
+        ) {
+            // SAFETY: forwarded contract; every accumulator and A register is an operand of
+            // this one statement.
+            unsafe {
+                asm!(
+                    "{{",
+                    ".reg .pred p, q;",
+                    ".reg .b64 b1, b2, b3;",
+                    "setp.ne.b32 p, {scale}, 0;",
+                    "setp.eq.b32 q, 0, 0;",
+                    "add.s64 b1, {db}, {sb};",
+                    "add.s64 b2, {db}, {sb2};",
+                    "add.s64 b3, {db}, {sb3};",
+                    "wgmma.fence.sync.aligned;",
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
+                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb};"),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
+                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {{{a4}, {a5}, {a6}, {a7}}}, b1, q, 1, 1, {tb};"),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
+                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {{{a8}, {a9}, {a10}, {a11}}}, b2, q, 1, 1, {tb};"),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
+                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {{{a12}, {a13}, {a14}, {a15}}}, b3, q, 1, 1, {tb};"),
+                    "wgmma.commit_group.sync.aligned;",
+                    "wgmma.wait_group.sync.aligned 0;",
+                    "}}",
+                    inout(reg32) acc[$first],
+                    $(inout(reg32) acc[$i],)*
+                    a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                    a4 = in(reg32) a[4], a5 = in(reg32) a[5], a6 = in(reg32) a[6], a7 = in(reg32) a[7],
+                    a8 = in(reg32) a[8], a9 = in(reg32) a[9], a10 = in(reg32) a[10], a11 = in(reg32) a[11],
+                    a12 = in(reg32) a[12], a13 = in(reg32) a[13], a14 = in(reg32) a[14], a15 = in(reg32) a[15],
+                    db = in(reg64) b.0,
+                    scale = in(reg32) accumulate as u32,
+                    sb = const B_STEP,
+                    sb2 = const 2 * B_STEP,
+                    sb3 = const 3 * B_STEP,
+                    tb = const TRANS_B,
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
 // The register lists: N / 2 FP32 accumulators per thread for m64nN.
 macro_rules! wgmma_k64_types {
-    ($n:literal, $regs:literal, $bf16:ident, $f16:ident: $list:tt) => {
+    ($n:literal, $regs:literal, $bf16:ident, $f16:ident, $bf16_rs:ident, $f16_rs:ident: $list:tt) => {
         wgmma_k64!(
             /// A 64 x N x 64 k-tile of BF16 inputs into FP32 accumulators, N = the fn's name.
             $bf16, $n, "bf16", $regs: $list
@@ -131,17 +199,25 @@ macro_rules! wgmma_k64_types {
             /// A 64 x N x 64 k-tile of FP16 inputs into FP32 accumulators, N = the fn's name.
             $f16, $n, "f16", $regs: $list
         );
+        wgmma_k64_rs!(
+            /// A 64 x N x 64 k-tile of BF16 inputs, A from registers, into FP32 accumulators.
+            $bf16_rs, $n, "bf16", $regs: $list
+        );
+        wgmma_k64_rs!(
+            /// A 64 x N x 64 k-tile of FP16 inputs, A from registers, into FP32 accumulators.
+            $f16_rs, $n, "f16", $regs: $list
+        );
     };
 }
 
-wgmma_k64_types!(64, 32, wgmma_m64n64k64_bf16, wgmma_m64n64k64_f16: [
+wgmma_k64_types!(64, 32, wgmma_m64n64k64_bf16, wgmma_m64n64k64_f16, wgmma_m64n64k64_bf16_rs, wgmma_m64n64k64_f16_rs: [
     0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
 ]);
-wgmma_k64_types!(128, 64, wgmma_m64n128k64_bf16, wgmma_m64n128k64_f16: [
+wgmma_k64_types!(128, 64, wgmma_m64n128k64_bf16, wgmma_m64n128k64_f16, wgmma_m64n128k64_bf16_rs, wgmma_m64n128k64_f16_rs: [
     0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
     32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
 ]);
-wgmma_k64_types!(256, 128, wgmma_m64n256k64_bf16, wgmma_m64n256k64_f16: [
+wgmma_k64_types!(256, 128, wgmma_m64n256k64_bf16, wgmma_m64n256k64_f16, wgmma_m64n256k64_bf16_rs, wgmma_m64n256k64_f16_rs: [
     0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
     32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
     64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95

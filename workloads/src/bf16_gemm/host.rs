@@ -20,8 +20,9 @@
 //! multiple of 8 (`bf16_pad_rows`), and multiplies those; the time includes the copies.
 
 use super::{
-    BF16_KERNELS, BF16_POISON, BK, BLayout, Bf16GemmParams, Bf16GemmStoreParams, Bf16Kernel, CBox,
-    Epilogue, HELPER_THREADS, bf16_gemm_reference, bf16_pad_rows, bf16_widen,
+    BF16_KERNELS, BF16_POISON, BK, BLayout, Bf16CpAsyncParams, Bf16CpAsyncStoreParams,
+    Bf16Entries, Bf16GemmParams, Bf16GemmStoreParams, Bf16Kernel, CBox, Epilogue, HELPER_THREADS,
+    bf16_gemm_reference, bf16_pad_rows, bf16_widen,
 };
 use crate::gemm::host::{Mnk, parse_mnk};
 use crate::verify::host::Reference;
@@ -130,7 +131,7 @@ impl Experiment for Bf16Experiment {
             Bf16Experiment::CublasBKn => {
                 "cublasGemmEx with B k x n row-major: C = A B as the NN GEMM"
             }
-            Bf16Experiment::Kernel(k) => k.style.summary(),
+            Bf16Experiment::Kernel(k) => k.summary(),
         }
     }
     fn entry_points(&self) -> Vec<&'static str> {
@@ -138,7 +139,7 @@ impl Experiment for Bf16Experiment {
             Bf16Experiment::Cublas | Bf16Experiment::CublasLt | Bf16Experiment::CublasBKn => {
                 Vec::new()
             }
-            Bf16Experiment::Kernel(k) => vec![k.tensor_store.name(), k.direct.name()],
+            Bf16Experiment::Kernel(k) => k.entries.names().to_vec(),
         }
     }
     fn archs(&self) -> &'static [Arch] {
@@ -294,6 +295,8 @@ pub fn generate_inputs(size: Mnk, values: Values, seed: u64) -> (Vec<u16>, Vec<u
 enum Resolved {
     TensorStore(Kernel<Bf16GemmStoreParams>),
     Direct(Kernel<Bf16GemmParams>),
+    CpAsyncTensorStore(Kernel<Bf16CpAsyncStoreParams>),
+    CpAsyncDirect(Kernel<Bf16CpAsyncParams>),
 }
 
 /// A matrix (row-major, `rows x cols`) and, when its rows are not 16-byte multiples (`cols`
@@ -326,17 +329,18 @@ impl Operand {
         })
     }
 
-    /// The address and row length a tensor map describes: the matrix itself, or its padded
-    /// copy, queued first (`bf16_pad_rows`: each row of `cols` into a row of `padded_cols`,
-    /// zeros past `cols`; the copy engine's 2-D copy, `cuMemcpy2DAsync`, was slower with these
-    /// odd pitches: docs/results.md).
-    fn for_tensor_map(
+    /// The buffer and row length a kernel reads (rows 16-byte multiples, as a tensor map or a
+    /// 16-byte `cp.async` needs): the matrix itself, or its padded copy, queued first
+    /// (`bf16_pad_rows`: each row of `cols` into a row of `padded_cols`, zeros past `cols`; the
+    /// copy engine's 2-D copy, `cuMemcpy2DAsync`, was slower with these odd pitches:
+    /// docs/results.md).
+    fn aligned(
         &mut self,
         gpu: &Gpu,
         pad: &Kernel<(*const Bf16, *mut Bf16, u32, u32, u32)>,
-    ) -> Result<(u64, u32)> {
+    ) -> Result<(&CudaSlice<u16>, u32)> {
         let Some((padded_cols, copy)) = &mut self.padded else {
-            return Ok((gpu.address(&self.data), self.cols));
+            return Ok((&self.data, self.cols));
         };
         let chunks = self.rows as u64 * (*padded_cols / 8) as u64;
         let blocks = chunks.div_ceil(HELPER_THREADS as u64).min(8 * 1024) as u32;
@@ -350,7 +354,7 @@ impl Operand {
                 (&self.data, &mut *copy, self.rows, self.cols, *padded_cols),
             )?
         };
-        Ok((gpu.address(copy), *padded_cols))
+        Ok((copy, *padded_cols))
     }
 }
 
@@ -419,11 +423,19 @@ impl Bf16Problem {
         let mut entries = Vec::new();
         if sm90a_loaded {
             for kernel in BF16_KERNELS {
-                let resolved = match kernel.epilogue_for(n) {
-                    Epilogue::TensorStore => {
-                        Resolved::TensorStore(gpu.entry_point(kernel.tensor_store)?)
+                let resolved = match (&kernel.entries, kernel.epilogue_for(n)) {
+                    (Bf16Entries::TensorMaps { tensor_store, .. }, Epilogue::TensorStore) => {
+                        Resolved::TensorStore(gpu.entry_point(*tensor_store)?)
                     }
-                    Epilogue::Direct => Resolved::Direct(gpu.entry_point(kernel.direct)?),
+                    (Bf16Entries::TensorMaps { direct, .. }, Epilogue::Direct) => {
+                        Resolved::Direct(gpu.entry_point(*direct)?)
+                    }
+                    (Bf16Entries::Pointers { tensor_store, .. }, Epilogue::TensorStore) => {
+                        Resolved::CpAsyncTensorStore(gpu.entry_point(*tensor_store)?)
+                    }
+                    (Bf16Entries::Pointers { direct, .. }, Epilogue::Direct) => {
+                        Resolved::CpAsyncDirect(gpu.entry_point(*direct)?)
+                    }
                 };
                 entries.push((kernel, resolved));
             }
@@ -471,17 +483,18 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 else {
                     bail!("{} is not loaded (no sm_90a module)", kernel.name);
                 };
-                let (a, kp) = self.a.for_tensor_map(gpu, &self.pad)?;
-                let (b, b_dims, b_box) = match kernel.b_layout {
+                let (a_buffer, kp) = self.a.aligned(gpu, &self.pad)?;
+                let (b_buffer, b_dims, b_box) = match kernel.b_layout {
                     BLayout::NK => {
-                        let (b, bk) = self.b.for_tensor_map(gpu, &self.pad)?;
+                        let (b, bk) = self.b.aligned(gpu, &self.pad)?;
                         (b, (bk, n), super::BTile::BOX)
                     }
                     BLayout::KN => {
-                        let (b, np) = self.b_kn.for_tensor_map(gpu, &self.pad)?;
+                        let (b, np) = self.b_kn.aligned(gpu, &self.pad)?;
                         (b, (np, k), super::BKnTile::BOX)
                     }
                 };
+                let (a, b) = (gpu.address(a_buffer), gpu.address(b_buffer));
                 let geometry = kernel.style.geometry();
                 let (tiles_m, tiles_n) = geometry.tiles(m, n);
                 let blocks = (tiles_m * tiles_n).min(gpu.info().multiprocessors);
@@ -507,6 +520,8 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 // map with CBox's box (tensor store: N a multiple of 8, so its rows are
                 // 16-byte multiples) or a pointer; m, n, kp; 1-D grid, the style's threads,
                 // the epilogue's shared memory.
+                // The `cp_async` kernels take A and B (`n x k`) themselves: driver allocations
+                // (16-byte aligned), rows of kp elements, kp a multiple of 8.
                 match entry {
                     Resolved::TensorStore(entry) => {
                         let c_map = map(gpu.address(&self.c), (n, m), c_box)?;
@@ -514,6 +529,13 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                     }
                     Resolved::Direct(entry) => unsafe {
                         entry.launch(gpu, config, (&a_map, &b_map, &mut self.c, m, n, kp))?
+                    },
+                    Resolved::CpAsyncTensorStore(entry) => {
+                        let c_map = map(gpu.address(&self.c), (n, m), c_box)?;
+                        unsafe { entry.launch(gpu, config, (a_buffer, b_buffer, &c_map, m, n, kp))? }
+                    }
+                    Resolved::CpAsyncDirect(entry) => unsafe {
+                        entry.launch(gpu, config, (a_buffer, b_buffer, &mut self.c, m, n, kp))?
                     },
                 }
             }

@@ -2,15 +2,19 @@
 
 #![cfg(target_feature = "sm_90a")]
 
-use super::{ATile, BK, BKnTile, BN, BTile, CBox, GROUP_M, Geometry};
+use super::{ATile, BK, BKnTile, BN, BTile, CBox, GROUP_M, Geometry, helpers::window8};
+use gpu::group::Threads;
 use gpu::layout::{Mbarrier, PipelineSharedState};
 use gpu::memcpy_async::AlignedSize;
 use gpu::memcpy_async::bulk::memcpy_async_tensor;
-use gpu::pipeline::{BulkPipeline, Consumer, Producer};
+use gpu::memcpy_async::cp_async::{GlobalTile, TileShape, memcpy_async_tile};
+use gpu::pipeline::{BlockPipeline, BulkPipeline, Consumer, Producer};
 use gpu::ptx::{self, Shared, TensorMapRef};
 use gpu::schedule::{GridStride, TileSchedule, grouped_tile};
 use gpu::shared::dynamic_shared;
-use gpu::wgmma::{Accumulator, Bf16, Bf16Mma, SwizzledKMajor, WARPGROUP_THREADS, WarpgroupMma};
+use gpu::wgmma::{
+    Accumulator, Bf16, Bf16Mma, SwizzledKMajor, WARPGROUP_THREADS, WarpgroupMma, x4_lane_row,
+};
 
 const _: () = assert!(BTile::BYTES == BKnTile::BYTES);
 
@@ -50,7 +54,9 @@ fn stage_tiles(g: Geometry, s: u32) -> (Shared<u8>, Shared<u8>) {
 /// 64 x 256 tile of its own ([`Geometry::TILE_PER_WARPGROUP`]), skipping the other's stages
 /// in the shared ring; else both share each 128 x 256 tile. `B_KN`: `b` maps B as `k x n`
 /// row-major (boxes [`BKnTile::BOX`], the tile MN-major), else as `n x k`. `STAGES` is the
-/// geometry's; `c` says which epilogue.
+/// geometry's; `c` says which epilogue. `A_REGS`: the consumers load their A rows from the
+/// stage into registers (`ldmatrix`) and multiply from there (`wgmma`'s register form), else
+/// `wgmma` reads A from shared memory too.
 ///
 /// # Safety
 /// The kernels' launch contract, with `3 * 128` threads if `SPECIALIZED`, else `2 * 128`.
@@ -59,6 +65,7 @@ pub(super) unsafe fn gemm<
     const SPECIALIZED: bool,
     const PINGPONG: bool,
     const B_KN: bool,
+    const A_REGS: bool,
     const STAGES: usize,
 >(
     a: TensorMapRef,
@@ -214,7 +221,32 @@ pub(super) unsafe fn gemm<
                 } else {
                     ATile::descriptor(a_tile, a_row)
                 };
-                if B_KN {
+                if A_REGS {
+                    // The stage's A is visible to this thread's loads too: the tensor copy's
+                    // completion was observed by the wait above.
+                    let a = if PINGPONG {
+                        SwizzledKMajor::<64>::load_a(a_tile, 0, wg_thread)
+                    } else {
+                        ATile::load_a(a_tile, a_row, wg_thread)
+                    };
+                    if B_KN {
+                        let db = BKnTile::descriptor(b_tile);
+                        <Bf16Mma<256> as WarpgroupMma<BKnTile>>::mma_k64_a_regs(
+                            &mut acc,
+                            &a,
+                            db,
+                            kt > 0,
+                        );
+                    } else {
+                        let db = BTile::descriptor(b_tile, 0);
+                        <Bf16Mma<256> as WarpgroupMma<BTile>>::mma_k64_a_regs(
+                            &mut acc,
+                            &a,
+                            db,
+                            kt > 0,
+                        );
+                    }
+                } else if B_KN {
                     let db = BKnTile::descriptor(b_tile);
                     <Bf16Mma<256> as WarpgroupMma<BKnTile>>::mma_k64(&mut acc, da, db, kt > 0);
                 } else {
@@ -270,18 +302,21 @@ fn warpgroup_barrier(consumer_index: u32) {
 }
 
 /// Rounds a warpgroup's 64 x 256 accumulators to BF16 into its staging (four swizzled 64 x 64
-/// boxes, conflict-free), then writes the part of the tile inside C:
+/// boxes, sixteen `stmatrix_x4` per thread, conflict-free), then writes the part of the tile
+/// inside C:
 /// - `COut::TensorMap`: one thread issues four tensor stores (clipped at C's edges by the copy
 ///   engine) and goes on without waiting; the next call first waits until they have read the
 ///   staging;
-/// - `COut::Pointer`: the warpgroup writes the rows itself, thread `t` the 4-byte pair that
-///   starts at the row's `t`-th 4-byte boundary (a row of odd N may start half-way into one:
-///   its first and last elements are then written alone), coalesced, guarded at the edges.
+/// - `COut::Pointer`: each warp writes every fourth row itself, lane `l` the `l`-th (and
+///   `l + 32`-th) 16-byte chunk of C that the row's part touches: whole chunks with one
+///   16-byte store (the staged elements shifted into place, since a row of any N starts
+///   anywhere in a chunk), the chunks C's row shares with its neighbours' tiles element by
+///   element.
 ///
 /// # Safety
 /// `staging` is this warpgroup's 1 KiB aligned `4 * CBox::BYTES` of shared memory, used for
 /// nothing else; `c` is C's tensor map with box [`CBox::BOX`] and 128-byte swizzle, or points
-/// to C's `m * n` BF16; the whole warpgroup calls it.
+/// to C's `m * n` BF16, 16-byte aligned; the whole warpgroup calls it.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn store_tile(
@@ -302,13 +337,13 @@ unsafe fn store_tile(
     // it (TensorStore).
     warpgroup_barrier(consumer_index);
     let staged = |row: u32, col: u32| (col / 64) * CBox::BYTES + CBox::byte_offset(row, col % 64);
-    let mut i = 0;
-    while i < 128 {
-        let (r, col) = Accumulator::<128>::position(t, i as u32);
-        let packed = ptx::pack_bf16x2(acc.regs[i], acc.regs[i + 1]);
-        // SAFETY: inside this warpgroup's staging; 4-byte aligned (col even).
-        unsafe { staging.add(staged(r, col)).cast::<u32>().write(packed) };
-        i += 2;
+    let (lane_row, lane_col) = x4_lane_row(t % 32);
+    let row = 16 * (t / 32) + lane_row;
+    for q in 0..16 {
+        let col = 16 * q as u32 + lane_col;
+        // SAFETY: a 16-byte row of one 8 x 8 matrix inside this warpgroup's staging (row < 64,
+        // col < 256, col a multiple of 8), each lane's its own; the warp is converged.
+        unsafe { ptx::stmatrix_x4(staging.add(staged(row, col)).cast(), acc.stmatrix_regs(q)) };
     }
     match c {
         COut::TensorMap(map) => {
@@ -335,35 +370,175 @@ unsafe fn store_tile(
         COut::Pointer(c) => {
             warpgroup_barrier(consumer_index);
             let cols = if n - col0 < BN { n - col0 } else { BN };
-            let read = |row: u32, col: u32| -> u16 {
+            let read_chunk = |row: u32, col: u32| -> [u32; 4] {
+                // SAFETY: a staged 16-byte chunk (col a multiple of 8, below 256), written
+                // above.
+                let x: [f32; 4] = unsafe { staging.add(staged(row, col)).cast().read() };
+                x.map(f32::to_bits)
+            };
+            let read_one = |row: u32, col: u32| -> u16 {
                 let at = staged(row, col);
                 // SAFETY: the aligned word holding the element, inside the staging (row < 64,
                 // col < 256), written above.
                 let word: u32 = unsafe { staging.add(at & !3).cast::<u32>().read() };
                 (word >> (8 * (at & 2))) as u16
             };
-            let mut r = 0;
+            let lane = t % 32;
+            let mut r = t / 32;
             while r < 64 && row0 + r < m {
-                let start = (row0 + r) as usize * n as usize + col0 as usize;
-                // SAFETY (below): elements start + col for col < cols are inside C's row.
-                let row = unsafe { c.add(start) };
-                // The first column at a 4-byte boundary of C: 0 or 1.
-                let skew = (start % 2) as u32;
-                let col = 2 * t + skew;
-                if col + 1 < cols {
-                    let pair = read(r, col) as u32 | (read(r, col + 1) as u32) << 16;
-                    // SAFETY: col + 1 < cols; 4-byte aligned (start + col even).
-                    unsafe { row.add(col as usize).cast::<u32>().write(pair) };
-                } else if col < cols {
-                    // SAFETY: col < cols.
-                    unsafe { row.add(col as usize).write(Bf16(read(r, col))) };
+                let start = (row0 + r) as u64 * n as u64 + col0 as u64;
+                // The row's part starts `lead` elements into a 16-byte chunk of C.
+                let lead = (start % 8) as u32;
+                let chunks = (lead + cols).div_ceil(8);
+                // SAFETY (below): C's chunk `j` of this part, `first + 8 j`, is inside C where
+                // an element of it is in the part (row < m, columns below cols).
+                let first = unsafe { c.add((start - lead as u64) as usize) };
+                let mut j = lane;
+                while j < chunks {
+                    // The tile column of the chunk's first element (negative: the chunk starts
+                    // in the tile to the left).
+                    let col = (8 * j) as i32 - lead as i32;
+                    let dst = first.wrapping_add(8 * j as usize);
+                    if col >= 0 && col as u32 + 8 <= cols {
+                        let col = col as u32;
+                        let lo = read_chunk(r, col & !7);
+                        let words = if col % 8 == 0 {
+                            lo
+                        } else {
+                            window8(lo, read_chunk(r, (col & !7) + 8), col % 8)
+                        };
+                        // SAFETY: 8 elements of this part of C's row (checked above), 16-byte
+                        // aligned (C is; `first + 8 j` is a multiple of 8 elements).
+                        unsafe { ptx::st_global_v4(dst.cast(), words.map(f32::from_bits)) };
+                    } else {
+                        for e in 0..8 {
+                            let tc = col + e;
+                            if tc >= 0 && (tc as u32) < cols {
+                                // SAFETY: an element of this part of C's row.
+                                unsafe { dst.add(e as usize).write(Bf16(read_one(r, tc as u32))) };
+                            }
+                        }
+                    }
+                    j += 32;
                 }
-                if skew == 1 && t == 0 {
-                    // SAFETY: cols >= 1.
-                    unsafe { row.write(Bf16(read(r, 0))) };
-                }
-                r += 1;
+                r += 4;
             }
         }
+    }
+}
+
+/// `C = A B^T` fed by `cp.async` (module docs, style `cp_async`): the [`Geometry::SHARED_TILE`]
+/// block of two warpgroups, every thread copying its share of each stage (16-byte zero-filling
+/// copies into the swizzled tiles, [`memcpy_async_tile`]) through a [`BlockPipeline`]
+/// `STAGES - 1` k-tiles ahead, both warpgroups multiplying as the other styles do.
+///
+/// # Safety
+/// The `cp_async` kernels' launch contract: 256 threads, the geometry's shared memory, `a`
+/// and `b` holding `m x k` and `n x k` BF16 row-major, 16-byte aligned, `k` a multiple of 8.
+#[inline(always)]
+pub(super) unsafe fn gemm_cp_async<const STAGES: usize>(
+    a: *const Bf16,
+    b: *const Bf16,
+    c: COut,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    let g = Geometry::SHARED_TILE;
+    const { assert!(STAGES as u32 == Geometry::SHARED_TILE.stages) };
+    let thread = ptx::thread_idx_x();
+    let (consumer_index, wg_thread) = (thread / WARPGROUP_THREADS, thread % WARPGROUP_THREADS);
+    let threads = Threads::new(thread, 2 * WARPGROUP_THREADS);
+    let (tiles_m, tiles_n) = g.tiles(m, n);
+    let tile_count = tiles_m * tiles_n;
+    let k_tiles = k.div_ceil(BK);
+    let barriers: Shared<PipelineSharedState<STAGES>> =
+        dynamic_shared().add(g.layout().barriers_offset).cast();
+    // SAFETY: every thread calls it; all 256 produce (one commit each per fill) and the two
+    // warpgroups release each fill once each; the layout reserves the barriers.
+    let mut pipeline =
+        unsafe { BlockPipeline::<STAGES>::init_partitioned(barriers, 2 * WARPGROUP_THREADS, 2) };
+    let (mut producer, mut consumer) = pipeline.split();
+    let row_bytes = k as usize * 2;
+
+    // Every thread's share of one (tile, k-tile): the same walk as the consumers', ahead.
+    let mut ahead = GridStride::this_block(tile_count);
+    let mut ahead_tile = ahead.next();
+    let mut ahead_kt = 0;
+    let mut produce_next = || {
+        let Some(tile) = ahead_tile else { return };
+        let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
+        let stage = producer.producer_acquire();
+        let (a_dst, b_dst) = stage_tiles(g, stage.index());
+        let k0 = ahead_kt * BK;
+        let (ra, rb) = (tm * g.tile_m, tn * BN);
+        let tile_of = |base: *const Bf16, row: u32, rows: u32| GlobalTile {
+            base: base.wrapping_add(row as usize * k as usize + k0 as usize),
+            row_stride: row_bytes,
+            valid_rows: rows - row,
+            valid_row_bytes: (k - k0) * 2,
+        };
+        // SAFETY: the stage is free (acquired); rows below m (n) and bytes below k of A (B)
+        // are readable, 16-byte aligned (k a multiple of 8, contract); the swizzled layouts
+        // map each 16-byte chunk of a tile to its own aligned place in it; every thread calls
+        // both with the same arguments.
+        unsafe {
+            memcpy_async_tile::<_, _, _, _, _, 16>(
+                &threads,
+                a_dst,
+                ATile {},
+                tile_of(a, ra, m),
+                TileShape { rows: g.tile_m, row_bytes: 128 },
+                &stage,
+            );
+            memcpy_async_tile::<_, _, _, _, _, 16>(
+                &threads,
+                b_dst,
+                BTile {},
+                tile_of(b, rb, n),
+                TileShape { rows: BN, row_bytes: 128 },
+                &stage,
+            );
+        }
+        stage.producer_commit();
+        ahead_kt += 1;
+        if ahead_kt == k_tiles {
+            ahead_kt = 0;
+            ahead_tile = ahead.next();
+        }
+    };
+    for _ in 0..STAGES - 1 {
+        produce_next();
+    }
+
+    let mut tiles = GridStride::this_block(tile_count);
+    while let Some(tile) = tiles.next() {
+        let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
+        let a_row = 64 * consumer_index;
+        let mut acc = Accumulator::<128>::zeros();
+        for kt in 0..k_tiles {
+            let ready = consumer.consumer_wait();
+            // The copies landed through the generic proxy; `wgmma` reads through the async
+            // one.
+            ptx::fence_proxy_async_shared();
+            let (a_tile, b_tile) = stage_tiles(g, ready.index());
+            // SAFETY: the stage's phase completed (every thread's copies landed, fenced for
+            // the async proxy by each reader); the warpgroup's 64 rows of A and all of B; the
+            // whole warpgroup calls it; nothing writes the stage until it is released.
+            unsafe {
+                let da = ATile::descriptor(a_tile, a_row);
+                let db = BTile::descriptor(b_tile, 0);
+                <Bf16Mma<256> as WarpgroupMma<BTile>>::mma_k64(&mut acc, da, db, kt > 0);
+            }
+            ready.consumer_release_for_group(wg_thread == 0);
+            produce_next();
+        }
+        let (row0, col0) = (tm * g.tile_m + a_row, tn * BN);
+        let staging = dynamic_shared().add(g.staging_offset() + consumer_index * 4 * CBox::BYTES);
+        // SAFETY: as in `gemm`.
+        unsafe { store_tile(c, m, n, staging, consumer_index, row0, col0, wg_thread, &acc) };
+    }
+    if matches!(c, COut::TensorMap(_)) && wg_thread == 0 {
+        ptx::bulk_wait_group_read::<0>();
     }
 }

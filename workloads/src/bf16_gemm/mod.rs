@@ -19,7 +19,13 @@
 //!   two taking the block's tiles in turn from one ring of stages (the other's stages
 //!   skipped), so that one's epilogue runs while the other multiplies;
 //! - `multistage`: no producer warpgroup; the first consumer thread also issues the copies,
-//!   `STAGES - 1` k-tiles ahead.
+//!   `STAGES - 1` k-tiles ahead;
+//! - `cp_async`: no copy engine; all 256 threads of the two warpgroups copy each stage with
+//!   16-byte `cp.async` (zero-filling at the edges) into the same swizzled tiles, through a
+//!   `BlockPipeline`, `STAGES - 1` k-tiles ahead: what the tensor copies buy.
+//!
+//! `ws_cooperative_rs` is `ws_cooperative` with the consumers loading A into registers
+//! (`ldmatrix`) and multiplying from there: `wgmma`'s register form.
 //!
 //! Tensor maps need rows that are 16-byte multiples: for K not a multiple of 8 the host copies
 //! A and B (and, for N not a multiple of 8, the `_b_kn` kernels' `k x n` B) into zero-padded
@@ -153,6 +159,9 @@ pub enum Bf16Style {
     WsPingpong,
     /// Two warpgroups that compute, the first thread also producing.
     Multistage,
+    /// Two warpgroups that compute, every thread also copying its share of each stage with
+    /// `cp.async` (no copy engine).
+    CpAsync,
 }
 
 impl Bf16Style {
@@ -160,7 +169,9 @@ impl Bf16Style {
     pub const fn geometry(self) -> Geometry {
         match self {
             Bf16Style::WsPingpong => Geometry::TILE_PER_WARPGROUP,
-            Bf16Style::WsCooperative | Bf16Style::Multistage => Geometry::SHARED_TILE,
+            Bf16Style::WsCooperative | Bf16Style::Multistage | Bf16Style::CpAsync => {
+                Geometry::SHARED_TILE
+            }
         }
     }
 
@@ -168,7 +179,7 @@ impl Bf16Style {
     pub const fn threads(self) -> u32 {
         match self {
             Bf16Style::WsCooperative | Bf16Style::WsPingpong => 3 * WARPGROUP_THREADS,
-            Bf16Style::Multistage => 2 * WARPGROUP_THREADS,
+            Bf16Style::Multistage | Bf16Style::CpAsync => 2 * WARPGROUP_THREADS,
         }
     }
 
@@ -178,6 +189,7 @@ impl Bf16Style {
             Bf16Style::WsCooperative => "ws_cooperative",
             Bf16Style::WsPingpong => "ws_pingpong",
             Bf16Style::Multistage => "multistage",
+            Bf16Style::CpAsync => "cp_async",
         }
     }
 
@@ -193,6 +205,9 @@ impl Bf16Style {
             Bf16Style::Multistage => {
                 "2 warpgroups compute, one elected thread issues the tensor copies ahead, TMA + wgmma, persistent"
             }
+            Bf16Style::CpAsync => {
+                "2 warpgroups compute, all 256 threads cp.async 16-byte chunks into the swizzled stages (BlockPipeline), wgmma, persistent"
+            }
         }
     }
 }
@@ -206,6 +221,14 @@ pub type Bf16GemmParams = (TensorMap, TensorMap, *mut Bf16, u32, u32, u32);
 /// (`n x m`, box [`CBox::BOX`], 128-byte swizzle) in place of its pointer.
 pub type Bf16GemmStoreParams = (TensorMap, TensorMap, TensorMap, u32, u32, u32);
 
+/// The parameters of the `cp_async` direct-store kernels: A (`m x k`) and B (`n x k`),
+/// row-major, `k` a multiple of 8; C; m, n, k.
+pub type Bf16CpAsyncParams = (*const Bf16, *const Bf16, *mut Bf16, u32, u32, u32);
+
+/// The parameters of the `cp_async` tensor-store kernels: as [`Bf16CpAsyncParams`] with C's
+/// tensor map in place of its pointer.
+pub type Bf16CpAsyncStoreParams = (*const Bf16, *const Bf16, TensorMap, u32, u32, u32);
+
 /// How B is laid out in global memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BLayout {
@@ -215,8 +238,55 @@ pub enum BLayout {
     KN,
 }
 
-/// One BF16 GEMM kernel family: its style, B's layout and its two entry points, the
-/// tensor-store one for N a multiple of 8 and the direct-store one for any N.
+/// Where the consumers' `wgmma` takes A from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ASource {
+    /// Shared memory, through a descriptor, as B.
+    SharedMemory,
+    /// Registers, loaded from the stage with `ldmatrix` (CUTLASS's "RS" form, what a kernel
+    /// that transforms A on its way to the tensor cores needs).
+    Registers,
+}
+
+/// A family's two entry points: the tensor-store one for N a multiple of 8 and the
+/// direct-store one for any N, taking A and B as tensor maps or (the `cp_async` style) as
+/// pointers.
+#[derive(Debug)]
+pub enum Bf16Entries {
+    /// A and B through tensor maps.
+    TensorMaps {
+        /// The tensor-store kernel.
+        tensor_store: gpu::kernel::EntryPoint<Bf16GemmStoreParams>,
+        /// The direct-store kernel.
+        direct: gpu::kernel::EntryPoint<Bf16GemmParams>,
+    },
+    /// A and B as pointers.
+    Pointers {
+        /// The tensor-store kernel.
+        tensor_store: gpu::kernel::EntryPoint<Bf16CpAsyncStoreParams>,
+        /// The direct-store kernel.
+        direct: gpu::kernel::EntryPoint<Bf16CpAsyncParams>,
+    },
+}
+
+impl Bf16Entries {
+    /// The tensor-store and direct-store entry points' names.
+    pub const fn names(&self) -> [&'static str; 2] {
+        match self {
+            Bf16Entries::TensorMaps {
+                tensor_store,
+                direct,
+            } => [tensor_store.name(), direct.name()],
+            Bf16Entries::Pointers {
+                tensor_store,
+                direct,
+            } => [tensor_store.name(), direct.name()],
+        }
+    }
+}
+
+/// One BF16 GEMM kernel family: its style, B's layout, where A is multiplied from, and its
+/// two entry points.
 #[derive(Debug)]
 pub struct Bf16Kernel {
     /// The family's name (its tensor-store entry point's).
@@ -225,13 +295,23 @@ pub struct Bf16Kernel {
     pub style: Bf16Style,
     /// How its B is laid out.
     pub b_layout: BLayout,
-    /// The tensor-store kernel.
-    pub tensor_store: gpu::kernel::EntryPoint<Bf16GemmStoreParams>,
-    /// The direct-store kernel.
-    pub direct: gpu::kernel::EntryPoint<Bf16GemmParams>,
+    /// Where its `wgmma` reads A.
+    pub a_source: ASource,
+    /// Its entry points.
+    pub entries: Bf16Entries,
 }
 
 impl Bf16Kernel {
+    /// One line on it: its style's, or for A from registers, that.
+    pub const fn summary(&self) -> &'static str {
+        match self.a_source {
+            ASource::SharedMemory => self.style.summary(),
+            ASource::Registers => {
+                "as ws_cooperative, the consumers ldmatrix A into registers and wgmma from there (the RS form)"
+            }
+        }
+    }
+
     /// The epilogue it runs at `n`.
     pub const fn epilogue_for(&self, n: u32) -> Epilogue {
         if n.is_multiple_of(8) {
@@ -242,55 +322,37 @@ impl Bf16Kernel {
     }
 }
 
+/// One family's table row.
+macro_rules! family {
+    ($style:ident, $b:ident, $a:ident, $kind:ident: $store:ident, $direct:ident) => {
+        Bf16Kernel {
+            name: $store.name(),
+            style: Bf16Style::$style,
+            b_layout: BLayout::$b,
+            a_source: ASource::$a,
+            entries: Bf16Entries::$kind {
+                tensor_store: $store,
+                direct: $direct,
+            },
+        }
+    };
+}
+
 /// Every BF16 kernel family, in report order.
 pub static BF16_KERNELS: &[Bf16Kernel] = &[
-    Bf16Kernel {
-        name: bf16_gemm_ws_cooperative.name(),
-        style: Bf16Style::WsCooperative,
-        b_layout: BLayout::NK,
-        tensor_store: bf16_gemm_ws_cooperative,
-        direct: bf16_gemm_ws_cooperative_direct,
-    },
-    Bf16Kernel {
-        name: bf16_gemm_ws_cooperative_b_kn.name(),
-        style: Bf16Style::WsCooperative,
-        b_layout: BLayout::KN,
-        tensor_store: bf16_gemm_ws_cooperative_b_kn,
-        direct: bf16_gemm_ws_cooperative_b_kn_direct,
-    },
-    Bf16Kernel {
-        name: bf16_gemm_ws_pingpong.name(),
-        style: Bf16Style::WsPingpong,
-        b_layout: BLayout::NK,
-        tensor_store: bf16_gemm_ws_pingpong,
-        direct: bf16_gemm_ws_pingpong_direct,
-    },
-    Bf16Kernel {
-        name: bf16_gemm_ws_pingpong_b_kn.name(),
-        style: Bf16Style::WsPingpong,
-        b_layout: BLayout::KN,
-        tensor_store: bf16_gemm_ws_pingpong_b_kn,
-        direct: bf16_gemm_ws_pingpong_b_kn_direct,
-    },
-    Bf16Kernel {
-        name: bf16_gemm_multistage.name(),
-        style: Bf16Style::Multistage,
-        b_layout: BLayout::NK,
-        tensor_store: bf16_gemm_multistage,
-        direct: bf16_gemm_multistage_direct,
-    },
-    Bf16Kernel {
-        name: bf16_gemm_multistage_b_kn.name(),
-        style: Bf16Style::Multistage,
-        b_layout: BLayout::KN,
-        tensor_store: bf16_gemm_multistage_b_kn,
-        direct: bf16_gemm_multistage_b_kn_direct,
-    },
+    family!(WsCooperative, NK, SharedMemory, TensorMaps: bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct),
+    family!(WsCooperative, KN, SharedMemory, TensorMaps: bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct),
+    family!(WsCooperative, NK, Registers, TensorMaps: bf16_gemm_ws_cooperative_rs, bf16_gemm_ws_cooperative_rs_direct),
+    family!(WsPingpong, NK, SharedMemory, TensorMaps: bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct),
+    family!(WsPingpong, KN, SharedMemory, TensorMaps: bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct),
+    family!(Multistage, NK, SharedMemory, TensorMaps: bf16_gemm_multistage, bf16_gemm_multistage_direct),
+    family!(Multistage, KN, SharedMemory, TensorMaps: bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct),
+    family!(CpAsync, NK, SharedMemory, Pointers: bf16_gemm_cp_async, bf16_gemm_cp_async_direct),
 ];
 
 /// Declares one family's two entry points.
 macro_rules! bf16_entry_points {
-    ($($style:literal $name:ident, $direct:ident: $threads:literal, $specialized:literal, $pingpong:literal, $b_kn:literal;)*) => {$(
+    ($($style:literal $name:ident, $direct:ident: $threads:literal, $specialized:literal, $pingpong:literal, $b_kn:literal, $a_regs:literal;)*) => {$(
         gpu::kernel! {
             #[doc = concat!($style, "; tensor-store epilogue (module docs).")]
             ///
@@ -310,7 +372,7 @@ macro_rules! bf16_entry_points {
                 let c = gpu::tensor_map_param!(entry, 2, c);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$specialized, $pingpong, $b_kn, {
+                    kernels::gemm::<$specialized, $pingpong, $b_kn, $a_regs, {
                         kernels::geometry($pingpong).stages as usize
                     }>(
                         a, b, kernels::COut::TensorMap(c), m, n, k,
@@ -332,7 +394,7 @@ macro_rules! bf16_entry_points {
                 let b = gpu::tensor_map_param!(entry, 1, b);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$specialized, $pingpong, $b_kn, {
+                    kernels::gemm::<$specialized, $pingpong, $b_kn, $a_regs, {
                         kernels::geometry($pingpong).stages as usize
                     }>(
                         a, b, kernels::COut::Pointer(c), m, n, k,
@@ -344,12 +406,53 @@ macro_rules! bf16_entry_points {
 }
 
 bf16_entry_points! {
-    "`C = A B^T`, a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: 384, true, false, false;
-    "`C = A B` (B `k x n`), a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: 384, true, false, true;
-    "`C = A B^T`, ping-pong consumer warpgroups" bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct: 384, true, true, false;
-    "`C = A B` (B `k x n`), ping-pong consumer warpgroups" bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct: 384, true, true, true;
-    "`C = A B^T`, two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: 256, false, false, false;
-    "`C = A B` (B `k x n`), two warpgroups that compute, one thread also producing" bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct: 256, false, false, true;
+    "`C = A B^T`, a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: 384, true, false, false, false;
+    "`C = A B` (B `k x n`), a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: 384, true, false, true, false;
+    "`C = A B^T`, a producer warpgroup and two consumer warpgroups multiplying A from registers" bf16_gemm_ws_cooperative_rs, bf16_gemm_ws_cooperative_rs_direct: 384, true, false, false, true;
+    "`C = A B^T`, ping-pong consumer warpgroups" bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct: 384, true, true, false, false;
+    "`C = A B` (B `k x n`), ping-pong consumer warpgroups" bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct: 384, true, true, true, false;
+    "`C = A B^T`, two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: 256, false, false, false, false;
+    "`C = A B` (B `k x n`), two warpgroups that compute, one thread also producing" bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct: 256, false, false, true, false;
+}
+
+gpu::kernel! {
+    /// `C = A B^T` fed by `cp.async` (style `cp_async`); tensor-store epilogue.
+    ///
+    /// # Safety
+    /// 1-D grid of any size, 256 threads, `Geometry::SHARED_TILE.layout().bytes` of dynamic
+    /// shared memory; `a` and `b` hold `m x k` and `n x k` BF16 row-major, 16-byte aligned,
+    /// `k` a multiple of 8; `c` a tensor map of C (`n x m`, box [`CBox::BOX`], 128-byte
+    /// swizzle); m, n, k >= 1.
+    pub fn bf16_gemm_cp_async(a: *const Bf16, b: *const Bf16, c: TensorMap, m: u32, n: u32, k: u32)
+        [max_threads = 256]
+        [device if target_feature = "sm_90a"]
+    {
+        let c = gpu::tensor_map_param!(entry, 2, c);
+        // SAFETY: forwarded launch contract.
+        unsafe {
+            kernels::gemm_cp_async::<{ Geometry::SHARED_TILE.stages as usize }>(
+                a, b, kernels::COut::TensorMap(c), m, n, k,
+            )
+        }
+    }
+}
+
+gpu::kernel! {
+    /// `C = A B^T` fed by `cp.async` (style `cp_async`); direct-store epilogue.
+    ///
+    /// # Safety
+    /// As the tensor-store kernel, with `c` holding `m * n` BF16, 16-byte aligned.
+    pub fn bf16_gemm_cp_async_direct(a: *const Bf16, b: *const Bf16, c: *mut Bf16, m: u32, n: u32, k: u32)
+        [max_threads = 256]
+        [device if target_feature = "sm_90a"]
+    {
+        // SAFETY: forwarded launch contract.
+        unsafe {
+            kernels::gemm_cp_async::<{ Geometry::SHARED_TILE.stages as usize }>(
+                a, b, kernels::COut::Pointer(c), m, n, k,
+            )
+        }
+    }
 }
 
 gpu::kernel! {
@@ -384,11 +487,12 @@ gpu::kernel! {
 gpu::kernel! {
     /// Copies `rows` rows of `k` BF16 (packed) into rows of `kp` (a multiple of 8, at least
     /// `k`), zeros past `k`: what a tensor map can describe when `k` is not a multiple of 8.
-    /// One thread per 16-byte chunk of the output, grid-stride.
+    /// One thread per 16-byte chunk of the output (two 16-byte loads, one store), grid-stride.
     ///
     /// # Safety
     /// Any 1-D grid of [`HELPER_THREADS`]-thread blocks; `src` holds `rows * k` and `dst`
-    /// `rows * kp` BF16, `dst` 16-byte aligned; `k <= kp`, `kp % 8 == 0`.
+    /// `rows * kp` BF16, both 16-byte aligned and allocated in whole 16-byte chunks (as the
+    /// driver allocates); `k <= kp`, `kp % 8 == 0`.
     pub fn bf16_pad_rows(src: *const Bf16, dst: *mut Bf16, rows: u32, k: u32, kp: u32)
         [max_threads = HELPER_THREADS]
     {
@@ -436,33 +540,85 @@ mod helpers {
         unsafe { *c.add(index as usize) = sum };
     }
 
-    /// Eight BF16 written as one 16-byte store.
-    #[derive(Clone, Copy)]
-    #[repr(C, align(16))]
-    struct Chunk([u32; 4]);
+    /// The eight 16-bit elements starting `s` (0..8) elements into the 16 of `lo` then `hi`
+    /// (two 16-byte chunks, element 0 in the low half of `lo[0]`): how a chunk that starts
+    /// anywhere is cut out of the two aligned chunks it straddles. Selects and funnel shifts
+    /// only (no indexing by `s`, which would put the words in local memory).
+    #[inline(always)]
+    pub(super) fn window8(lo: [u32; 4], hi: [u32; 4], s: u32) -> [u32; 4] {
+        let mut w = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
+        if s & 2 != 0 {
+            w = [w[1], w[2], w[3], w[4], w[5], w[6], w[7], 0];
+        }
+        if s & 4 != 0 {
+            w = [w[2], w[3], w[4], w[5], w[6], w[7], 0, 0];
+        }
+        if s & 1 != 0 {
+            [
+                (w[0] >> 16) | (w[1] << 16),
+                (w[1] >> 16) | (w[2] << 16),
+                (w[2] >> 16) | (w[3] << 16),
+                (w[3] >> 16) | (w[4] << 16),
+            ]
+        } else {
+            [w[0], w[1], w[2], w[3]]
+        }
+    }
 
-    /// See `bf16_pad_rows`.
+    /// The 16-byte chunk `q` of `src`, or zeros past its `len` elements.
+    ///
+    /// # Safety
+    /// `src` is 16-byte aligned and holds `len` elements.
+    #[inline(always)]
+    unsafe fn chunk_or_zeros(src: *const Bf16, len: u64, q: u64) -> [u32; 4] {
+        if q * 8 < len {
+            // SAFETY: the chunk starts inside `src`; the allocation is whole 16-byte chunks
+            // (driver allocations are 256-byte multiples), so all of it is readable.
+            let x = unsafe { ptx::ld_global_v4(src.add(8 * q as usize).cast()) };
+            x.map(f32::to_bits)
+        } else {
+            [0; 4]
+        }
+    }
+
+    /// See `bf16_pad_rows`: one thread per 16-byte chunk of `dst`, cut out of the (at most
+    /// two) aligned 16-byte chunks of `src` it straddles ([`window8`]), elements past `k`
+    /// zeroed.
     pub(super) unsafe fn pad_rows(src: *const Bf16, dst: *mut Bf16, rows: u32, k: u32, kp: u32) {
         let per_row = (kp / 8) as u64;
         let chunks = rows as u64 * per_row;
+        let len = rows as u64 * k as u64;
         let step = ptx::grid_dim_x() as u64 * ptx::block_dim_x() as u64;
         let mut c =
             ptx::block_idx_x() as u64 * ptx::block_dim_x() as u64 + ptx::thread_idx_x() as u64;
         while c < chunks {
             let (row, col0) = (c / per_row, (c % per_row) as u32 * 8);
             let mut words = [0u32; 4];
-            let mut j = 0;
-            while j < 8 {
-                let col = col0 + j;
-                if col < k {
-                    // SAFETY: row < rows, col < k: inside `src` (launch contract).
-                    let x = unsafe { *src.add((row * k as u64 + col as u64) as usize) };
-                    words[(j / 2) as usize] |= (x.0 as u32) << (16 * (j % 2));
+            if col0 < k {
+                let from = row * k as u64 + col0 as u64;
+                // SAFETY: `src` holds `len` elements, 16-byte aligned (contract).
+                let (lo, hi) = unsafe {
+                    (
+                        chunk_or_zeros(src, len, from / 8),
+                        chunk_or_zeros(src, len, from / 8 + 1),
+                    )
+                };
+                words = window8(lo, hi, (from % 8) as u32);
+                // Zero what lies past the row's k elements (the next row's start).
+                let valid = k - col0;
+                let mut e = 0;
+                while e < 4 {
+                    let keep = match valid.saturating_sub(2 * e) {
+                        0 => 0,
+                        1 => 0xFFFF,
+                        _ => u32::MAX,
+                    };
+                    words[e as usize] &= keep;
+                    e += 1;
                 }
-                j += 1;
             }
             // SAFETY: chunk c of `dst` (rows * kp / 8 chunks), 16-byte aligned (contract).
-            unsafe { dst.cast::<Chunk>().add(c as usize).write(Chunk(words)) };
+            unsafe { ptx::st_global_v4(dst.cast::<[f32; 4]>().add(c as usize), words.map(f32::from_bits)) };
             c += step;
         }
     }

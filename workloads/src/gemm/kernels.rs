@@ -21,7 +21,7 @@ use super::shapes::{ALayout, BK, GemmStyle, GemmTile, LANES_M, LANES_N, REFERENC
 use crate::Quad;
 use gpu::collective::StageMma;
 use gpu::group::{Group, Threads, Warp};
-use gpu::layout::{PipelineSharedState, StagedLayout};
+use gpu::layout::{PipelineSharedState, RowPitch, StagedLayout};
 use gpu::memcpy_async::completion::{Completion, Unbound};
 use gpu::memcpy_async::cp_async::{
     GlobalTile, TileShape, memcpy_async_tile, memcpy_async_tile_transposed,
@@ -224,10 +224,10 @@ unsafe fn copy_k_tile<
     // N floats, multiples of ALIGN (launch contract); the stage is free (caller).
     unsafe {
         match a_layout {
-            ALayout::MMajor => memcpy_async_tile::<_, _, _, _, ALIGN>(
+            ALayout::MMajor => memcpy_async_tile::<_, _, _, _, _, ALIGN>(
                 group,
                 a_dst,
-                BK * 4,
+                RowPitch(BK * 4),
                 a,
                 G4::<TM, TN, WM, WN>::A_SHAPE,
                 &Unbound,
@@ -242,10 +242,10 @@ unsafe fn copy_k_tile<
                 &Unbound,
             ),
         }
-        memcpy_async_tile::<_, _, _, _, ALIGN>(
+        memcpy_async_tile::<_, _, _, _, _, ALIGN>(
             group,
             b_dst,
-            G4::<TM, TN, WM, WN>::BN * 4,
+            RowPitch(G4::<TM, TN, WM, WN>::BN * 4),
             b,
             G4::<TM, TN, WM, WN>::B_SHAPE,
             completion,
