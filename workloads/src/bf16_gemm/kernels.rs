@@ -8,7 +8,7 @@ use gpu::layout::{Mbarrier, PipelineSharedState};
 use gpu::memcpy_async::AlignedSize;
 use gpu::memcpy_async::bulk::memcpy_async_tensor;
 use gpu::memcpy_async::cp_async::{GlobalTile, TileShape, memcpy_async_tile};
-use gpu::pipeline::{BlockPipeline, BulkPipeline, Consumer, Producer};
+use gpu::pipeline::{BlockConsumer, BlockPipeline, BulkPipeline, Consumer, Producer};
 use gpu::ptx::{self, Shared, TensorMapRef};
 use gpu::schedule::{GridStride, TileSchedule, grouped_tile};
 use gpu::shared::dynamic_shared;
@@ -207,88 +207,140 @@ pub(super) unsafe fn gemm<
         let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
         // This warpgroup's rows of the stage's A tile.
         let a_row = if PINGPONG { 0 } else { 64 * consumer_index };
-        let mut acc = Accumulator::<128>::zeros();
-        for kt in 0..k_tiles {
-            let ready = consumer.consumer_wait();
-            let (a_tile, b_tile) = stage_tiles(g, ready.index());
-            // SAFETY: the stage's phase completed (both boxes landed, written by the copy
-            // engine); this warpgroup's 64 rows of A and all BN rows of B; the whole
-            // warpgroup calls it with the same operands; nothing writes the stage until it is
-            // released below.
-            unsafe {
-                let da = if PINGPONG {
-                    SwizzledKMajor::<64>::descriptor(a_tile, 0)
-                } else {
-                    ATile::descriptor(a_tile, a_row)
-                };
-                if A_REGS {
-                    // The stage's A is visible to this thread's loads too: the tensor copy's
-                    // completion was observed by the wait above.
-                    let a = if PINGPONG {
-                        SwizzledKMajor::<64>::load_a(a_tile, 0, wg_thread)
-                    } else {
-                        ATile::load_a(a_tile, a_row, wg_thread)
-                    };
-                    if B_KN {
-                        let db = BKnTile::descriptor(b_tile);
-                        <Bf16Mma<256> as WarpgroupMma<BKnTile>>::mma_k64_a_regs(
-                            &mut acc,
-                            &a,
-                            db,
-                            kt > 0,
-                        );
-                    } else {
-                        let db = BTile::descriptor(b_tile, 0);
-                        <Bf16Mma<256> as WarpgroupMma<BTile>>::mma_k64_a_regs(
-                            &mut acc,
-                            &a,
-                            db,
-                            kt > 0,
-                        );
-                    }
-                } else if B_KN {
-                    let db = BKnTile::descriptor(b_tile);
-                    <Bf16Mma<256> as WarpgroupMma<BKnTile>>::mma_k64(&mut acc, da, db, kt > 0);
-                } else {
-                    let db = BTile::descriptor(b_tile, 0);
-                    <Bf16Mma<256> as WarpgroupMma<BTile>>::mma_k64(&mut acc, da, db, kt > 0);
-                }
-            }
-            // The wgmma wait inside the multiply covers this warpgroup's reads of the stage:
-            // one thread releases it for the warpgroup.
-            ready.consumer_release_for_group(wg_thread == 0);
+        let (row0, col0) = (tm * g.tile_m + a_row, tn * BN);
+        let staging = dynamic_shared().add(g.staging_offset() + consumer_index * 4 * CBox::BYTES);
+        let mut after_k_tile = || {
             if producing {
                 produce_next();
             }
-        }
-        if PINGPONG && wg_thread == 0 {
-            // This mainloop is done: the other warpgroup's may start.
-            // SAFETY: initialized above; one arrival per mainloop, waited for in turn.
-            let _ = unsafe { ptx::mbarrier_arrive(order.add(1 - consumer_index)) };
-        }
-        let (row0, col0) = (tm * g.tile_m + a_row, tn * BN);
-        let staging = dynamic_shared().add(g.staging_offset() + consumer_index * 4 * CBox::BYTES);
-        // SAFETY: this warpgroup's own staging (1 KiB aligned, 32 KiB); C's map or C itself
-        // (launch contract); the whole warpgroup calls it.
-        unsafe {
-            store_tile(
-                c,
-                m,
-                n,
-                staging,
-                consumer_index,
-                row0,
-                col0,
-                wg_thread,
-                &acc,
-            )
         };
+        // The mainloop is over; in ping-pong the other warpgroup's may start.
+        let mainloop_done = || {
+            if PINGPONG && wg_thread == 0 {
+                // SAFETY: initialized above; one arrival per mainloop, waited for in turn.
+                let _ = unsafe { ptx::mbarrier_arrive(order.add(1 - consumer_index)) };
+            }
+        };
+        // SAFETY (both arms): the pipeline's stages in ring order, as the producer fills them;
+        // this warpgroup's own staging (1 KiB aligned, 32 KiB); C's map or C itself (launch
+        // contract); the whole warpgroup calls them.
+        if n - col0 <= NARROW_N {
+            // A tile at C's right edge at most 64 wide: a quarter of the multiply.
+            let acc = unsafe {
+                warpgroup_mainloop::<64, 32, PINGPONG, B_KN, A_REGS, STAGES, _>(
+                    &mut consumer,
+                    &mut after_k_tile,
+                    g,
+                    k_tiles,
+                    a_row,
+                    wg_thread,
+                )
+            };
+            mainloop_done();
+            unsafe { store_tile(c, m, n, staging, consumer_index, row0, col0, wg_thread, &acc) };
+        } else {
+            let acc = unsafe {
+                warpgroup_mainloop::<256, 128, PINGPONG, B_KN, A_REGS, STAGES, _>(
+                    &mut consumer,
+                    &mut after_k_tile,
+                    g,
+                    k_tiles,
+                    a_row,
+                    wg_thread,
+                )
+            };
+            mainloop_done();
+            unsafe { store_tile(c, m, n, staging, consumer_index, row0, col0, wg_thread, &acc) };
+        }
     }
     if matches!(c, COut::TensorMap(_)) && wg_thread == 0 {
         // The last stores must have read the staging before the block's shared memory goes
         // away.
         ptx::bulk_wait_group_read::<0>();
     }
+}
+
+/// Tiles at C's right edge at most this wide multiply only their first 64 columns
+/// (`m64n64`): with N = 4097 or 4104 the 17th column of tiles would otherwise cost a full
+/// 256-wide multiply for 1 or 8 columns, a wave of its own.
+const NARROW_N: u32 = 64;
+
+/// A warpgroup's multiply of one tile over all `k_tiles` stages of the ring, `N` columns of B
+/// (its first `N` rows or columns in the stage) into `REGS = N / 2` accumulators;
+/// `after_k_tile` runs after each stage is released (the multistage producer's next copy).
+///
+/// # Safety
+/// The whole warpgroup calls it, converged, at the same ring position; the next `k_tiles`
+/// fills of the ring are this tile's (A's rows `a_row..a_row + 64` for this warpgroup).
+#[inline(always)]
+unsafe fn warpgroup_mainloop<
+    const N: u32,
+    const REGS: usize,
+    const PINGPONG: bool,
+    const B_KN: bool,
+    const A_REGS: bool,
+    const STAGES: usize,
+    F: FnMut(),
+>(
+    consumer: &mut BlockConsumer<'_, STAGES>,
+    after_k_tile: &mut F,
+    g: Geometry,
+    k_tiles: u32,
+    a_row: u32,
+    wg_thread: u32,
+) -> Accumulator<REGS>
+where
+    Bf16Mma<N>: WarpgroupMma<BTile, Acc = Accumulator<REGS>>
+        + WarpgroupMma<BKnTile, Acc = Accumulator<REGS>>,
+{
+    let mut acc = Accumulator::<REGS>::zeros();
+    for kt in 0..k_tiles {
+        let ready = consumer.consumer_wait();
+        let (a_tile, b_tile) = stage_tiles(g, ready.index());
+        let accumulate = kt > 0;
+        // SAFETY: the stage's phase completed (both boxes landed, written by the copy engine,
+        // the completion observed by the wait, so this thread's loads see them too); this
+        // warpgroup's 64 rows of A and the first N of B; the whole warpgroup calls it with the
+        // same operands; nothing writes the stage until it is released below.
+        unsafe {
+            if A_REGS {
+                let a = if PINGPONG {
+                    SwizzledKMajor::<64>::load_a(a_tile, 0, wg_thread)
+                } else {
+                    ATile::load_a(a_tile, a_row, wg_thread)
+                };
+                if B_KN {
+                    let db = BKnTile::descriptor(b_tile);
+                    <Bf16Mma<N> as WarpgroupMma<BKnTile>>::mma_k64_a_regs(
+                        &mut acc, &a, db, accumulate,
+                    );
+                } else {
+                    let db = BTile::descriptor(b_tile, 0);
+                    <Bf16Mma<N> as WarpgroupMma<BTile>>::mma_k64_a_regs(
+                        &mut acc, &a, db, accumulate,
+                    );
+                }
+            } else {
+                let da = if PINGPONG {
+                    SwizzledKMajor::<64>::descriptor(a_tile, 0)
+                } else {
+                    ATile::descriptor(a_tile, a_row)
+                };
+                if B_KN {
+                    let db = BKnTile::descriptor(b_tile);
+                    <Bf16Mma<N> as WarpgroupMma<BKnTile>>::mma_k64(&mut acc, da, db, accumulate);
+                } else {
+                    let db = BTile::descriptor(b_tile, 0);
+                    <Bf16Mma<N> as WarpgroupMma<BTile>>::mma_k64(&mut acc, da, db, accumulate);
+                }
+            }
+        }
+        // The wgmma wait inside the multiply covers this warpgroup's reads of the stage: one
+        // thread releases it for the warpgroup.
+        ready.consumer_release_for_group(wg_thread == 0);
+        after_k_tile();
+    }
+    acc
 }
 
 /// The warpgroup's named barrier (1 or 2; 0 is the block's).
@@ -301,17 +353,17 @@ fn warpgroup_barrier(consumer_index: u32) {
     }
 }
 
-/// Rounds a warpgroup's 64 x 256 accumulators to BF16 into its staging (four swizzled 64 x 64
-/// boxes, sixteen `stmatrix_x4` per thread, conflict-free), then writes the part of the tile
-/// inside C:
-/// - `COut::TensorMap`: one thread issues four tensor stores (clipped at C's edges by the copy
+/// Rounds a warpgroup's 64 x 256 accumulators (64 x 64 for a narrow edge tile) to BF16 into
+/// its staging (swizzled 64 x 64 boxes, `REGS / 8` `stmatrix_x4` per thread, conflict-free),
+/// then writes the part of the tile inside C:
+/// - `COut::TensorMap`: one thread issues a tensor store per box (clipped at C's edges by the copy
 ///   engine) and goes on without waiting; the next call first waits until they have read the
 ///   staging;
-/// - `COut::Pointer`: each warp writes every fourth row itself, lane `l` the `l`-th (and
-///   `l + 32`-th) 16-byte chunk of C that the row's part touches: whole chunks with one
-///   16-byte store (the staged elements shifted into place, since a row of any N starts
-///   anywhere in a chunk), the chunks C's row shares with its neighbours' tiles element by
-///   element.
+/// - `COut::Pointer`: each warp writes every fourth row itself: lane `l` the `l`-th 16-byte
+///   chunk of C wholly inside the row's part, with one 16-byte store (the staged elements
+///   shifted into place, since a row of any N starts anywhere in a chunk), then lanes 0-15
+///   the fewer than 8 elements at each end that C's row shares with its neighbours' tiles,
+///   one each.
 ///
 /// # Safety
 /// `staging` is this warpgroup's 1 KiB aligned `4 * CBox::BYTES` of shared memory, used for
@@ -319,7 +371,7 @@ fn warpgroup_barrier(consumer_index: u32) {
 /// to C's `m * n` BF16, 16-byte aligned; the whole warpgroup calls it.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn store_tile(
+unsafe fn store_tile<const REGS: usize>(
     c: COut,
     m: u32,
     n: u32,
@@ -328,8 +380,10 @@ unsafe fn store_tile(
     row0: u32,
     col0: u32,
     t: u32,
-    acc: &Accumulator<128>,
+    acc: &Accumulator<REGS>,
 ) {
+    // The accumulators' columns: 256, or 64 for a narrow edge tile.
+    let width = Accumulator::<REGS>::N;
     if t == 0 && matches!(c, COut::TensorMap(_)) {
         ptx::bulk_wait_group_read::<0>();
     }
@@ -339,7 +393,7 @@ unsafe fn store_tile(
     let staged = |row: u32, col: u32| (col / 64) * CBox::BYTES + CBox::byte_offset(row, col % 64);
     let (lane_row, lane_col) = x4_lane_row(t % 32);
     let row = 16 * (t / 32) + lane_row;
-    for q in 0..16 {
+    for q in 0..REGS / 8 {
         let col = 16 * q as u32 + lane_col;
         // SAFETY: a 16-byte row of one 8 x 8 matrix inside this warpgroup's staging (row < 64,
         // col < 256, col a multiple of 8), each lane's its own; the warp is converged.
@@ -351,7 +405,7 @@ unsafe fn store_tile(
             warpgroup_barrier(consumer_index);
             if t == 0 {
                 let mut part = 0;
-                while part < 4 {
+                while part < width / 64 {
                     let coords = [(col0 + 64 * part) as i32, row0 as i32];
                     // SAFETY: the box is staged (barrier above, fenced for the copy engine);
                     // the map is C's (contract); the copy engine clips it at C's edges.
@@ -369,7 +423,7 @@ unsafe fn store_tile(
         }
         COut::Pointer(c) => {
             warpgroup_barrier(consumer_index);
-            let cols = if n - col0 < BN { n - col0 } else { BN };
+            let cols = if n - col0 < width { n - col0 } else { width };
             let read_chunk = |row: u32, col: u32| -> [u32; 4] {
                 // SAFETY: a staged 16-byte chunk (col a multiple of 8, below 256), written
                 // above.
@@ -383,45 +437,49 @@ unsafe fn store_tile(
                 let word: u32 = unsafe { staging.add(at & !3).cast::<u32>().read() };
                 (word >> (8 * (at & 2))) as u16
             };
-            let lane = t % 32;
-            let mut r = t / 32;
-            while r < 64 && row0 + r < m {
+            let lane = (t % 32) as i32;
+            let cols = cols as i32;
+            // Sixteen rows per warp, unrolled so that their loads and stores overlap.
+            for i in 0..16 {
+                let r = t / 32 + 4 * i;
+                if row0 + r >= m {
+                    break;
+                }
                 let start = (row0 + r) as u64 * n as u64 + col0 as u64;
-                // The row's part starts `lead` elements into a 16-byte chunk of C.
-                let lead = (start % 8) as u32;
-                let chunks = (lead + cols).div_ceil(8);
+                // The row's part starts `lead` elements into a 16-byte chunk of C; chunk `j`
+                // of the part (from that one) holds its columns `8 j - lead..8 j - lead + 8`.
+                let lead = (start % 8) as i32;
                 // SAFETY (below): C's chunk `j` of this part, `first + 8 j`, is inside C where
                 // an element of it is in the part (row < m, columns below cols).
                 let first = unsafe { c.add((start - lead as u64) as usize) };
-                let mut j = lane;
-                while j < chunks {
-                    // The tile column of the chunk's first element (negative: the chunk starts
-                    // in the tile to the left).
-                    let col = (8 * j) as i32 - lead as i32;
-                    let dst = first.wrapping_add(8 * j as usize);
-                    if col >= 0 && col as u32 + 8 <= cols {
-                        let col = col as u32;
-                        let lo = read_chunk(r, col & !7);
-                        let words = if col % 8 == 0 {
-                            lo
-                        } else {
-                            window8(lo, read_chunk(r, (col & !7) + 8), col % 8)
-                        };
-                        // SAFETY: 8 elements of this part of C's row (checked above), 16-byte
-                        // aligned (C is; `first + 8 j` is a multiple of 8 elements).
-                        unsafe { ptx::st_global_v4(dst.cast(), words.map(f32::from_bits)) };
+                // The chunks wholly inside the part: `j_first..=j_last` (at most 32).
+                let j_first = (lead + 7) / 8;
+                let j_last = (cols + lead) / 8 - 1;
+                let j = j_first + lane;
+                if j <= j_last {
+                    let col = (8 * j - lead) as u32;
+                    let lo = read_chunk(r, col & !7);
+                    let words = if col % 8 == 0 {
+                        lo
                     } else {
-                        for e in 0..8 {
-                            let tc = col + e;
-                            if tc >= 0 && (tc as u32) < cols {
-                                // SAFETY: an element of this part of C's row.
-                                unsafe { dst.add(e as usize).write(Bf16(read_one(r, tc as u32))) };
-                            }
-                        }
-                    }
-                    j += 32;
+                        window8(lo, read_chunk(r, (col & !7) + 8), col % 8)
+                    };
+                    // SAFETY: 8 elements of this part of C's row (j in range), 16-byte aligned
+                    // (C is; `first + 8 j` is a multiple of 8 elements).
+                    unsafe { ptx::st_global_v4(first.add(8 * j as usize).cast(), words.map(f32::from_bits)) };
                 }
-                r += 4;
+                // The columns outside those chunks, fewer than 8 at each end (shared with the
+                // neighbouring tiles' chunks), one per lane: lanes 0-7 the head, 8-15 the tail.
+                let head_end = (8 * j_first - lead).min(cols);
+                let tail_start = (8 * (j_last + 1) - lead).max(head_end);
+                let col = if lane < 8 { lane } else { tail_start + lane - 8 };
+                let edge = if lane < 8 { col < head_end } else { lane < 16 && col < cols };
+                if edge {
+                    // SAFETY: an element of this part of C's row (0 <= col < cols).
+                    unsafe {
+                        c.add(start as usize + col as usize).write(Bf16(read_one(r, col as u32)))
+                    };
+                }
             }
         }
     }

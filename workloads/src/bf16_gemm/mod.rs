@@ -491,8 +491,7 @@ gpu::kernel! {
     ///
     /// # Safety
     /// Any 1-D grid of [`HELPER_THREADS`]-thread blocks; `src` holds `rows * k` and `dst`
-    /// `rows * kp` BF16, both 16-byte aligned and allocated in whole 16-byte chunks (as the
-    /// driver allocates); `k <= kp`, `kp % 8 == 0`.
+    /// `rows * kp` BF16, both 16-byte aligned; `k <= kp`, `kp % 8 == 0`.
     pub fn bf16_pad_rows(src: *const Bf16, dst: *mut Bf16, rows: u32, k: u32, kp: u32)
         [max_threads = HELPER_THREADS]
     {
@@ -565,20 +564,30 @@ mod helpers {
         }
     }
 
-    /// The 16-byte chunk `q` of `src`, or zeros past its `len` elements.
+    /// The 16-byte chunk `q` of `src`, zeros past its `len` elements: one 16-byte load where
+    /// the chunk is whole, element loads for the last, partial one.
     ///
     /// # Safety
     /// `src` is 16-byte aligned and holds `len` elements.
     #[inline(always)]
     unsafe fn chunk_or_zeros(src: *const Bf16, len: u64, q: u64) -> [u32; 4] {
-        if q * 8 < len {
-            // SAFETY: the chunk starts inside `src`; the allocation is whole 16-byte chunks
-            // (driver allocations are 256-byte multiples), so all of it is readable.
-            let x = unsafe { ptx::ld_global_v4(src.add(8 * q as usize).cast()) };
-            x.map(f32::to_bits)
-        } else {
-            [0; 4]
+        let from = 8 * q;
+        if from + 8 <= len {
+            // SAFETY: the whole chunk is inside `src`, 16-byte aligned.
+            let x = unsafe { ptx::ld_global_v4(src.add(from as usize).cast()) };
+            return x.map(f32::to_bits);
         }
+        let mut words = [0u32; 4];
+        let mut e = 0;
+        while e < 8 {
+            if from + e < len {
+                // SAFETY: element from + e < len of `src`.
+                let x = unsafe { *src.add((from + e) as usize) };
+                words[(e / 2) as usize] |= (x.0 as u32) << (16 * (e % 2));
+            }
+            e += 1;
+        }
+        words
     }
 
     /// See `bf16_pad_rows`: one thread per 16-byte chunk of `dst`, cut out of the (at most
