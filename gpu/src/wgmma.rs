@@ -122,7 +122,9 @@ impl<const ROWS: u32> SwizzledKMajor<ROWS> {
         let mut regs = [0u32; 16];
         let mut j = 0;
         while j < 4 {
-            let at = base.cast::<u8>().add(Self::byte_offset(row, 16 * j as u32 + c));
+            let at = base
+                .cast::<u8>()
+                .add(Self::byte_offset(row, 16 * j as u32 + c));
             // SAFETY: a 16-byte aligned chunk (c and 16 j are multiples of 8 elements) inside
             // the tile (row < ROWS), initialized (contract); the warp is converged.
             let x = unsafe { ptx::ldmatrix_x4(at.cast()) };

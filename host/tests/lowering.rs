@@ -762,11 +762,13 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
         ("shared_to_generic", Op("cvta.shared.u64"), BOTH),
         ("read", AnyOf(&["ld.shared.b32", "ld.shared.v4.b32"]), BOTH),
         ("write", AnyOf(&["st.shared.b32", "st.shared.v4.b32"]), BOTH),
-        // One row per `SharedValue` implementation: 4-byte scalars and `[f32; 4]`.
+        // A row per access width a kernel uses: 4-byte scalars and `[f32; 4]` everywhere,
+        // 2-byte stores in the BF16 GEMM's direct-store staging.
         ("load_shared", Op("ld.shared.b32"), BOTH),
         ("load_shared", Op("ld.shared.v4.b32"), BOTH),
         ("store_shared", Op("st.shared.b32"), BOTH),
         ("store_shared", Op("st.shared.v4.b32"), BOTH),
+        ("store_shared", Op("st.shared.b16"), SM90A),
         ("thread_idx_x", Reads("%tid.x"), BOTH),
         ("block_dim_x", Reads("%ntid.x"), BOTH),
         ("block_idx_x", Reads("%ctaid.x"), BOTH),
@@ -1408,8 +1410,8 @@ fn bf16_entries() -> Vec<(
 
 /// The tensor-core kernels are in the sm_90a module only, and lower to what they document:
 /// `HGMMA.64x256x16.F32.BF16` fed by `UTMALDG` (by 16-byte `LDGSTS` in the `cp_async` style),
-/// A through `LDSM` where it is multiplied from registers, the staging written by `STSM`, C by
-/// `UTMASTG` (tensor-store entry points) or 16-byte `STG` (direct), `setmaxnreg` in the
+/// A through `LDSM` where it is multiplied from registers, C staged by `STSM` and stored by
+/// `UTMASTG` (tensor-store entry points) or stored by 16-byte `STG` (direct), `setmaxnreg` in the
 /// warp-specialized ones (40 for the producer, 232 for the consumers), and no local memory —
 /// the 128 accumulators stay in registers.
 #[test]
@@ -1429,11 +1431,7 @@ fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
             "{entry}: {sass:?}"
         );
         let cp_async = family.style == Bf16Style::CpAsync;
-        assert_eq!(
-            sass.iter().any(|o| o == "UTMALDG.2D"),
-            !cp_async,
-            "{entry}"
-        );
+        assert_eq!(sass.iter().any(|o| o == "UTMALDG.2D"), !cp_async, "{entry}");
         assert_eq!(
             sass.iter().any(|o| o == "LDGSTS.E.BYPASS.128"),
             cp_async,
@@ -1444,7 +1442,11 @@ fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
             family.a_source == ASource::Registers,
             "{entry}"
         );
-        assert!(sass.iter().any(|o| o.starts_with("STSM.16.M88.4")), "{entry}");
+        assert_eq!(
+            sass.iter().any(|o| o.starts_with("STSM.16.M88.4")),
+            tensor_store,
+            "{entry}"
+        );
         assert_eq!(
             sass.iter().any(|o| o == "UTMASTG.2D"),
             tensor_store,

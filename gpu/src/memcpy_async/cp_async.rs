@@ -40,9 +40,9 @@
 use super::AlignedSize;
 use super::completion::Completion;
 use crate::group::{Group, ThisThread};
-use crate::layout::TileLayout;
 #[cfg(doc)]
 use crate::layout::RowPitch;
+use crate::layout::TileLayout;
 use crate::ptx;
 use crate::shared::Shared;
 

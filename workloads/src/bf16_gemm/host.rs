@@ -20,8 +20,8 @@
 //! multiple of 8 (`bf16_pad_rows`), and multiplies those; the time includes the copies.
 
 use super::{
-    BF16_KERNELS, BF16_POISON, BK, BLayout, Bf16CpAsyncParams, Bf16CpAsyncStoreParams,
-    Bf16Entries, Bf16GemmParams, Bf16GemmStoreParams, Bf16Kernel, CBox, Epilogue, HELPER_THREADS,
+    BF16_KERNELS, BF16_POISON, BK, BLayout, Bf16CpAsyncParams, Bf16CpAsyncStoreParams, Bf16Entries,
+    Bf16GemmParams, Bf16GemmStoreParams, Bf16Kernel, CBox, Epilogue, HELPER_THREADS,
     bf16_gemm_reference, bf16_pad_rows, bf16_widen,
 };
 use crate::gemm::host::{Mnk, parse_mnk};
@@ -532,7 +532,9 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                     },
                     Resolved::CpAsyncTensorStore(entry) => {
                         let c_map = map(gpu.address(&self.c), (n, m), c_box)?;
-                        unsafe { entry.launch(gpu, config, (a_buffer, b_buffer, &c_map, m, n, kp))? }
+                        unsafe {
+                            entry.launch(gpu, config, (a_buffer, b_buffer, &c_map, m, n, kp))?
+                        }
                     }
                     Resolved::CpAsyncDirect(entry) => unsafe {
                         entry.launch(gpu, config, (a_buffer, b_buffer, &mut self.c, m, n, kp))?

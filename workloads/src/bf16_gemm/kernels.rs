@@ -2,7 +2,10 @@
 
 #![cfg(target_feature = "sm_90a")]
 
-use super::{ATile, BK, BKnTile, BN, BTile, CBox, GROUP_M, Geometry, helpers::window8};
+use super::{
+    ATile, BK, BKnTile, BN, BTile, CBox, DIRECT_ROW_BYTES, GROUP_M, Geometry,
+    WARPGROUP_STAGING_BYTES,
+};
 use gpu::group::Threads;
 use gpu::layout::{Mbarrier, PipelineSharedState};
 use gpu::memcpy_async::AlignedSize;
@@ -208,7 +211,8 @@ pub(super) unsafe fn gemm<
         // This warpgroup's rows of the stage's A tile.
         let a_row = if PINGPONG { 0 } else { 64 * consumer_index };
         let (row0, col0) = (tm * g.tile_m + a_row, tn * BN);
-        let staging = dynamic_shared().add(g.staging_offset() + consumer_index * 4 * CBox::BYTES);
+        let staging =
+            dynamic_shared().add(g.staging_offset() + consumer_index * WARPGROUP_STAGING_BYTES);
         let mut after_k_tile = || {
             if producing {
                 produce_next();
@@ -237,7 +241,19 @@ pub(super) unsafe fn gemm<
                 )
             };
             mainloop_done();
-            unsafe { store_tile(c, m, n, staging, consumer_index, row0, col0, wg_thread, &acc) };
+            unsafe {
+                store_tile(
+                    c,
+                    m,
+                    n,
+                    staging,
+                    consumer_index,
+                    row0,
+                    col0,
+                    wg_thread,
+                    &acc,
+                )
+            };
         } else {
             let acc = unsafe {
                 warpgroup_mainloop::<256, 128, PINGPONG, B_KN, A_REGS, STAGES, _>(
@@ -250,7 +266,19 @@ pub(super) unsafe fn gemm<
                 )
             };
             mainloop_done();
-            unsafe { store_tile(c, m, n, staging, consumer_index, row0, col0, wg_thread, &acc) };
+            unsafe {
+                store_tile(
+                    c,
+                    m,
+                    n,
+                    staging,
+                    consumer_index,
+                    row0,
+                    col0,
+                    wg_thread,
+                    &acc,
+                )
+            };
         }
     }
     if matches!(c, COut::TensorMap(_)) && wg_thread == 0 {
@@ -353,22 +381,23 @@ fn warpgroup_barrier(consumer_index: u32) {
     }
 }
 
-/// Rounds a warpgroup's 64 x 256 accumulators (64 x 64 for a narrow edge tile) to BF16 into
-/// its staging (swizzled 64 x 64 boxes, `REGS / 8` `stmatrix_x4` per thread, conflict-free),
-/// then writes the part of the tile inside C:
-/// - `COut::TensorMap`: one thread issues a tensor store per box (clipped at C's edges by the copy
-///   engine) and goes on without waiting; the next call first waits until they have read the
-///   staging;
-/// - `COut::Pointer`: each warp writes every fourth row itself: lane `l` the `l`-th 16-byte
-///   chunk of C wholly inside the row's part, with one 16-byte store (the staged elements
-///   shifted into place, since a row of any N starts anywhere in a chunk), then lanes 0-15
-///   the fewer than 8 elements at each end that C's row shares with its neighbours' tiles,
-///   one each.
+/// Rounds a warpgroup's 64 x 256 accumulators (64 x 64 for a narrow edge tile) to BF16 and
+/// writes the part of the tile inside C, through its staging:
+/// - `COut::TensorMap`: staged as swizzled 64 x 64 boxes ([`CBox`], `REGS / 8` `stmatrix_x4`
+///   per thread, conflict-free); one thread issues a tensor store per box (clipped at C's
+///   edges by the copy engine) and goes on without waiting; the next call first waits until
+///   they have read the staging;
+/// - `COut::Pointer`: row `r` staged `lead` elements into a row of [`DIRECT_ROW_BYTES`], `lead`
+///   being how far into a 16-byte chunk of C the row's part starts (any N: a row of C starts
+///   anywhere in a chunk), so that C's chunks are the staging's; then each warp writes every
+///   fourth row, lane `l` C's `l`-th chunk wholly inside the part (one `LDS.128`, one
+///   16-byte store), lanes 0-15 the fewer than 8 elements at each end that C's row shares with
+///   its neighbours' tiles, one each.
 ///
 /// # Safety
-/// `staging` is this warpgroup's 1 KiB aligned `4 * CBox::BYTES` of shared memory, used for
-/// nothing else; `c` is C's tensor map with box [`CBox::BOX`] and 128-byte swizzle, or points
-/// to C's `m * n` BF16, 16-byte aligned; the whole warpgroup calls it.
+/// `staging` is this warpgroup's 1 KiB aligned [`WARPGROUP_STAGING_BYTES`] of shared memory,
+/// used for nothing else; `c` is C's tensor map with box [`CBox::BOX`] and 128-byte swizzle,
+/// or points to C's `m * n` BF16, 16-byte aligned; the whole warpgroup calls it.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn store_tile<const REGS: usize>(
@@ -390,17 +419,20 @@ unsafe fn store_tile<const REGS: usize>(
     // Everyone is done reading the previous tile's staging (Direct) or its stores have read
     // it (TensorStore).
     warpgroup_barrier(consumer_index);
-    let staged = |row: u32, col: u32| (col / 64) * CBox::BYTES + CBox::byte_offset(row, col % 64);
-    let (lane_row, lane_col) = x4_lane_row(t % 32);
-    let row = 16 * (t / 32) + lane_row;
-    for q in 0..REGS / 8 {
-        let col = 16 * q as u32 + lane_col;
-        // SAFETY: a 16-byte row of one 8 x 8 matrix inside this warpgroup's staging (row < 64,
-        // col < 256, col a multiple of 8), each lane's its own; the warp is converged.
-        unsafe { ptx::stmatrix_x4(staging.add(staged(row, col)).cast(), acc.stmatrix_regs(q)) };
-    }
     match c {
         COut::TensorMap(map) => {
+            let staged =
+                |row: u32, col: u32| (col / 64) * CBox::BYTES + CBox::byte_offset(row, col % 64);
+            let (lane_row, lane_col) = x4_lane_row(t % 32);
+            let row = 16 * (t / 32) + lane_row;
+            for q in 0..REGS / 8 {
+                let col = 16 * q as u32 + lane_col;
+                // SAFETY: a 16-byte row of one 8 x 8 matrix inside this warpgroup's staging
+                // (row < 64, col < 256, a multiple of 8), each lane's its own; converged.
+                unsafe {
+                    ptx::stmatrix_x4(staging.add(staged(row, col)).cast(), acc.stmatrix_regs(q))
+                };
+            }
             ptx::fence_proxy_async_shared();
             warpgroup_barrier(consumer_index);
             if t == 0 {
@@ -422,63 +454,73 @@ unsafe fn store_tile<const REGS: usize>(
             }
         }
         COut::Pointer(c) => {
+            // Where row `r`'s part starts in C and in a 16-byte chunk of it.
+            let start_of = |r: u32| (row0 + r) as u64 * n as u64 + col0 as u64;
+            let lead_of = |r: u32| (start_of(r) % 8) as u32;
+            // This thread's two rows (Accumulator::position): r and r + 8.
+            let (top, _) = Accumulator::<REGS>::position(t, 0);
+            let leads = [lead_of(top), lead_of(top + 8)];
+            for i in 0..REGS / 2 {
+                let (r, col) = Accumulator::<REGS>::position(t, 2 * i as u32);
+                let packed = ptx::pack_bf16x2(acc.regs[2 * i], acc.regs[2 * i + 1]);
+                let at = staging.add(r * DIRECT_ROW_BYTES + 2 * (leads[(i % 2) as usize] + col));
+                // SAFETY: two elements of row r's staging (lead + col + 1 < 264), written by
+                // this thread alone; 2-byte aligned.
+                unsafe {
+                    at.cast::<u16>().write(packed as u16);
+                    at.add(2).cast::<u16>().write((packed >> 16) as u16);
+                }
+            }
             warpgroup_barrier(consumer_index);
-            let cols = if n - col0 < width { n - col0 } else { width };
-            let read_chunk = |row: u32, col: u32| -> [u32; 4] {
-                // SAFETY: a staged 16-byte chunk (col a multiple of 8, below 256), written
-                // above.
-                let x: [f32; 4] = unsafe { staging.add(staged(row, col)).cast().read() };
-                x.map(f32::to_bits)
-            };
-            let read_one = |row: u32, col: u32| -> u16 {
-                let at = staged(row, col);
-                // SAFETY: the aligned word holding the element, inside the staging (row < 64,
-                // col < 256), written above.
-                let word: u32 = unsafe { staging.add(at & !3).cast::<u32>().read() };
-                (word >> (8 * (at & 2))) as u16
-            };
+            let cols = if n - col0 < width { n - col0 } else { width } as i32;
             let lane = (t % 32) as i32;
-            let cols = cols as i32;
             // Sixteen rows per warp, unrolled so that their loads and stores overlap.
             for i in 0..16 {
                 let r = t / 32 + 4 * i;
                 if row0 + r >= m {
                     break;
                 }
-                let start = (row0 + r) as u64 * n as u64 + col0 as u64;
-                // The row's part starts `lead` elements into a 16-byte chunk of C; chunk `j`
-                // of the part (from that one) holds its columns `8 j - lead..8 j - lead + 8`.
+                let start = start_of(r);
                 let lead = (start % 8) as i32;
+                let row = staging.add(r * DIRECT_ROW_BYTES);
                 // SAFETY (below): C's chunk `j` of this part, `first + 8 j`, is inside C where
                 // an element of it is in the part (row < m, columns below cols).
                 let first = unsafe { c.add((start - lead as u64) as usize) };
-                // The chunks wholly inside the part: `j_first..=j_last` (at most 32).
+                // Chunk `j` holds the part's columns `8 j - lead..8 j - lead + 8`, staged at
+                // bytes `16 j..16 j + 16` of the row; those wholly inside: `j_first..=j_last`
+                // (at most 32).
                 let j_first = (lead + 7) / 8;
                 let j_last = (cols + lead) / 8 - 1;
                 let j = j_first + lane;
                 if j <= j_last {
-                    let col = (8 * j - lead) as u32;
-                    let lo = read_chunk(r, col & !7);
-                    let words = if col % 8 == 0 {
-                        lo
-                    } else {
-                        window8(lo, read_chunk(r, (col & !7) + 8), col % 8)
-                    };
+                    // SAFETY: a staged 16-byte chunk of the row (j < 33), written above.
+                    let words: [f32; 4] = unsafe { row.add(16 * j as u32).cast().read() };
                     // SAFETY: 8 elements of this part of C's row (j in range), 16-byte aligned
                     // (C is; `first + 8 j` is a multiple of 8 elements).
-                    unsafe { ptx::st_global_v4(first.add(8 * j as usize).cast(), words.map(f32::from_bits)) };
+                    unsafe { ptx::st_global_v4(first.add(8 * j as usize).cast(), words) };
                 }
-                // The columns outside those chunks, fewer than 8 at each end (shared with the
-                // neighbouring tiles' chunks), one per lane: lanes 0-7 the head, 8-15 the tail.
+                // The columns outside those chunks, fewer than 8 at each end, one per lane:
+                // lanes 0-7 the head, 8-15 the tail.
                 let head_end = (8 * j_first - lead).min(cols);
                 let tail_start = (8 * (j_last + 1) - lead).max(head_end);
-                let col = if lane < 8 { lane } else { tail_start + lane - 8 };
-                let edge = if lane < 8 { col < head_end } else { lane < 16 && col < cols };
+                let col = if lane < 8 {
+                    lane
+                } else {
+                    tail_start + lane - 8
+                };
+                let edge = if lane < 8 {
+                    col < head_end
+                } else {
+                    lane < 16 && col < cols
+                };
                 if edge {
+                    let at = 2 * (lead + col) as u32;
+                    // SAFETY: the aligned word holding staged element lead + col of the row,
+                    // written above.
+                    let word: u32 = unsafe { row.add(at & !3).cast::<u32>().read() };
+                    let x = Bf16((word >> (8 * (at & 2))) as u16);
                     // SAFETY: an element of this part of C's row (0 <= col < cols).
-                    unsafe {
-                        c.add(start as usize + col as usize).write(Bf16(read_one(r, col as u32)))
-                    };
+                    unsafe { c.add(start as usize + col as usize).write(x) };
                 }
             }
         }
@@ -546,7 +588,10 @@ pub(super) unsafe fn gemm_cp_async<const STAGES: usize>(
                 a_dst,
                 ATile {},
                 tile_of(a, ra, m),
-                TileShape { rows: g.tile_m, row_bytes: 128 },
+                TileShape {
+                    rows: g.tile_m,
+                    row_bytes: 128,
+                },
                 &stage,
             );
             memcpy_async_tile::<_, _, _, _, _, 16>(
@@ -554,7 +599,10 @@ pub(super) unsafe fn gemm_cp_async<const STAGES: usize>(
                 b_dst,
                 BTile {},
                 tile_of(b, rb, n),
-                TileShape { rows: BN, row_bytes: 128 },
+                TileShape {
+                    rows: BN,
+                    row_bytes: 128,
+                },
                 &stage,
             );
         }
@@ -592,9 +640,22 @@ pub(super) unsafe fn gemm_cp_async<const STAGES: usize>(
             produce_next();
         }
         let (row0, col0) = (tm * g.tile_m + a_row, tn * BN);
-        let staging = dynamic_shared().add(g.staging_offset() + consumer_index * 4 * CBox::BYTES);
+        let staging =
+            dynamic_shared().add(g.staging_offset() + consumer_index * WARPGROUP_STAGING_BYTES);
         // SAFETY: as in `gemm`.
-        unsafe { store_tile(c, m, n, staging, consumer_index, row0, col0, wg_thread, &acc) };
+        unsafe {
+            store_tile(
+                c,
+                m,
+                n,
+                staging,
+                consumer_index,
+                row0,
+                col0,
+                wg_thread,
+                &acc,
+            )
+        };
     }
     if matches!(c, COut::TensorMap(_)) && wg_thread == 0 {
         ptx::bulk_wait_group_read::<0>();

@@ -65,15 +65,15 @@ pub type BKnTile = SwizzledMnMajor<BN>;
 /// the tensor store (swizzled as the loads are, so the epilogue's writes miss no bank).
 pub type CBox = SwizzledKMajor<64>;
 
-/// How a kernel writes C. Both round the accumulators to BF16 into shared memory first (one
-/// 64 x 256 part per consumer warpgroup, as four swizzled [`CBox`]es, conflict-free).
+/// How a kernel writes C. Both round the accumulators to BF16 into shared memory first, one
+/// 64 x 256 part per consumer warpgroup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Epilogue {
     /// Tensor stores (`UTMASTG`) that the next tile's math overlaps; C's rows must be 16-byte
     /// multiples (N a multiple of 8).
     TensorStore,
-    /// The warpgroup stores the staged rows itself, a row at a time (4-byte stores at the
-    /// row's 4-byte boundaries, guarded at the edges): any N.
+    /// The warpgroup stores the rows itself, staged shifted to where C's 16-byte chunks fall:
+    /// 16-byte stores, the elements at each end of a row's part one by one; any N.
     Direct,
 }
 
@@ -143,8 +143,21 @@ impl Geometry {
     }
 }
 
-/// The C staging of the tensor-store epilogue: two consumer warpgroups' 64 x 256 BF16.
-pub const C_STAGING_BYTES: u32 = 2 * 4 * CBox::BYTES;
+/// Bytes between rows of the direct-store staging: 256 BF16 plus up to 7 of shift (each row
+/// staged where its 16-byte chunks of C fall), rounded to 16 bytes — 528, so that eight rows'
+/// same word fall in eight different bank groups.
+pub const DIRECT_ROW_BYTES: u32 = (2 * (BN + 7)).next_multiple_of(16);
+
+/// One consumer warpgroup's C staging: four swizzled [`CBox`]es (tensor store) or 64 shifted
+/// rows of [`DIRECT_ROW_BYTES`] (direct store), whichever is larger, in whole KiB.
+pub const WARPGROUP_STAGING_BYTES: u32 = {
+    let boxes = 4 * CBox::BYTES;
+    let rows = 64 * DIRECT_ROW_BYTES;
+    (if boxes > rows { boxes } else { rows }).next_multiple_of(1024)
+};
+
+/// The C staging: two consumer warpgroups'.
+pub const C_STAGING_BYTES: u32 = 2 * WARPGROUP_STAGING_BYTES;
 
 /// Threads of the reference and widening kernels' blocks.
 pub const HELPER_THREADS: u32 = 256;
@@ -544,7 +557,7 @@ mod helpers {
     /// anywhere is cut out of the two aligned chunks it straddles. Selects and funnel shifts
     /// only (no indexing by `s`, which would put the words in local memory).
     #[inline(always)]
-    pub(super) fn window8(lo: [u32; 4], hi: [u32; 4], s: u32) -> [u32; 4] {
+    fn window8(lo: [u32; 4], hi: [u32; 4], s: u32) -> [u32; 4] {
         let mut w = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
         if s & 2 != 0 {
             w = [w[1], w[2], w[3], w[4], w[5], w[6], w[7], 0];
@@ -627,7 +640,12 @@ mod helpers {
                 }
             }
             // SAFETY: chunk c of `dst` (rows * kp / 8 chunks), 16-byte aligned (contract).
-            unsafe { ptx::st_global_v4(dst.cast::<[f32; 4]>().add(c as usize), words.map(f32::from_bits)) };
+            unsafe {
+                ptx::st_global_v4(
+                    dst.cast::<[f32; 4]>().add(c as usize),
+                    words.map(f32::from_bits),
+                )
+            };
             c += step;
         }
     }
