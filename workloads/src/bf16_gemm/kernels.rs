@@ -463,7 +463,7 @@ unsafe fn store_tile<const REGS: usize>(
             for i in 0..REGS / 2 {
                 let (r, col) = Accumulator::<REGS>::position(t, 2 * i as u32);
                 let packed = ptx::pack_bf16x2(acc.regs[2 * i], acc.regs[2 * i + 1]);
-                let at = staging.add(r * DIRECT_ROW_BYTES + 2 * (leads[(i % 2) as usize] + col));
+                let at = staging.add(r * DIRECT_ROW_BYTES + 2 * (leads[i % 2] + col));
                 // SAFETY: two elements of row r's staging (lead + col + 1 < 264), written by
                 // this thread alone; 2-byte aligned.
                 unsafe {
