@@ -762,13 +762,11 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
         ("shared_to_generic", Op("cvta.shared.u64"), BOTH),
         ("read", AnyOf(&["ld.shared.b32", "ld.shared.v4.b32"]), BOTH),
         ("write", AnyOf(&["st.shared.b32", "st.shared.v4.b32"]), BOTH),
-        // A row per access width a kernel uses: 4-byte scalars and `[f32; 4]` everywhere,
-        // 2-byte stores in the BF16 GEMM's direct-store staging.
+        // One row per `SharedValue` implementation: 4-byte scalars and `[f32; 4]`.
         ("load_shared", Op("ld.shared.b32"), BOTH),
         ("load_shared", Op("ld.shared.v4.b32"), BOTH),
         ("store_shared", Op("st.shared.b32"), BOTH),
         ("store_shared", Op("st.shared.v4.b32"), BOTH),
-        ("store_shared", Op("st.shared.b16"), SM90A),
         ("thread_idx_x", Reads("%tid.x"), BOTH),
         ("block_dim_x", Reads("%ntid.x"), BOTH),
         ("block_idx_x", Reads("%ctaid.x"), BOTH),

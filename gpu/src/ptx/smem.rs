@@ -99,7 +99,7 @@ impl<T: SharedValue> Shared<T> {
     }
 }
 
-/// A value that one `ld.shared` / `st.shared` moves: 2 or 4 bytes, or a vector of four `f32`
+/// A value that one `ld.shared` / `st.shared` moves: 4 bytes, or a vector of four `f32`
 /// (`.v4`, one `LDS.128`).
 ///
 /// # Safety
@@ -157,7 +157,6 @@ macro_rules! scalar_shared_value {
 }
 
 scalar_shared_value! {
-    u16 => "ld.shared.b16", "st.shared.b16", reg16;
     u32 => "ld.shared.b32", "st.shared.b32", reg32;
     f32 => "ld.shared.b32", "st.shared.b32", reg32;
 }

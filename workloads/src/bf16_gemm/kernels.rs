@@ -387,12 +387,13 @@ fn warpgroup_barrier(consumer_index: u32) {
 ///   per thread, conflict-free); one thread issues a tensor store per box (clipped at C's
 ///   edges by the copy engine) and goes on without waiting; the next call first waits until
 ///   they have read the staging;
-/// - `COut::Pointer`: row `r` staged `lead` elements into a row of [`DIRECT_ROW_BYTES`], `lead`
-///   being how far into a 16-byte chunk of C the row's part starts (any N: a row of C starts
-///   anywhere in a chunk), so that C's chunks are the staging's; then each warp writes every
-///   fourth row, lane `l` C's `l`-th chunk wholly inside the part (one `LDS.128`, one
-///   16-byte store), lanes 0-15 the fewer than 8 elements at each end that C's row shares with
-///   its neighbours' tiles, one each.
+/// - `COut::Pointer`: row `r` staged `lead & !1` elements into a row of [`DIRECT_ROW_BYTES`]
+///   (4-byte stores), `lead` being how far into a 16-byte chunk of C the row's part starts
+///   (any N: a row of C starts anywhere in a chunk), so that C's chunks are the staging's (one
+///   element earlier for an odd lead: a 4-byte load and four funnel shifts more); then each
+///   warp writes every fourth row, lane `l` C's `l`-th chunk wholly inside the part (one
+///   `LDS.128`, one 16-byte store), lanes 0-15 the fewer than 8 elements at each end that C's
+///   row shares with its neighbours' tiles, one each.
 ///
 /// # Safety
 /// `staging` is this warpgroup's 1 KiB aligned [`WARPGROUP_STAGING_BYTES`] of shared memory,
@@ -459,17 +460,17 @@ unsafe fn store_tile<const REGS: usize>(
             let lead_of = |r: u32| (start_of(r) % 8) as u32;
             // This thread's two rows (Accumulator::position): r and r + 8.
             let (top, _) = Accumulator::<REGS>::position(t, 0);
-            let leads = [lead_of(top), lead_of(top + 8)];
+            // Row r is staged `lead & !1` elements in: an even shift, so that every pair is
+            // one aligned 4-byte store; an odd lead leaves C's chunks one element before the
+            // staging's (fixed on the way out).
+            let shifts = [lead_of(top) & !1, lead_of(top + 8) & !1];
             for i in 0..REGS / 2 {
                 let (r, col) = Accumulator::<REGS>::position(t, 2 * i as u32);
                 let packed = ptx::pack_bf16x2(acc.regs[2 * i], acc.regs[2 * i + 1]);
-                let at = staging.add(r * DIRECT_ROW_BYTES + 2 * (leads[i % 2] + col));
-                // SAFETY: two elements of row r's staging (lead + col + 1 < 264), written by
-                // this thread alone; 2-byte aligned.
-                unsafe {
-                    at.cast::<u16>().write(packed as u16);
-                    at.add(2).cast::<u16>().write((packed >> 16) as u16);
-                }
+                let at = staging.add(r * DIRECT_ROW_BYTES + 2 * (shifts[i % 2] + col));
+                // SAFETY: two elements of row r's staging (shift + col + 1 < 262), written by
+                // this thread alone; 4-byte aligned (shift and col even).
+                unsafe { at.cast::<u32>().write(packed) };
             }
             warpgroup_barrier(consumer_index);
             let cols = if n - col0 < width { n - col0 } else { width } as i32;
@@ -493,8 +494,25 @@ unsafe fn store_tile<const REGS: usize>(
                 let j_last = (cols + lead) / 8 - 1;
                 let j = j_first + lane;
                 if j <= j_last {
-                    // SAFETY: a staged 16-byte chunk of the row (j < 33), written above.
-                    let words: [f32; 4] = unsafe { row.add(16 * j as u32).cast().read() };
+                    // C's chunk j is staged elements 8 j - lead % 2 .. + 8: staging chunk j,
+                    // or for an odd lead the last element of chunk j - 1 and seven of chunk j.
+                    // SAFETY: staged 16-byte chunks of the row (j < 33; j >= 1 for an odd
+                    // lead), written above.
+                    let chunk: [f32; 4] = unsafe { row.add(16 * j as u32).cast().read() };
+                    let words = if lead % 2 == 0 {
+                        chunk
+                    } else {
+                        // SAFETY: as above (the word before chunk j).
+                        let before: u32 = unsafe { row.add(16 * j as u32 - 4).cast().read() };
+                        let w = chunk.map(f32::to_bits);
+                        [
+                            (before >> 16) | (w[0] << 16),
+                            (w[0] >> 16) | (w[1] << 16),
+                            (w[1] >> 16) | (w[2] << 16),
+                            (w[2] >> 16) | (w[3] << 16),
+                        ]
+                        .map(f32::from_bits)
+                    };
                     // SAFETY: 8 elements of this part of C's row (j in range), 16-byte aligned
                     // (C is; `first + 8 j` is a multiple of 8 elements).
                     unsafe { ptx::st_global_v4(first.add(8 * j as usize).cast(), words) };
@@ -514,8 +532,8 @@ unsafe fn store_tile<const REGS: usize>(
                     lane < 16 && col < cols
                 };
                 if edge {
-                    let at = 2 * (lead + col) as u32;
-                    // SAFETY: the aligned word holding staged element lead + col of the row,
+                    let at = 2 * ((lead & !1) + col) as u32;
+                    // SAFETY: the aligned word holding the row's staged element for col,
                     // written above.
                     let word: u32 = unsafe { row.add(at & !3).cast::<u32>().read() };
                     let x = Bf16((word >> (8 * (at & 2))) as u16);
