@@ -1,7 +1,9 @@
 //! Warpgroup MMA on Hopper's tensor cores (sm_90a): the operand tiles a tensor copy fills and
 //! `wgmma` reads, described once ([`SwizzledKMajor`]: the host takes its box and swizzle for the
-//! tensor map, the device its [`MatrixDescriptor`]s, so the two cannot disagree), the
-//! accumulator fragment ([`Accumulator`]), and the multiply atom ([`WarpgroupMma`]).
+//! tensor map, the device its [`MatrixDescriptor`]s, `ldmatrix` addresses and `cp.async`
+//! destinations, so they cannot disagree), the accumulator fragment ([`Accumulator`]), A in
+//! registers ([`AFragment`]), and the multiply atom ([`WarpgroupMma`]: A from shared memory or
+//! from registers).
 //!
 //! The layouts are plain Rust, built for the host too; the atom and the descriptors exist only
 //! in the sm_90a device build.
