@@ -330,32 +330,86 @@ impl Operand {
     }
 
     /// The buffer and row length a kernel reads (rows 16-byte multiples, as a tensor map or a
-    /// 16-byte `cp.async` needs): the matrix itself, or its padded copy, queued first
-    /// (`bf16_pad_rows`: each row of `cols` into a row of `padded_cols`, zeros past `cols`; the
-    /// copy engine's 2-D copy, `cuMemcpy2DAsync`, was slower with these odd pitches:
-    /// docs/results.md).
-    fn aligned(
-        &mut self,
-        gpu: &Gpu,
-        pad: &Kernel<(*const Bf16, *mut Bf16, u32, u32, u32)>,
-    ) -> Result<(&CudaSlice<u16>, u32)> {
-        let Some((padded_cols, copy)) = &mut self.padded else {
-            return Ok((&self.data, self.cols));
+    /// 16-byte `cp.async` needs): the matrix itself, or its padded copy ([`pad_operands`]
+    /// refills it).
+    fn aligned(&self) -> (&CudaSlice<u16>, u32) {
+        match &self.padded {
+            Some((padded_cols, copy)) => (copy, *padded_cols),
+            None => (&self.data, self.cols),
+        }
+    }
+}
+
+/// `bf16_pad_rows`'s parameters: two matrices' sources, copies and rows, then k and kp.
+type PadParams = (
+    *const Bf16,
+    *mut Bf16,
+    u32,
+    *const Bf16,
+    *mut Bf16,
+    u32,
+    u32,
+    u32,
+);
+
+/// Queues the refill of the padded copies of `a` and `b` (those that have one): each row of
+/// `cols` into a row of `padded_cols`, zeros past `cols`. One `bf16_pad_rows` launch when both
+/// need one with the same row lengths (A and B `n x k`), one each otherwise, `unused` standing
+/// in for the absent second copy (0 rows: never touched). The copy engine's 2-D copy
+/// (`cuMemcpy2DAsync`) was slower with these odd pitches, and so was a launch per operand
+/// when one serves both (docs/results.md).
+fn pad_operands(
+    gpu: &Gpu,
+    pad: &Kernel<PadParams>,
+    a: &mut Operand,
+    b: &mut Operand,
+    unused: &mut CudaSlice<u16>,
+) -> Result<()> {
+    let launch = |first: &mut Operand, second: Option<&mut Operand>, unused: &mut CudaSlice<u16>| {
+        let Some((kp, first_copy)) = &mut first.padded else {
+            return Ok(());
         };
-        let chunks = self.rows as u64 * (*padded_cols / 8) as u64;
-        let blocks = chunks.div_ceil(HELPER_THREADS as u64).min(8 * 1024) as u32;
-        // SAFETY: bf16_pad_rows(src, dst, rows, k, kp): `data` holds rows * cols and `copy`
-        // rows * padded_cols BF16 (a driver allocation: 256-byte aligned), padded_cols = cols
-        // rounded up to 8.
+        let (k, kp) = (first.cols, *kp);
+        let (second_data, second_copy, second_rows) = match second {
+            Some(Operand {
+                data,
+                rows,
+                padded: Some((_, copy)),
+                ..
+            }) => (&*data, copy, *rows),
+            _ => (&first.data, unused, 0),
+        };
+        let rows = first.rows as u64 + second_rows as u64;
+        let warps_per_block = (HELPER_THREADS / 32) as u64;
+        let blocks = rows.div_ceil(warps_per_block).min(8 * 1024) as u32;
+        let config = LaunchConfig::linear(blocks, HELPER_THREADS, 0);
+        // SAFETY: bf16_pad_rows: each source holds rows * k BF16 and each copy rows * kp
+        // (driver allocations: 256-byte aligned), kp = k rounded up to 8 (a second matrix of
+        // 0 rows is never read or written).
         unsafe {
             pad.launch(
                 gpu,
-                LaunchConfig::linear(blocks, HELPER_THREADS, 0),
-                (&self.data, &mut *copy, self.rows, self.cols, *padded_cols),
-            )?
-        };
-        Ok((copy, *padded_cols))
+                config,
+                (
+                    &first.data,
+                    first_copy,
+                    first.rows,
+                    second_data,
+                    second_copy,
+                    second_rows,
+                    k,
+                    kp,
+                ),
+            )
+        }
+    };
+    if a.padded.is_some() && b.padded.is_some() && a.cols == b.cols {
+        launch(a, Some(b), unused)?;
+    } else {
+        launch(a, None, unused)?;
+        launch(b, None, unused)?;
     }
+    Ok(())
 }
 
 /// A, B, C, the reference, cuBLAS, the resolved kernels.
@@ -368,7 +422,9 @@ pub struct Bf16Problem {
     b: Operand,
     /// B as `k x n` row-major (for the `b_kn` kernels and cuBLAS's NN GEMM).
     b_kn: Operand,
-    pad: Kernel<(*const Bf16, *mut Bf16, u32, u32, u32)>,
+    pad: Kernel<PadParams>,
+    /// What `pad` is given for an absent second matrix (never touched).
+    pad_unused: CudaSlice<u16>,
     c: CudaSlice<u16>,
     widened: CudaSlice<f32>,
     widen: Kernel<(*const Bf16, *mut f32, u64, u32)>,
@@ -447,6 +503,7 @@ impl Bf16Problem {
             b,
             b_kn,
             pad: gpu.entry_point(bf16_pad_rows)?,
+            pad_unused: gpu.zeros::<u16>(8, "the pad's unused copy")?,
             c,
             widened,
             widen: gpu.entry_point(bf16_widen)?,
@@ -483,14 +540,19 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 else {
                     bail!("{} is not loaded (no sm_90a module)", kernel.name);
                 };
-                let (a_buffer, kp) = self.a.aligned(gpu, &self.pad)?;
+                let b_operand = match kernel.b_layout {
+                    BLayout::NK => &mut self.b,
+                    BLayout::KN => &mut self.b_kn,
+                };
+                pad_operands(gpu, &self.pad, &mut self.a, b_operand, &mut self.pad_unused)?;
+                let (a_buffer, kp) = self.a.aligned();
                 let (b_buffer, b_dims, b_box) = match kernel.b_layout {
                     BLayout::NK => {
-                        let (b, bk) = self.b.aligned(gpu, &self.pad)?;
+                        let (b, bk) = self.b.aligned();
                         (b, (bk, n), super::BTile::BOX)
                     }
                     BLayout::KN => {
-                        let (b, np) = self.b_kn.aligned(gpu, &self.pad)?;
+                        let (b, np) = self.b_kn.aligned();
                         (b, (np, k), super::BKnTile::BOX)
                     }
                 };

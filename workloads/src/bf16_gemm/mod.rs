@@ -498,18 +498,31 @@ gpu::kernel! {
 }
 
 gpu::kernel! {
-    /// Copies `rows` rows of `k` BF16 (packed) into rows of `kp` (a multiple of 8, at least
-    /// `k`), zeros past `k`: what a tensor map can describe when `k` is not a multiple of 8.
-    /// One thread per 16-byte chunk of the output (two 16-byte loads, one store), grid-stride.
+    /// Copies the `a_rows` rows of `a_src` and the `b_rows` rows of `b_src`, each of `k` BF16
+    /// (packed), into rows of `kp` (a multiple of 8, at least `k`) of `a_dst` and `b_dst`,
+    /// zeros past `k`: what a tensor map can describe when `k` is not a multiple of 8. Both
+    /// operands in one launch (a second launch cost its own ramp and tail: docs/results.md);
+    /// `b_rows = 0` pads `a` alone. One warp per row, grid-stride over the rows of both; each
+    /// lane one 16-byte output chunk at a time (two 16-byte loads, one store), no division.
     ///
     /// # Safety
-    /// Any 1-D grid of [`HELPER_THREADS`]-thread blocks; `src` holds `rows * k` and `dst`
-    /// `rows * kp` BF16, both 16-byte aligned; `k <= kp`, `kp % 8 == 0`.
-    pub fn bf16_pad_rows(src: *const Bf16, dst: *mut Bf16, rows: u32, k: u32, kp: u32)
+    /// Any 1-D grid of [`HELPER_THREADS`]-thread blocks; `a_src` holds `a_rows * k` and
+    /// `a_dst` `a_rows * kp` BF16, `b_src` and `b_dst` likewise with `b_rows`, all 16-byte
+    /// aligned; `k <= kp`, `kp % 8 == 0`.
+    pub fn bf16_pad_rows(
+        a_src: *const Bf16,
+        a_dst: *mut Bf16,
+        a_rows: u32,
+        b_src: *const Bf16,
+        b_dst: *mut Bf16,
+        b_rows: u32,
+        k: u32,
+        kp: u32,
+    )
         [max_threads = HELPER_THREADS]
     {
         // SAFETY: forwarded launch contract.
-        unsafe { helpers::pad_rows(src, dst, rows, k, kp) }
+        unsafe { helpers::pad_rows([(a_src, a_dst, a_rows), (b_src, b_dst, b_rows)], k, kp) }
     }
 }
 
@@ -603,50 +616,67 @@ mod helpers {
         words
     }
 
-    /// See `bf16_pad_rows`: one thread per 16-byte chunk of `dst`, cut out of the (at most
-    /// two) aligned 16-byte chunks of `src` it straddles ([`window8`]), elements past `k`
-    /// zeroed.
-    pub(super) unsafe fn pad_rows(src: *const Bf16, dst: *mut Bf16, rows: u32, k: u32, kp: u32) {
-        let per_row = (kp / 8) as u64;
-        let chunks = rows as u64 * per_row;
-        let len = rows as u64 * k as u64;
-        let step = ptx::grid_dim_x() as u64 * ptx::block_dim_x() as u64;
-        let mut c =
-            ptx::block_idx_x() as u64 * ptx::block_dim_x() as u64 + ptx::thread_idx_x() as u64;
-        while c < chunks {
-            let (row, col0) = (c / per_row, (c % per_row) as u32 * 8);
-            let mut words = [0u32; 4];
-            if col0 < k {
-                let from = row * k as u64 + col0 as u64;
-                // SAFETY: `src` holds `len` elements, 16-byte aligned (contract).
-                let (lo, hi) = unsafe {
-                    (
-                        chunk_or_zeros(src, len, from / 8),
-                        chunk_or_zeros(src, len, from / 8 + 1),
+    /// See `bf16_pad_rows`: one warp per row of either matrix, each lane one 16-byte chunk of
+    /// the padded row at a time, cut out of the (at most two) aligned 16-byte chunks of the
+    /// source it straddles ([`window8`]), elements past `k` zeroed.
+    pub(super) unsafe fn pad_rows(
+        matrices: [(*const Bf16, *mut Bf16, u32); 2],
+        k: u32,
+        kp: u32,
+    ) {
+        let lane = ptx::thread_idx_x() % 32;
+        let warps = ptx::grid_dim_x() as u64 * (ptx::block_dim_x() / 32) as u64;
+        let mut row =
+            (ptx::block_idx_x() as u64 * ptx::block_dim_x() as u64 + ptx::thread_idx_x() as u64)
+                / 32;
+        let [(a_src, a_dst, a_rows), (b_src, b_dst, b_rows)] = matrices;
+        let total = a_rows as u64 + b_rows as u64;
+        while row < total {
+            let (src, dst, rows, r) = if row < a_rows as u64 {
+                (a_src, a_dst, a_rows, row)
+            } else {
+                (b_src, b_dst, b_rows, row - a_rows as u64)
+            };
+            let len = rows as u64 * k as u64;
+            let start = r * k as u64;
+            let mut col0 = 8 * lane;
+            while col0 < kp {
+                let mut words = [0u32; 4];
+                if col0 < k {
+                    let from = start + col0 as u64;
+                    // SAFETY: `src` holds `len` elements, 16-byte aligned (contract).
+                    let (lo, hi) = unsafe {
+                        (
+                            chunk_or_zeros(src, len, from / 8),
+                            chunk_or_zeros(src, len, from / 8 + 1),
+                        )
+                    };
+                    words = window8(lo, hi, (from % 8) as u32);
+                    // Zero what lies past the row's k elements (the next row's start).
+                    let valid = k - col0;
+                    let mut e = 0;
+                    while e < 4 {
+                        let keep = match valid.saturating_sub(2 * e) {
+                            0 => 0,
+                            1 => 0xFFFF,
+                            _ => u32::MAX,
+                        };
+                        words[e as usize] &= keep;
+                        e += 1;
+                    }
+                }
+                // SAFETY: chunk col0 / 8 of row r of `dst` (rows of kp, a multiple of 8),
+                // 16-byte aligned (contract).
+                unsafe {
+                    ptx::st_global_v4(
+                        dst.add((r * kp as u64 + col0 as u64) as usize)
+                            .cast::<[f32; 4]>(),
+                        words.map(f32::from_bits),
                     )
                 };
-                words = window8(lo, hi, (from % 8) as u32);
-                // Zero what lies past the row's k elements (the next row's start).
-                let valid = k - col0;
-                let mut e = 0;
-                while e < 4 {
-                    let keep = match valid.saturating_sub(2 * e) {
-                        0 => 0,
-                        1 => 0xFFFF,
-                        _ => u32::MAX,
-                    };
-                    words[e as usize] &= keep;
-                    e += 1;
-                }
+                col0 += 8 * 32;
             }
-            // SAFETY: chunk c of `dst` (rows * kp / 8 chunks), 16-byte aligned (contract).
-            unsafe {
-                ptx::st_global_v4(
-                    dst.cast::<[f32; 4]>().add(c as usize),
-                    words.map(f32::from_bits),
-                )
-            };
-            c += step;
+            row += warps;
         }
     }
 
