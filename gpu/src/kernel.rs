@@ -29,6 +29,7 @@ use core::marker::PhantomData;
 /// [`kernel!`](crate::kernel!), which also defines the kernel, so the two cannot disagree.
 pub struct EntryPoint<P> {
     name: &'static str,
+    cluster: Option<[u32; 3]>,
     params: PhantomData<fn(P)>,
 }
 
@@ -43,6 +44,35 @@ impl<P> EntryPoint<P> {
     pub const unsafe fn declared(name: &'static str) -> EntryPoint<P> {
         EntryPoint {
             name,
+            cluster: None,
+            params: PhantomData,
+        }
+    }
+
+    /// The entry point exported as `name` with parameter types `P`, whose kernel runs in
+    /// clusters of `cluster` blocks (x, y, z) fixed at compile time
+    /// ([`cluster_dims!`](crate::cluster_dims)), or in plain blocks where `cluster` is `None`.
+    ///
+    /// # Safety
+    /// As [`declared`](Self::declared); and the kernel's PTX declares exactly this shape
+    /// (`.reqnctapercluster`, or none), which the host trusts when it launches it.
+    ///
+    /// # Panics
+    /// On a zero dimension: a compile error where the constant is defined.
+    #[doc(hidden)]
+    pub const unsafe fn declared_with_cluster(
+        name: &'static str,
+        cluster: Option<[u32; 3]>,
+    ) -> EntryPoint<P> {
+        if let Some([x, y, z]) = cluster {
+            assert!(
+                x >= 1 && y >= 1 && z >= 1,
+                "a cluster dimension must be at least 1"
+            );
+        }
+        EntryPoint {
+            name,
+            cluster,
             params: PhantomData,
         }
     }
@@ -50,6 +80,13 @@ impl<P> EntryPoint<P> {
     /// The name the entry point is exported under (its `.entry` in PTX).
     pub const fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// The cluster shape (blocks in x, y, z) the kernel was declared with
+    /// (`[cluster = (X, Y, Z)]` in [`kernel!`](crate::kernel!)), if any: such a kernel always
+    /// runs in clusters of that shape, whatever its launch asks.
+    pub const fn cluster(&self) -> Option<[u32; 3]> {
+        self.cluster
     }
 }
 
@@ -71,8 +108,38 @@ impl<P> Eq for EntryPoint<P> {}
 
 impl<P> fmt::Debug for EntryPoint<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "EntryPoint({})", self.name)
+        match self.cluster {
+            None => write!(f, "EntryPoint({})", self.name),
+            Some([x, y, z]) => write!(f, "EntryPoint({}, cluster {x}x{y}x{z})", self.name),
+        }
     }
+}
+
+/// Declares that `kernel` always runs in thread block clusters of `x * y * z` blocks: CUDA
+/// C++'s `__cluster_dims__(x, y, z)`. Needs sm_90 and PTX ISA 7.8, so a kernel built for
+/// sm_80 too is declared `[device if target_feature = "sm_90"]`.
+///
+/// ```ignore
+/// gpu::cluster_dims!(my_kernel, 2, 1, 1);
+/// ```
+///
+/// Lowers to `.reqnctapercluster x, y, z` on the kernel's `.entry`. rustc has no such
+/// attribute: the macro leaves a `// cluster-dims KERNEL X Y Z` line in the PTX (module-level
+/// asm with the kernel's symbol), and `ptx-builder` turns it into the directive after `llc`,
+/// refusing a zero dimension. [`kernel!`](crate::kernel!)'s `[cluster = (X, Y, Z)]` calls it
+/// and records the shape in the [`EntryPoint`], which the host's launch reads.
+#[macro_export]
+macro_rules! cluster_dims {
+    ($kernel:path, $x:expr, $y:expr, $z:expr) => {
+        #[cfg(target_arch = "nvptx64")]
+        ::core::arch::global_asm!(
+            "// cluster-dims {} {} {} {}",
+            sym $kernel,
+            const $x,
+            const $y,
+            const $z
+        );
+    };
 }
 
 /// Declares a kernel once for host and device (see the [module docs](mod@crate::kernel)).
@@ -80,7 +147,8 @@ impl<P> fmt::Debug for EntryPoint<P> {
 /// ```ignore
 /// gpu::kernel! {
 ///     /// Docs, with the launch contract under `# Safety`.
-///     pub fn NAME(PARAM: TYPE, ...) [export = NAME_EXPR] [max_threads = THREADS] [device if CFG] {
+///     pub fn NAME(PARAM: TYPE, ...) [export = NAME_EXPR] [max_threads = THREADS]
+///         [cluster = (X, Y, Z)] [device if CFG] {
 ///         BODY
 ///     }
 /// }
@@ -90,6 +158,9 @@ impl<P> fmt::Debug for EntryPoint<P> {
 ///   is not the declaration's own (`concat!(stringify!(family), "_a16")`, say).
 /// - `[max_threads = THREADS]` (optional) is the kernel's `__launch_bounds__`
 ///   ([`max_threads!`](crate::max_threads)).
+/// - `[cluster = (X, Y, Z)]` (optional): the kernel always runs in clusters of `X * Y * Z`
+///   blocks ([`cluster_dims!`](crate::cluster_dims); sm_90, so with `[device if ..]` where the
+///   crate is built for sm_80 too); [`EntryPoint::cluster`] returns the shape.
 /// - `[device if CFG]` (optional) compiles the entry point only where `CFG` holds on the device
 ///   (`target_feature = "sm_90"` for an sm_90-only kernel); the [`EntryPoint`] exists on
 ///   every target, so host tables can list the kernel everywhere.
@@ -106,19 +177,30 @@ macro_rules! kernel {
     (@export $name:ident $export:expr) => {
         $export
     };
+    (@cluster) => {
+        None
+    };
+    (@cluster $x:expr, $y:expr, $z:expr) => {
+        Some([$x, $y, $z])
+    };
     (
         $(#[$attr:meta])*
         $vis:vis fn $name:ident($($param:ident : $ty:ty),* $(,)?)
         $([export = $export:expr])?
         $([max_threads = $threads:expr])?
+        $([cluster = ($cx:expr, $cy:expr, $cz:expr $(,)?)])?
         $([device if $cfg:meta])?
         $body:block
     ) => {
         #[allow(non_upper_case_globals)]
         #[doc = concat!("The entry point of the kernel `", stringify!($name), "` (see [`kernel!`](", "crate::kernel!)).")]
-        // SAFETY: the entry point below is exported under this name with these parameters.
-        $vis const $name: $crate::kernel::EntryPoint<($($ty,)*)> = unsafe {
-            $crate::kernel::EntryPoint::declared($crate::kernel!(@export $name $($export)?))
+        $vis const $name: $crate::kernel::EntryPoint<($($ty,)*)> = {
+            // Evaluated outside the `unsafe` block: the caller's expressions stay safe code.
+            const EXPORT: &str = $crate::kernel!(@export $name $($export)?);
+            const CLUSTER: Option<[u32; 3]> = $crate::kernel!(@cluster $($cx, $cy, $cz)?);
+            // SAFETY: the entry point below is exported under this name with these
+            // parameters, and declares this cluster shape.
+            unsafe { $crate::kernel::EntryPoint::declared_with_cluster(EXPORT, CLUSTER) }
         };
 
         #[cfg(all(target_arch = "nvptx64" $(, $cfg)?))]
@@ -128,10 +210,40 @@ macro_rules! kernel {
             #[allow(unused_imports)]
             use super::*;
             $($crate::max_threads!(entry, $threads);)?
+            $($crate::cluster_dims!(entry, $cx, $cy, $cz);)?
 
             $(#[$attr])*
             #[unsafe(export_name = $crate::kernel!(@export $name $($export)?))]
             pub unsafe extern "ptx-kernel" fn entry($($param : $ty),*) $body
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    crate::kernel! {
+        /// Runs in clusters of two blocks.
+        ///
+        /// # Safety
+        /// `x` holds a word per block.
+        fn paired(x: *mut u32) [max_threads = 64] [cluster = (2, 1, 1)]
+            [device if target_feature = "sm_90"] {}
+    }
+
+    crate::kernel! {
+        /// Runs in plain blocks.
+        ///
+        /// # Safety
+        /// None.
+        fn plain(n: u32) {}
+    }
+
+    #[test]
+    fn a_declared_cluster_shape_reaches_the_entry_point() {
+        assert_eq!(paired.cluster(), Some([2, 1, 1]));
+        assert_eq!(paired.name(), "paired");
+        assert_eq!(format!("{paired:?}"), "EntryPoint(paired, cluster 2x1x1)");
+        assert_eq!(plain.cluster(), None);
+        assert_eq!(format!("{plain:?}"), "EntryPoint(plain)");
+    }
 }

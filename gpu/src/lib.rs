@@ -58,6 +58,7 @@
 //! | kernel declarations | [`kernel`](mod@kernel) | `__global__ void f(...)` + its host-side stub | an `extern "ptx-kernel"` entry point, and an [`EntryPoint`](kernel::EntryPoint) the host launches |
 //! | thread groups | [`group`] | cooperative groups (`thread_block`, `tiled_partition<32>`) | `%tid.x`, `%laneid` read once |
 //! | split barrier | [`barrier`] | `cuda::barrier<thread_scope_block>` | `mbarrier.*` |
+//! | clusters (sm_90) | `cluster` | cooperative groups' `cluster_group`, `cuda::ptx` cluster functions | `%cluster_ctarank`, `barrier.cluster.*`, `mapa`, `ld`/`st.shared::cluster`, `st.async`, remote `mbarrier.arrive` |
 //! | pipelines | [`pipeline_state`], [`pipeline`] | `cuda::pipeline<thread_scope_thread / _block>` | `cp.async.commit_group` / `wait_group`, or `cp.async.mbarrier.arrive.noinc` + parity waits |
 //! | copies | [`memcpy_async`]: [`completion`](memcpy_async::completion), [`cp_async`](memcpy_async::cp_async), `bulk` | `cuda::memcpy_async` | `cp.async.ca` (4/8 B), `cp.async.cg` (16 B); sm_90: `cp.async.bulk` (1-D) and `cp.async.bulk.tensor` (TMA) |
 //! | collective mainloops | [`collective`] | CUTLASS's collective layer (`CollectiveMma`) | the k-loop written out, through `#[inline(always)]` hooks |
@@ -91,6 +92,8 @@ pub mod schedule;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod barrier;
+#[cfg(target_feature = "sm_90")]
+pub mod cluster;
 #[cfg(target_arch = "nvptx64")]
 pub mod collective;
 #[cfg(target_arch = "nvptx64")]

@@ -195,6 +195,22 @@ pub fn check_exact(out: &[f32], expected: &[f32]) -> CheckReport {
     report
 }
 
+/// Compares 32-bit words exactly (sums, indices): [`check_exact`] on their bits, the first
+/// failure reported as the words themselves. A word equal to the poison's bits counts as
+/// unwritten.
+pub fn check_words(out: &[u32], expected: &[u32]) -> CheckReport {
+    let as_floats = |w: &[u32]| w.iter().map(|&x| f32::from_bits(x)).collect::<Vec<_>>();
+    let mut report = check_exact(&as_floats(out), &as_floats(expected));
+    if let Some(first) = &mut report.first_failure {
+        first.got = out[first.index] as f64;
+        first.expected = expected[first.index] as f64;
+    }
+    // NaN and infinity bit patterns are just words here.
+    report.wrong += report.non_finite;
+    report.non_finite = 0;
+    report
+}
+
 /// Compares `out` bit for bit with `reference` rounded to `f32`: for inputs whose every sum
 /// is exact (small integers), where the rounding is exact too.
 pub fn check_exact_against(out: &[f32], reference: &[f64]) -> CheckReport {
@@ -363,5 +379,18 @@ mod tests {
         assert_eq!(report.first_failure.unwrap().index, 1);
         // -0.0 and 0.0 differ bitwise: a copy must preserve bits.
         assert!(!check_exact(&[-0.0], &[0.0]).passed);
+    }
+
+    #[test]
+    fn words_compare_exactly_and_report_themselves() {
+        assert!(check_words(&[1, u32::MAX, 0x7FC0_0000], &[1, u32::MAX, 0x7FC0_0000]).passed);
+        let report = check_words(&[1, 7, 0x7F80_0000, POISON.to_bits()], &[1, 8, 0, 5]);
+        assert!(!report.passed);
+        assert_eq!(
+            (report.wrong, report.unwritten, report.non_finite),
+            (2, 1, 0)
+        );
+        let first = report.first_failure.unwrap();
+        assert_eq!((first.index, first.got, first.expected), (1, 7.0, 8.0));
     }
 }

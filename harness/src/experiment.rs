@@ -168,6 +168,11 @@ pub trait Problem<E> {
     fn check(&mut self, gpu: &Gpu, experiment: &E) -> Result<CheckReport>;
     /// What one launch computes or moves.
     fn work(&self) -> Work;
+    /// A line on what the last launch of `experiment` measured besides its time (the
+    /// cycles a kernel counted, say), read after the timed launches; none by default.
+    fn note(&mut self, _gpu: &Gpu, _experiment: &E) -> Result<Option<String>> {
+        Ok(None)
+    }
 }
 
 /// A family of experiments on one kind of problem (see the module docs).
@@ -185,6 +190,11 @@ pub trait Workload: Sync + 'static {
     /// Kernels its problems launch besides the experiments (references, say).
     fn helper_kernels(&self) -> &'static [&'static str] {
         &[]
+    }
+    /// The PTX modules that hold helper kernel `name` (sm_90-only instructions: only the
+    /// sm_90 one); by default both portable ones.
+    fn helper_kernel_archs(&self, _name: &str) -> &'static [ptx_builder::Arch] {
+        &ptx_builder::Arch::PORTABLE
     }
     /// Device memory a problem of `size` allocates (inputs, outputs, references): checked
     /// against the GPU's free memory before anything is allocated.
@@ -247,6 +257,8 @@ impl Timing {
 
 /// What running one experiment gave.
 #[derive(Clone, Debug)]
+// A measurement is made once per experiment and size: the size of the variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Outcome {
     /// It could not run here; the reason.
     Unavailable(String),
@@ -263,6 +275,8 @@ pub struct Ran {
     pub times_ms: Vec<f64>,
     /// The last timed launch's output, when anything was timed.
     pub check_after_timing: Option<CheckReport>,
+    /// What the problem measured besides the time ([`Problem::note`]).
+    pub note: Option<String>,
 }
 
 /// One experiment's result on one problem.
@@ -387,12 +401,14 @@ pub fn measure<E: Experiment, P: Problem<E>>(
     } else {
         None
     };
+    let note = problem.note(gpu, experiment)?;
     Ok(Measurement {
         experiment,
         outcome: Outcome::Ran(Ran {
             check,
             times_ms,
             check_after_timing,
+            note,
         }),
     })
 }

@@ -67,8 +67,13 @@ pub struct SelftestArgs {
     /// short) and show how the watchdog reports it (exit status 1).
     #[arg(long)]
     pub hang: bool,
+    /// Instead, launch a cluster of two blocks that deadlocks on purpose (one waits at the
+    /// cluster barrier for the other, which waits for the first) and show how the watchdog
+    /// reports it (exit status 1; sm_90).
+    #[arg(long, conflicts_with = "hang")]
+    pub hang_cluster: bool,
     /// How long one launch may run before it is reported as hung (default: 10 s plus the
-    /// launch's work; with --hang, 2 s).
+    /// launch's work; with --hang or --hang-cluster, 2 s).
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
 }

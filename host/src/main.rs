@@ -234,6 +234,12 @@ fn selftest(args: SelftestArgs) -> Result<ExitCode> {
         workloads::selftest::host::run_hang(&gpu, limit)?;
         return Ok(ExitCode::SUCCESS);
     }
+    if args.hang_cluster {
+        let gpu = host::device_code::open_gpu(args.ptx)?;
+        let limit = args.timeout.unwrap_or(std::time::Duration::from_secs(2));
+        workloads::dsmem::host::run_cluster_hang(&gpu, limit)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let request = match args.resolve() {
         Ok(request) => request,
         Err(message) => return Ok(usage_error(message)),

@@ -17,6 +17,8 @@ pub static WORKLOADS: &[&dyn AnyWorkload] = &[
     &workloads::gemm::host::Gemm,
     &workloads::bf16_gemm::host::Bf16Gemm,
     &workloads::stream::host::Stream,
+    &workloads::dsmem::host::DsmemLatency,
+    &workloads::dsmem::host::DsmemBandwidth,
     &workloads::selftest::host::Selftest,
 ];
 
@@ -56,6 +58,8 @@ pub trait AnyWorkload: Sync {
     }
     /// Kernels its problems launch besides the experiments (references, say).
     fn helper_kernels(&self) -> &'static [&'static str];
+    /// The PTX modules that hold helper kernel `name`.
+    fn helper_kernel_archs(&self, name: &str) -> &'static [ptx_builder::Arch];
     /// Parses `sizes` (the defaults when empty) into a plan, or says which one is wrong.
     fn plan(&'static self, sizes: &[String]) -> Result<Box<dyn Plan>, String>;
     /// The plans the GPU tests run, with the inputs each is checked on.
@@ -221,6 +225,10 @@ impl<W: Workload> AnyWorkload for W {
 
     fn helper_kernels(&self) -> &'static [&'static str] {
         Workload::helper_kernels(self)
+    }
+
+    fn helper_kernel_archs(&self, name: &str) -> &'static [ptx_builder::Arch] {
+        Workload::helper_kernel_archs(self, name)
     }
 
     fn experiments(&self) -> Vec<&'static dyn Experiment> {

@@ -59,6 +59,8 @@ pub struct Row {
     pub passed: bool,
     /// One line on the checks ([`Measurement::check_summary`]).
     pub check_summary: String,
+    /// What the problem measured besides the time (cycles a kernel counted, say).
+    pub note: Option<String>,
     pub check: Option<harness::check::CheckReport>,
     pub check_after_timing: Option<harness::check::CheckReport>,
     /// Each timed launch, in milliseconds.
@@ -121,6 +123,10 @@ impl ProblemReport {
                     unavailable,
                     passed: m.passed(),
                     check_summary: m.check_summary(),
+                    note: match &m.outcome {
+                        Outcome::Ran(ran) => ran.note.clone(),
+                        Outcome::Unavailable(_) => None,
+                    },
                     check,
                     check_after_timing,
                     times_ms,
@@ -184,7 +190,10 @@ impl ProblemReport {
                 fixed(row.rate, 1),
                 versus(row.vs_baseline),
                 times(row.vs_counterpart),
-                row.check_summary
+                match &row.note {
+                    Some(note) => format!("{}; {note}", row.check_summary),
+                    None => row.check_summary.clone(),
+                }
             );
         }
     }
@@ -974,6 +983,7 @@ mod tests {
                 check: ok.clone(),
                 times_ms: vec![median_ms],
                 check_after_timing: Some(ok),
+                note: None,
             }),
         }
     }

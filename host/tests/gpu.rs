@@ -265,6 +265,30 @@ fn a_hung_kernel_is_reported_within_its_limit() {
     );
 }
 
+/// The watchdog on clusters: a cluster whose blocks wait for each other is reported in one
+/// line naming the kernel and its cluster shape, within its limit, with exit status 1.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_deadlocked_cluster_is_reported_within_its_limit() {
+    let start = std::time::Instant::now();
+    let out = std::process::Command::new(host_binary())
+        .args(["selftest", "--hang-cluster", "--timeout", "2s"])
+        .output()
+        .expect("host runs");
+    let elapsed = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("did not finish within 2s"), "{stderr}");
+    assert!(stderr.contains("`dsmem_hang_cluster`"), "{stderr}");
+    assert!(stderr.contains("cluster"), "{stderr}");
+    assert!(
+        elapsed < std::time::Duration::from_secs(20),
+        "took {elapsed:?}"
+    );
+    eprintln!("cluster deadlock reported after {elapsed:?}: {stderr}");
+}
+
 /// Work that does not fit the GPU's memory is refused before anything is allocated.
 #[test]
 #[ignore = "needs a CUDA GPU"]

@@ -88,11 +88,12 @@ fn registry_and_ptx_agree() {
         let mut registered: Vec<&str> = host::registry::all_experiments()
             .filter(|(_, e)| e.archs().contains(&arch))
             .flat_map(|(_, e)| e.entry_points())
-            .chain(
-                host::registry::WORKLOADS
+            .chain(host::registry::WORKLOADS.iter().flat_map(|w| {
+                w.helper_kernels()
                     .iter()
-                    .flat_map(|w| w.helper_kernels().iter().copied()),
-            )
+                    .copied()
+                    .filter(move |&h| w.helper_kernel_archs(h).contains(&arch))
+            }))
             .collect();
         registered.sort();
         registered.dedup();
@@ -862,6 +863,67 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
             Op("stmatrix.sync.aligned.m8n8.x4.shared.b16"),
             SM90A,
         ),
+        // Thread block clusters (sm_90: the DSMEM workload uses every one).
+        ("cluster_ctarank", Reads("%cluster_ctarank"), SM90),
+        ("cluster_nctarank", Reads("%cluster_nctarank"), SM90),
+        ("cluster_id_x", Reads("%clusterid.x"), SM90),
+        ("cluster_ctaid_x", Reads("%cluster_ctaid.x"), SM90),
+        ("is_explicit_cluster", Op("mov.pred"), SM90),
+        (
+            "barrier_cluster_arrive_release",
+            Op("barrier.cluster.arrive.release.aligned"),
+            SM90,
+        ),
+        (
+            "barrier_cluster_arrive_relaxed",
+            Op("barrier.cluster.arrive.relaxed.aligned"),
+            SM90,
+        ),
+        (
+            "barrier_cluster_wait",
+            Op("barrier.cluster.wait.acquire.aligned"),
+            SM90,
+        ),
+        ("mapa", Op("mapa.shared::cluster.u32"), SM90),
+        ("load_cluster", Op("ld.shared::cluster.b32"), SM90),
+        ("load_cluster", Op("ld.shared::cluster.v4.b32"), SM90),
+        ("store_cluster", Op("st.shared::cluster.v4.b32"), SM90),
+        (
+            "st_async_v4_b32",
+            Op("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32"),
+            SM90,
+        ),
+        (
+            "red_async_add_u32",
+            Op("red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32"),
+            SM90,
+        ),
+        (
+            "mbarrier_arrive_cluster",
+            Op("mbarrier.arrive.release.cluster.shared::cluster.b64"),
+            SM90,
+        ),
+        (
+            "mbarrier_try_wait_parity_acquire_cluster",
+            SpinLoop("mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64"),
+            SM90,
+        ),
+        ("fence_acq_rel_cluster", Op("fence.acq_rel.cluster"), SM90),
+        (
+            "cp_async_bulk_shared_to_cluster",
+            Op("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes"),
+            SM90,
+        ),
+        (
+            "cp_async_bulk_global_to_shared_multicast",
+            Op(
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+            ),
+            SM90,
+        ),
+        ("clock64", Op("mov.u64"), SM90),
+        ("ld_global_cg_u32", Op("ld.global.cg.b32"), SM90),
+        ("ld_global_cg_v4", Op("ld.global.cg.v4.b32"), SM90),
         // The fused k-tile multiplies are macro-made (one per shape and type); the shape the
         // GEMM uses is checked here, its fence/commit/wait by the accumulator-rule test.
         (
@@ -1586,4 +1648,31 @@ fn ptxas_does_not_serialize_any_wgmma() {
         .collect();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(report.contains("bf16_gemm_ws_cooperative"), "{report}");
+}
+
+/// The cluster instructions (DSMEM, cluster barriers, remote arrivals, multicast) are in the
+/// sm_90 PTX only: the sm_80 module has none, and none of the DSMEM kernels.
+#[test]
+fn cluster_instructions_are_in_the_sm90_ptx_only() {
+    let marks = [
+        "%cluster_",
+        "%clusterid",
+        "%is_explicit_cluster",
+        "barrier.cluster.",
+        "mapa.",
+        "shared::cluster",
+        "st.async",
+        "red.async",
+        "multicast::cluster",
+        "fence.acq_rel.cluster",
+    ];
+    let sm80 = host::device_code::module_text(Arch::Sm80);
+    for mark in marks {
+        assert!(!sm80.contains(mark), "`{mark}` in the sm_80 PTX");
+    }
+    assert!(!sm80.contains("dsmem_"), "a DSMEM kernel in the sm_80 PTX");
+    let sm90 = host::device_code::module_text(Arch::Sm90);
+    for mark in marks {
+        assert!(sm90.contains(mark), "`{mark}` missing from the sm_90 PTX");
+    }
 }

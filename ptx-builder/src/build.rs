@@ -11,7 +11,8 @@
 //! 3. `llvm-link` the bitcode of all rlibs, `opt` internalizes everything but the kernels,
 //!    drops what they do not reach, and optimizes (`internalize,globaldce,default<O3>`:
 //!    dropping the unused parts of `core` first makes the link about 8x faster), `llc` emits
-//!    the PTX, and `gpu::max_threads!` markers become `.maxntid` directives.
+//!    the PTX, and `gpu::max_threads!` markers become `.maxntid` directives
+//!    (`gpu::cluster_dims!` markers, `.reqnctapercluster`).
 //!
 //! This is the link step rustc would hand to `llvm-bitcode-linker`, which is not downloadable
 //! for the pinned nightly; doing it here keeps the build inside the repository and registries.
@@ -42,9 +43,10 @@ pub const DEVICE_PROFILE_SETTINGS: &[&str] = &[
     "profile.release.lto=false",
 ];
 
-/// The PTX ISA version the builder targets unless told otherwise: 8.0, which every driver that
-/// runs sm_90 code accepts (LLVM's default for sm_80, 7.0, lacks `mbarrier.test_wait.parity`).
-pub const DEFAULT_PTX_ISA: u32 = 80;
+/// The PTX ISA version the builder targets unless told otherwise: 8.1, the first with the
+/// cluster stores `st.async` and `red.async` (sm_90); CUDA 12.1 and every later driver accept
+/// it (LLVM's default for sm_80, 7.0, lacks `mbarrier.test_wait.parity`).
+pub const DEFAULT_PTX_ISA: u32 = 81;
 
 /// Builds a `no_std` device crate into one PTX module per GPU architecture.
 ///
@@ -326,6 +328,7 @@ impl CudaBuilder {
 
         let text = std::fs::read_to_string(&ptx)?;
         let text = apply_max_threads(&text, &kernels)
+            .and_then(|text| apply_cluster_dims(&text, &kernels, arch, self.ptx_isa))
             .and_then(|text| apply_tensor_map_params(&text, &kernels))
             .with_context(|| format!("patching {}", ptx.display()))?;
         std::fs::write(&ptx, &text)?;
@@ -502,7 +505,7 @@ struct DeviceBuild {
 }
 
 /// The warnings in rustc's rendered output, one line each (`message (file:line)`), without
-/// the one `-Ctarget-feature=+ptx80` always causes and without cargo's totals.
+/// the one `-Ctarget-feature=+ptx81` always causes and without cargo's totals.
 fn warnings(stderr: &str) -> Vec<String> {
     let mut found = Vec::new();
     let mut lines = stderr.lines().peekable();
@@ -544,26 +547,31 @@ fn kernel_symbols(llvm: &LlvmTools, objects: &[PathBuf]) -> Result<Vec<String>> 
     Ok(kernels)
 }
 
-/// The `MARKER KERNEL VALUE` comment lines (left by module-level asm of the `gpu` macros) of
-/// the kernels in `kernels`, as `(kernel, value, line)`; markers of kernels the link dropped
-/// are skipped, a line with other than two fields is an error.
+/// The `MARKER KERNEL VALUE...` comment lines (left by module-level asm of the `gpu` macros)
+/// of the kernels in `kernels`, as `(kernel, values, line)`; markers of kernels the link
+/// dropped are skipped, a line with other than one field per name of `values` is an error.
 fn kernel_markers<'a>(
     ptx: &'a str,
     marker: &str,
+    values: &[&str],
     kernels: &[String],
-) -> Result<Vec<(&'a str, &'a str, &'a str)>> {
+) -> Result<Vec<(&'a str, Vec<&'a str>, &'a str)>> {
     let mut found = Vec::new();
     for line in ptx.lines() {
         let Some(rest) = line.trim_start().strip_prefix(marker) else {
             continue;
         };
         let mut fields = rest.split_whitespace();
-        let (Some(kernel), Some(value), None) = (fields.next(), fields.next(), fields.next())
-        else {
-            bail!("malformed marker `{line}`: expected `{marker}KERNEL VALUE`");
+        let kernel = fields.next();
+        let given: Vec<&str> = fields.collect();
+        let Some(kernel) = kernel.filter(|_| given.len() == values.len()) else {
+            bail!(
+                "malformed marker `{line}`: expected `{marker}KERNEL {}`",
+                values.join(" ")
+            );
         };
         if kernels.iter().any(|k| k == kernel) {
-            found.push((kernel, value, line));
+            found.push((kernel, given, line));
         }
     }
     Ok(found)
@@ -580,8 +588,8 @@ pub const MAX_THREADS_MARKER: &str = "// max-threads ";
 /// in the module (a dependency's, dropped by the link) are ignored.
 pub fn apply_max_threads(ptx: &str, kernels: &[String]) -> Result<String> {
     let mut bounds = Vec::new();
-    for (name, threads, line) in kernel_markers(ptx, MAX_THREADS_MARKER, kernels)? {
-        let threads: u32 = threads
+    for (name, values, line) in kernel_markers(ptx, MAX_THREADS_MARKER, &["N"], kernels)? {
+        let threads: u32 = values[0]
             .parse()
             .ok()
             .filter(|t| (1..=1024).contains(t))
@@ -624,6 +632,87 @@ pub fn apply_max_threads(ptx: &str, kernels: &[String]) -> Result<String> {
     Ok(out)
 }
 
+/// The marker `gpu::cluster_dims!` leaves in the PTX: `// cluster-dims KERNEL X Y Z`.
+pub const CLUSTER_DIMS_MARKER: &str = "// cluster-dims ";
+
+/// The PTX ISA version that introduced `.reqnctapercluster` (7.8).
+pub const CLUSTER_PTX_ISA: u32 = 78;
+
+/// Gives every kernel of `kernels` named by a `// cluster-dims KERNEL X Y Z` line the
+/// directive `.reqnctapercluster X, Y, Z` (before its body, after any `.maxntid`): the kernel
+/// then always runs in clusters of that shape, as CUDA C++'s `__cluster_dims__(X, Y, Z)`.
+/// This is how `gpu::cluster_dims!` reaches the PTX. Fails on a zero dimension, a kernel named
+/// twice or without a body, and for an `arch` or `ptx_isa` older than the directive (sm_90,
+/// PTX 7.8); markers of kernels not in the module are ignored.
+pub fn apply_cluster_dims(
+    ptx: &str,
+    kernels: &[String],
+    arch: Arch,
+    ptx_isa: u32,
+) -> Result<String> {
+    let mut shapes: Vec<(&str, [u32; 3])> = Vec::new();
+    for (name, values, line) in kernel_markers(ptx, CLUSTER_DIMS_MARKER, &["X", "Y", "Z"], kernels)?
+    {
+        let mut dims = [0u32; 3];
+        for (dim, value) in dims.iter_mut().zip(&values) {
+            *dim = value
+                .parse()
+                .ok()
+                .filter(|d| *d >= 1)
+                .with_context(|| format!("`{line}`: cluster dimensions must be at least 1"))?;
+        }
+        ensure!(
+            shapes.iter().all(|(k, _)| *k != name),
+            "kernel `{name}` declares its cluster shape twice (`{line}`)"
+        );
+        shapes.push((name, dims));
+    }
+    let Some((first, _)) = shapes.first() else {
+        return Ok(ptx.to_string());
+    };
+    ensure!(
+        arch.compute_capability() >= (9, 0) && ptx_isa >= CLUSTER_PTX_ISA,
+        "kernel `{first}` declares a cluster shape, which needs sm_90 and PTX ISA 7.8; this \
+         build is {arch} with PTX ISA {}.{} (declare the kernel \
+         `[device if target_feature = \"sm_90\"]`)",
+        ptx_isa / 10,
+        ptx_isa % 10
+    );
+    let mut out = String::with_capacity(ptx.len() + 40 * shapes.len());
+    // The shape of the entry whose header is being read, and whether its parameter list has
+    // ended (directives such as `.maxntid` may follow it before the body's `{`).
+    let mut pending: Option<[u32; 3]> = None;
+    let mut params_done = false;
+    let mut applied = 0;
+    for line in ptx.lines() {
+        let text = line.trim_start();
+        if let Some(name) = crate::ptx_text::entry_name(line) {
+            pending = shapes.iter().find(|(k, _)| *k == name).map(|(_, d)| *d);
+            let code = line.split("//").next().unwrap_or(line);
+            params_done = code.trim_end().ends_with(')');
+        } else if let Some([x, y, z]) = pending {
+            if !params_done {
+                params_done = text.starts_with(')');
+            } else if text.starts_with('{') {
+                out.push_str(&format!(".reqnctapercluster {x}, {y}, {z}\n"));
+                applied += 1;
+                pending = None;
+            } else if !text.starts_with('.') {
+                // `;`: a declaration, which takes no directive.
+                pending = None;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    ensure!(
+        applied == shapes.len(),
+        "{} cluster-shape markers, but {applied} of their kernels found",
+        shapes.len()
+    );
+    Ok(out)
+}
+
 /// The marker `gpu::tensor_map_param!` leaves in the PTX: `// tensor-map-param KERNEL INDEX`.
 pub const TENSOR_MAP_PARAM_MARKER: &str = "// tensor-map-param ";
 
@@ -634,8 +723,9 @@ pub const TENSOR_MAP_PARAM_MARKER: &str = "// tensor-map-param ";
 /// macro was given the wrong index); markers of kernels not in the module are ignored.
 pub fn apply_tensor_map_params(ptx: &str, kernels: &[String]) -> Result<String> {
     let mut params = Vec::new();
-    for (kernel, index, line) in kernel_markers(ptx, TENSOR_MAP_PARAM_MARKER, kernels)? {
-        let index: u32 = index
+    for (kernel, values, line) in kernel_markers(ptx, TENSOR_MAP_PARAM_MARKER, &["INDEX"], kernels)?
+    {
+        let index: u32 = values[0]
             .parse()
             .with_context(|| format!("`{line}`: the parameter index is not a number"))?;
         params.push((kernel.to_string(), format!("{kernel}_param_{index}")));
@@ -811,6 +901,76 @@ warning: `gpu` (lib) generated 2 warnings
             apply_max_threads(".entry k(\n)\n", &k).unwrap(),
             ".entry k(\n)\n"
         );
+    }
+
+    #[test]
+    fn cluster_markers_become_reqnctapercluster() {
+        let ptx = "// cluster-dims k 2 1 1\n.visible .entry k\n(\n\t.param .u32 k_param_0\n)\n;\n.visible .entry k(\n\t.param .u32 k_param_0\n)\n{\nret;\n}\n.visible .entry other()\n{\nret;\n}\n";
+        let k = ["k".to_string(), "other".to_string()];
+        let patched = apply_cluster_dims(ptx, &k, Arch::Sm90, 80).unwrap();
+        assert!(
+            patched.contains(")\n.reqnctapercluster 2, 1, 1\n{"),
+            "{patched}"
+        );
+        assert_eq!(patched.matches(".reqnctapercluster").count(), 1);
+        // A kernel without parameters (`()` on its `.entry` line) gets it too.
+        let bare = ptx
+            .replace("cluster-dims k", "cluster-dims other")
+            .replace("other()", "other() // @other");
+        let patched = apply_cluster_dims(&bare, &k, Arch::Sm90a, 80).unwrap();
+        assert!(
+            patched.contains("other() // @other\n.reqnctapercluster 2, 1, 1\n{"),
+            "{patched}"
+        );
+        // After the launch bounds: both directives precede the body.
+        let both = apply_max_threads(&format!("// max-threads k 128\n{ptx}"), &k).unwrap();
+        let patched = apply_cluster_dims(&both, &k, Arch::Sm90, 80).unwrap();
+        assert!(
+            patched.contains(")\n.maxntid 128, 1, 1\n.reqnctapercluster 2, 1, 1\n{"),
+            "{patched}"
+        );
+        // No marker: the PTX is unchanged, whatever the arch.
+        let plain = ".visible .entry k(\n)\n{\n}\n";
+        assert_eq!(
+            apply_cluster_dims(plain, &k, Arch::Sm80, 71).unwrap(),
+            plain
+        );
+        // A marker whose kernel the link dropped is ignored.
+        let dropped = format!("// cluster-dims gone 2 1 1\n{plain}");
+        assert_eq!(
+            apply_cluster_dims(&dropped, &k, Arch::Sm80, 71).unwrap(),
+            dropped
+        );
+    }
+
+    #[test]
+    fn cluster_markers_are_refused_when_wrong() {
+        let k = ["k".to_string()];
+        let body = ".visible .entry k(\n)\n{\n}\n";
+        let err = |ptx: &str, arch, isa| {
+            apply_cluster_dims(ptx, &k, arch, isa)
+                .unwrap_err()
+                .to_string()
+        };
+        let zero = format!("// cluster-dims k 2 0 1\n{body}");
+        assert!(
+            err(&zero, Arch::Sm90, 80).contains("at least 1"),
+            "{}",
+            err(&zero, Arch::Sm90, 80)
+        );
+        let short = format!("// cluster-dims k 2 1\n{body}");
+        assert!(err(&short, Arch::Sm90, 80).contains("KERNEL X Y Z"));
+        let twice = format!("// cluster-dims k 2 1 1\n// cluster-dims k 4 1 1\n{body}");
+        assert!(err(&twice, Arch::Sm90, 80).contains("twice"));
+        let bodiless = "// cluster-dims k 2 1 1\n.visible .entry k\n(\n)\n;\n";
+        assert!(
+            err(bodiless, Arch::Sm90, 80).contains("1 cluster-shape markers, but 0"),
+            "{}",
+            err(bodiless, Arch::Sm90, 80)
+        );
+        let fine = format!("// cluster-dims k 2 1 1\n{body}");
+        assert!(err(&fine, Arch::Sm80, 80).contains("needs sm_90"));
+        assert!(err(&fine, Arch::Sm90, 77).contains("PTX ISA 7.7"));
     }
 
     #[test]

@@ -3,24 +3,42 @@
 
 use crate::tensor_map::TensorMap;
 use cudarc::driver::sys;
+use std::ffi::c_void;
 
-/// Grid, block and dynamic shared memory of a launch (one-dimensional blocks; a one- or
-/// two-dimensional grid).
+/// Grid, block, dynamic shared memory and cluster shape of a launch (one-dimensional blocks;
+/// a one- or two-dimensional grid).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
+    /// Blocks in x and y.
     pub grid: (u32, u32),
+    /// Threads of a block (x only).
     pub threads: u32,
+    /// Dynamic shared memory of a block, in bytes.
     pub shared_bytes: u32,
+    /// Blocks of a thread block cluster in x, y and z (sm_90); [`NO_CLUSTER`] launches plain
+    /// blocks (or the clusters the kernel itself declares: see
+    /// [`Kernel::launch`](crate::Kernel::launch)).
+    pub cluster: [u32; 3],
 }
 
+/// The cluster shape of a launch without clusters: one block each.
+pub const NO_CLUSTER: [u32; 3] = [1, 1, 1];
+
 impl LaunchConfig {
-    /// `blocks` blocks of `threads` threads in one dimension.
+    /// `blocks` blocks of `threads` threads in one dimension, no clusters.
     pub const fn linear(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
         LaunchConfig {
             grid: (blocks, 1),
             threads,
             shared_bytes,
+            cluster: NO_CLUSTER,
         }
+    }
+
+    /// The same launch in thread block clusters of `cluster` blocks (x, y, z); each grid
+    /// dimension must be a multiple of the cluster's (checked at launch).
+    pub const fn with_cluster(self, cluster: [u32; 3]) -> LaunchConfig {
+        LaunchConfig { cluster, ..self }
     }
 }
 
@@ -44,7 +62,7 @@ pub enum KernelArg {
     TensorMap(TensorMap),
 }
 
-/// The most parameters a kernel declared through [`Params`] takes.
+/// The most parameters a kernel declared through [`Params`](crate::Params) takes.
 pub const MAX_PARAMS: usize = 8;
 
 /// The arguments of one launch, by value, in a fixed array (no allocation on the launch path).
@@ -66,7 +84,7 @@ impl ArgList {
     /// Appends `arg`.
     ///
     /// # Panics
-    /// Past [`MAX_PARAMS`] arguments (a [`Params`] tuple has at most that many).
+    /// Past [`MAX_PARAMS`] arguments (a [`Params`](crate::Params) tuple has at most that many).
     pub fn push(&mut self, arg: KernelArg) {
         self.args[self.len] = arg;
         self.len += 1;
@@ -75,6 +93,25 @@ impl ArgList {
     /// The arguments, in order.
     pub fn as_slice(&self) -> &[KernelArg] {
         &self.args[..self.len]
+    }
+
+    /// The `kernelParams` array of `cuLaunchKernel(Ex)`: the address of each argument's value
+    /// (a `CUdeviceptr`, a number, a tensor map's 128 bytes), valid while `self` is neither
+    /// moved nor dropped; unused slots are null.
+    pub(crate) fn param_pointers(&self) -> [*mut c_void; MAX_PARAMS] {
+        let mut pointers = [std::ptr::null_mut(); MAX_PARAMS];
+        for (slot, arg) in pointers.iter_mut().zip(self.as_slice()) {
+            *slot = match arg {
+                KernelArg::Ptr(ptr) => std::ptr::from_ref(ptr).cast_mut().cast(),
+                KernelArg::U32(value) => std::ptr::from_ref(value).cast_mut().cast(),
+                KernelArg::U64(value) => std::ptr::from_ref(value).cast_mut().cast(),
+                KernelArg::F32(value) => std::ptr::from_ref(value).cast_mut().cast(),
+                KernelArg::F64(value) => std::ptr::from_ref(value).cast_mut().cast(),
+                // The encoded map is the struct's first field (`repr(C)`), as cudarc passes it.
+                KernelArg::TensorMap(map) => std::ptr::from_ref(map).cast_mut().cast(),
+            };
+        }
+        pointers
     }
 }
 
@@ -100,9 +137,14 @@ impl LastLaunch {
         match &self.launch {
             None => "none".into(),
             Some((name, c, args)) => format!(
-                "`{name}` ({} x {} blocks of {} threads, {} B dynamic shared memory, parameters {})",
+                "`{name}` ({} x {} blocks{} of {} threads, {} B dynamic shared memory, \
+                 parameters {})",
                 c.grid.0,
                 c.grid.1,
+                match c.cluster {
+                    NO_CLUSTER => String::new(),
+                    [x, y, z] => format!(" in clusters of {x} x {y} x {z}"),
+                },
                 c.threads,
                 c.shared_bytes,
                 describe_args(args.as_slice())
@@ -151,6 +193,36 @@ mod tests {
             last.describe(),
             "`j` (1 x 1 blocks of 64 threads, 0 B dynamic shared memory, parameters ())"
         );
+    }
+
+    #[test]
+    fn a_cluster_launch_is_described_with_its_cluster_shape() {
+        let mut last = LastLaunch::default();
+        let config = LaunchConfig::linear(8, 128, 0).with_cluster([4, 1, 1]);
+        assert_eq!(config.grid, (8, 1));
+        last.record("c", config, ArgList::new());
+        assert_eq!(
+            last.describe(),
+            "`c` (8 x 1 blocks in clusters of 4 x 1 x 1 of 128 threads, 0 B dynamic shared \
+             memory, parameters ())"
+        );
+        assert!(format!("{config:?}").contains("cluster: [4, 1, 1]"));
+    }
+
+    #[test]
+    fn param_pointers_address_each_value() {
+        let mut args = ArgList::new();
+        args.push(KernelArg::Ptr(0x7f00));
+        args.push(KernelArg::U32(5));
+        args.push(KernelArg::F64(2.5));
+        let pointers = args.param_pointers();
+        // SAFETY: each pointer addresses the value of its argument in `args`, alive here.
+        unsafe {
+            assert_eq!(*pointers[0].cast::<sys::CUdeviceptr>(), 0x7f00);
+            assert_eq!(*pointers[1].cast::<u32>(), 5);
+            assert_eq!(*pointers[2].cast::<f64>(), 2.5);
+        }
+        assert!(pointers[3..].iter().all(|p| p.is_null()));
     }
 
     #[test]

@@ -41,6 +41,11 @@ pub enum GpuError {
     /// The program carries no module for the arch the GPU (or the caller) asked for.
     #[error("this program carries no {arch} module (built for: {})", names(.built))]
     NotBuilt { arch: Arch, built: Vec<Arch> },
+    /// A launch refused before the driver saw it: a geometry the kernel or the GPU cannot
+    /// run (a grid that is not a multiple of its cluster shape, a cluster that cannot be
+    /// resident).
+    #[error("{what}: {why}")]
+    Refused { what: String, why: String },
     /// A driver call failed.
     #[error("{what}: {}", describe(.source))]
     Cuda { what: String, source: DriverError },

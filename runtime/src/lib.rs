@@ -7,7 +7,7 @@
 //! |---|---|
 //! | [`device`] | [`Gpu`]: the context, the cubin-or-PTX module choice ([`Module`]), device memory, the watchdog on every wait, event timing |
 //! | [`args`] | what a launch passes, by value: [`LaunchConfig`], [`KernelArg`]; the record the watchdog reports |
-//! | [`launch`] | typed launches: [`Kernel`] resolved once ([`Gpu::kernel`]), [`Params`] tuples of device parameter types deciding what the host passes |
+//! | [`launch`] | typed launches: [`Kernel`] resolved once ([`Gpu::kernel`]), [`Params`] tuples of device parameter types deciding what the host passes; thread block clusters (`cuLaunchKernelEx`) |
 //! | [`tensor_map`] | [`TensorMapBuilder`](tensor_map::TensorMapBuilder): `cuTensorMapEncodeTiled` with every documented rule checked first |
 //! | [`blas`] | [`Blas`](blas::Blas): a cuBLAS handle on the GPU's stream |
 //! | [`error`] | [`GpuError`]: one line on what failed and what was being done |
@@ -39,7 +39,7 @@ pub mod error;
 pub mod launch;
 pub mod tensor_map;
 
-pub use args::{KernelArg, LaunchConfig};
+pub use args::{KernelArg, LaunchConfig, NO_CLUSTER};
 /// The `cudarc` this crate is built on (buffers are its `CudaSlice`s).
 pub use cudarc;
 pub use device::{
@@ -47,5 +47,7 @@ pub use device::{
 };
 pub use error::{Context, GpuError, describe};
 pub use gpu::kernel::EntryPoint;
-pub use launch::{DeviceElement, Kernel, Param, Params};
+pub use launch::{
+    DeviceElement, Kernel, MAX_CLUSTER_BLOCKS, PORTABLE_CLUSTER_BLOCKS, Param, Params,
+};
 pub use ptx_builder::Arch;

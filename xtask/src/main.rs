@@ -132,7 +132,7 @@ fn doc() -> Result<()> {
         // wgmma: sm_90a, which has every sm_90 one too).
         .env(
             "RUSTDOCFLAGS",
-            "-Ctarget-cpu=sm_90a -Ctarget-feature=+ptx80 -D warnings",
+            "-Ctarget-cpu=sm_90a -Ctarget-feature=+ptx81 -D warnings",
         )
         .status()
         .context("running cargo doc")?;

@@ -1,6 +1,7 @@
-//! 16-byte global-memory accesses, spelled out: a plain Rust copy of a 16-byte value
-//! between two global addresses lowers to two 8-byte accesses on the NVPTX backend (a
-//! `memcpy`), where one `LDG.E.128` / `STG.E.128` each is the point.
+//! Global-memory accesses spelled out: 16-byte ones (a plain Rust copy of a 16-byte value
+//! between two global addresses lowers to two 8-byte accesses on the NVPTX backend, a
+//! `memcpy`, where one `LDG.E.128` / `STG.E.128` each is the point), and loads that skip L1
+//! (`.cg`).
 
 use core::arch::asm;
 
@@ -48,4 +49,48 @@ pub unsafe fn st_global_v4(addr: *mut [f32; 4], [a, b, c, d]: [f32; 4]) {
             options(nostack, preserves_flags)
         )
     }
+}
+
+/// `ld.global.cg.b32 v, [addr];` — 4 bytes from global memory cached in L2 only, not L1
+/// (SASS: `LDG.E.STRONG.GPU`-class): what a chain of loads that must reach L2 (or DRAM) on
+/// every step uses.
+///
+/// # Safety
+/// `addr` is 4-byte aligned and 4 bytes of readable global memory that no thread writes
+/// meanwhile.
+#[inline(always)]
+pub unsafe fn ld_global_cg_u32(addr: *const u32) -> u32 {
+    let value: u32;
+    // SAFETY: the caller upholds the contract above.
+    unsafe {
+        asm!(
+            "ld.global.cg.b32 {v}, [{addr}];",
+            v = out(reg32) value,
+            addr = in(reg64) addr,
+            options(readonly, nostack, preserves_flags)
+        )
+    }
+    value
+}
+
+/// `ld.global.cg.v4.b32 {a, b, c, d}, [addr];` — the 16-byte form of [`ld_global_cg_u32`].
+///
+/// # Safety
+/// As [`ld_global_v4`].
+#[inline(always)]
+pub unsafe fn ld_global_cg_v4(addr: *const [u32; 4]) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller upholds the contract above.
+    unsafe {
+        asm!(
+            "ld.global.cg.v4.b32 {{{a}, {b}, {c}, {d}}}, [{addr}];",
+            a = out(reg32) a,
+            b = out(reg32) b,
+            c = out(reg32) c,
+            d = out(reg32) d,
+            addr = in(reg64) addr,
+            options(readonly, nostack, preserves_flags)
+        )
+    }
+    [a, b, c, d]
 }

@@ -22,6 +22,8 @@ pub use objects::*;
 mod atomic;
 #[cfg(target_feature = "sm_90")]
 mod bulk;
+#[cfg(target_feature = "sm_90")]
+mod cluster;
 #[cfg(target_arch = "nvptx64")]
 mod cp_async;
 #[cfg(target_arch = "nvptx64")]
@@ -45,6 +47,8 @@ mod wgmma;
 pub use atomic::*;
 #[cfg(target_feature = "sm_90")]
 pub use bulk::*;
+#[cfg(target_feature = "sm_90")]
+pub use cluster::*;
 #[cfg(target_arch = "nvptx64")]
 pub use cp_async::*;
 #[cfg(target_arch = "nvptx64")]

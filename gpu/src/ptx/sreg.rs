@@ -49,3 +49,15 @@ special_register!(
     /// This thread's lane in its warp (0..32).
     lane_id => "%laneid", below 32
 );
+
+/// `mov.u64 r, %clock64;` — the SM's cycle counter. Not `pure`: each read is a new value, and
+/// it is not moved across other side effects (the loads of a latency chain between two reads
+/// stay between them). The counter runs at the SM clock, which varies with power and load.
+#[inline(always)]
+#[must_use]
+pub fn clock64() -> u64 {
+    let value: u64;
+    // SAFETY: reading a special register; a memory clobber keeps it in program order.
+    unsafe { asm!("mov.u64 {0}, %clock64;", out(reg64) value, options(nostack, preserves_flags)) };
+    value
+}

@@ -365,44 +365,45 @@ fn pad_operands(
     b: &mut Operand,
     unused: &mut CudaSlice<u16>,
 ) -> Result<()> {
-    let launch = |first: &mut Operand, second: Option<&mut Operand>, unused: &mut CudaSlice<u16>| {
-        let Some((kp, first_copy)) = &mut first.padded else {
-            return Ok(());
+    let launch =
+        |first: &mut Operand, second: Option<&mut Operand>, unused: &mut CudaSlice<u16>| {
+            let Some((kp, first_copy)) = &mut first.padded else {
+                return Ok(());
+            };
+            let (k, kp) = (first.cols, *kp);
+            let (second_data, second_copy, second_rows) = match second {
+                Some(Operand {
+                    data,
+                    rows,
+                    padded: Some((_, copy)),
+                    ..
+                }) => (&*data, copy, *rows),
+                _ => (&first.data, unused, 0),
+            };
+            let rows = first.rows as u64 + second_rows as u64;
+            let warps_per_block = (HELPER_THREADS / 32) as u64;
+            let blocks = rows.div_ceil(warps_per_block).min(8 * 1024) as u32;
+            let config = LaunchConfig::linear(blocks, HELPER_THREADS, 0);
+            // SAFETY: bf16_pad_rows: each source holds rows * k BF16 and each copy rows * kp
+            // (driver allocations: 256-byte aligned), kp = k rounded up to 8 (a second matrix of
+            // 0 rows is never read or written).
+            unsafe {
+                pad.launch(
+                    gpu,
+                    config,
+                    (
+                        &first.data,
+                        first_copy,
+                        first.rows,
+                        second_data,
+                        second_copy,
+                        second_rows,
+                        k,
+                        kp,
+                    ),
+                )
+            }
         };
-        let (k, kp) = (first.cols, *kp);
-        let (second_data, second_copy, second_rows) = match second {
-            Some(Operand {
-                data,
-                rows,
-                padded: Some((_, copy)),
-                ..
-            }) => (&*data, copy, *rows),
-            _ => (&first.data, unused, 0),
-        };
-        let rows = first.rows as u64 + second_rows as u64;
-        let warps_per_block = (HELPER_THREADS / 32) as u64;
-        let blocks = rows.div_ceil(warps_per_block).min(8 * 1024) as u32;
-        let config = LaunchConfig::linear(blocks, HELPER_THREADS, 0);
-        // SAFETY: bf16_pad_rows: each source holds rows * k BF16 and each copy rows * kp
-        // (driver allocations: 256-byte aligned), kp = k rounded up to 8 (a second matrix of
-        // 0 rows is never read or written).
-        unsafe {
-            pad.launch(
-                gpu,
-                config,
-                (
-                    &first.data,
-                    first_copy,
-                    first.rows,
-                    second_data,
-                    second_copy,
-                    second_rows,
-                    k,
-                    kp,
-                ),
-            )
-        }
-    };
     if a.padded.is_some() && b.padded.is_some() && a.cols == b.cols {
         launch(a, Some(b), unused)?;
     } else {

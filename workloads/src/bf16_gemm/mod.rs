@@ -619,16 +619,12 @@ mod helpers {
     /// See `bf16_pad_rows`: one warp per row of either matrix, each lane one 16-byte chunk of
     /// the padded row at a time, cut out of the (at most two) aligned 16-byte chunks of the
     /// source it straddles ([`window8`]), elements past `k` zeroed.
-    pub(super) unsafe fn pad_rows(
-        matrices: [(*const Bf16, *mut Bf16, u32); 2],
-        k: u32,
-        kp: u32,
-    ) {
+    pub(super) unsafe fn pad_rows(matrices: [(*const Bf16, *mut Bf16, u32); 2], k: u32, kp: u32) {
         let lane = ptx::thread_idx_x() % 32;
         let warps = ptx::grid_dim_x() as u64 * (ptx::block_dim_x() / 32) as u64;
-        let mut row =
-            (ptx::block_idx_x() as u64 * ptx::block_dim_x() as u64 + ptx::thread_idx_x() as u64)
-                / 32;
+        let mut row = (ptx::block_idx_x() as u64 * ptx::block_dim_x() as u64
+            + ptx::thread_idx_x() as u64)
+            / 32;
         let [(a_src, a_dst, a_rows), (b_src, b_dst, b_rows)] = matrices;
         let total = a_rows as u64 + b_rows as u64;
         while row < total {

@@ -19,7 +19,7 @@ use gpu::tensor_map::TensorMap;
 use gpu_runtime::blas::{Blas, sys as cublas};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
-use gpu_runtime::{Gpu, Kernel, LaunchConfig};
+use gpu_runtime::{Gpu, Kernel, LaunchConfig, NO_CLUSTER};
 use harness::check::{CheckReport, POISON, Tolerance};
 use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
 use ptx_builder::Arch;
@@ -314,6 +314,7 @@ impl GemmProblem {
                 grid: (n.div_ceil(REFERENCE_TILE), m.div_ceil(REFERENCE_TILE)),
                 threads: REFERENCE_THREADS,
                 shared_bytes: 0,
+                cluster: NO_CLUSTER,
             };
             let kernel = gpu.entry_point(gemm_reference)?;
             // SAFETY: gemm_reference(a, b, c: *mut f64, m, n, k) reads m*k and k*n floats
@@ -372,6 +373,7 @@ impl Problem<GemmExperiment> for GemmProblem {
                     grid: kernel.grid(m, n),
                     threads: kernel.threads(),
                     shared_bytes: kernel.layout().bytes,
+                    cluster: NO_CLUSTER,
                 };
                 let Some((_, entry)) = self.entries.iter().find(|(f, _)| std::ptr::eq(*f, *kernel))
                 else {

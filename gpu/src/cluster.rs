@@ -1,0 +1,365 @@
+//! Thread block clusters (sm_90): [`Cluster`] (this block's rank, the cluster's size, the
+//! split cluster barrier), [`Remote<T>`] (a typed handle to the same shared object in
+//! another block of the cluster: distributed shared memory), [`RemoteBarrier`] (arriving on
+//! another block's [`Barrier`]), and the copies between blocks.
+//!
+//! Every block of a cluster runs the same kernel, so an object declared in shared memory sits
+//! at the same offset in each; [`Cluster::remote`] turns this block's handle to it into the
+//! handle of block `rank`'s copy (`mapa`). A block's shared memory lives only as long as the
+//! block: a block must not exit while others may still touch it, which is what a cluster
+//! barrier ([`Cluster::sync`]) before the end is for.
+//!
+//! | operation | PTX |
+//! |---|---|
+//! | [`Cluster::this`] | `%cluster_ctarank`, `%cluster_nctarank` |
+//! | [`Cluster::arrive`] / [`ClusterArrival::wait`] | `barrier.cluster.arrive.release.aligned` / `barrier.cluster.wait.acquire.aligned` |
+//! | [`Cluster::remote`], [`Cluster::remote_barrier`] | `mapa.shared::cluster.u32` |
+//! | [`Remote::read`] / [`Remote::write`] | `ld.shared::cluster` / `st.shared::cluster` (`.b32`, `.v4.b32`) |
+//! | [`Remote::store_async`] | `st.async.shared::cluster.mbarrier::complete_tx::bytes` |
+//! | [`Remote::add_async`] | `red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32` |
+//! | [`RemoteBarrier::arrive`] | `mbarrier.arrive.release.cluster.shared::cluster.b64` |
+//! | [`wait_parity_cluster`] | loop on `mbarrier.try_wait.parity.acquire.cluster` |
+//! | [`copy_to_peer`] | `cp.async.bulk.shared::cluster.shared::cta` |
+//! | [`multicast_from_global`] | `cp.async.bulk.shared::cluster.global...multicast::cluster` |
+//!
+//! The kernel declares its cluster shape (`[cluster = (x, y, z)]` in
+//! [`kernel!`](crate::kernel!)) or the host gives it at launch.
+
+use crate::barrier::Barrier;
+use crate::ptx::{self, ClusterValue, Mbarrier, SharedCluster};
+use crate::shared::Shared;
+
+/// This block's place in its cluster: its rank and the cluster's size, read once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cluster {
+    rank: u32,
+    size: u32,
+}
+
+/// Proof that this thread arrived on the cluster barrier's current phase;
+/// [`ClusterArrival::wait`] consumes it.
+#[must_use = "an arrival is only useful to wait for the others"]
+pub struct ClusterArrival {
+    _arrived: (),
+}
+
+impl Cluster {
+    /// The cluster of the executing block (a launch without clusters is one of one block).
+    #[inline(always)]
+    #[must_use]
+    pub fn this() -> Cluster {
+        Cluster {
+            rank: ptx::cluster_ctarank(),
+            size: ptx::cluster_nctarank(),
+        }
+    }
+
+    /// This block's rank, `0..size()`.
+    #[inline(always)]
+    #[must_use]
+    pub const fn rank(self) -> u32 {
+        self.rank
+    }
+
+    /// Blocks in the cluster.
+    #[inline(always)]
+    #[must_use]
+    pub const fn size(self) -> u32 {
+        self.size
+    }
+
+    /// The rank `distance` places after this block's, cyclically.
+    #[inline(always)]
+    #[must_use]
+    pub const fn rank_after(self, distance: u32) -> u32 {
+        (self.rank + distance) % self.size
+    }
+
+    /// Arrives on the cluster barrier, releasing this thread's earlier writes (this block's
+    /// shared memory, others' through [`Remote`], global memory) to every thread of the
+    /// cluster that waits after it. Work that does not touch what others write may go
+    /// between this and [`ClusterArrival::wait`].
+    ///
+    /// # Safety
+    /// Every thread of the warp calls it together (the barrier is `.aligned`), and every
+    /// thread of every block of the cluster arrives once on each phase (else the waits
+    /// hang: the host's watchdog reports it).
+    #[inline(always)]
+    pub unsafe fn arrive(self) -> ClusterArrival {
+        // SAFETY: forwarded contract.
+        unsafe { ptx::barrier_cluster_arrive_release() };
+        ClusterArrival { _arrived: () }
+    }
+
+    /// [`Cluster::arrive`] without the release: for an arrival that publishes nothing (a
+    /// block saying it has started, so that others may write into its shared memory).
+    ///
+    /// # Safety
+    /// As [`Cluster::arrive`].
+    #[inline(always)]
+    pub unsafe fn arrive_relaxed(self) -> ClusterArrival {
+        // SAFETY: forwarded contract.
+        unsafe { ptx::barrier_cluster_arrive_relaxed() };
+        ClusterArrival { _arrived: () }
+    }
+
+    /// Arrive and wait: every block of the cluster has reached this point, and what each
+    /// wrote before it is visible to all after it (CUDA's `cluster.sync()`).
+    ///
+    /// # Safety
+    /// As [`Cluster::arrive`].
+    #[inline(always)]
+    pub unsafe fn sync(self) {
+        // SAFETY: forwarded contract.
+        unsafe { self.arrive().wait() }
+    }
+
+    /// The object at `local` in this block's shared memory, in block `rank`'s (`mapa`).
+    ///
+    /// # Panics
+    /// If `rank` is not a rank of this cluster (a trap: the launch fails).
+    #[inline(always)]
+    #[must_use]
+    pub fn remote<T>(self, local: Shared<T>, rank: u32) -> Remote<T> {
+        assert!(rank < self.size, "no such rank in this cluster");
+        Remote {
+            addr: ptx::mapa(local, rank),
+        }
+    }
+
+    /// The mbarrier of `barrier`, in block `rank`'s shared memory (`mapa`).
+    ///
+    /// # Panics
+    /// If `rank` is not a rank of this cluster.
+    #[inline(always)]
+    #[must_use]
+    pub fn remote_barrier(self, barrier: &Barrier, rank: u32) -> RemoteBarrier {
+        RemoteBarrier {
+            bar: self.remote(barrier.slot(), rank).addr,
+        }
+    }
+}
+
+impl ClusterArrival {
+    /// Waits until every thread of the cluster has arrived on this phase, acquiring what
+    /// their arrivals released.
+    ///
+    /// # Safety
+    /// Every thread of the warp calls it together (`.aligned`).
+    #[inline(always)]
+    pub unsafe fn wait(self) {
+        // SAFETY: forwarded contract; this thread arrived (the token).
+        unsafe { ptx::barrier_cluster_wait() }
+    }
+}
+
+/// A `T` in the shared memory of a block of this cluster (this one, or another): what
+/// [`Cluster::remote`] returns. The typed form of a `.shared::cluster` address.
+pub struct Remote<T> {
+    addr: SharedCluster<T>,
+}
+
+impl<T> Clone for Remote<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Remote<T> {}
+
+impl<T> Remote<T> {
+    /// The `.shared::cluster` address.
+    #[inline(always)]
+    #[must_use]
+    pub const fn address(self) -> SharedCluster<T> {
+        self.addr
+    }
+
+    /// The handle `count` elements further, in the same block (address arithmetic).
+    #[inline(always)]
+    #[must_use]
+    pub const fn add(self, count: u32) -> Self {
+        Remote {
+            addr: self.addr.add(count),
+        }
+    }
+
+    /// The same memory viewed as a `U`.
+    #[inline(always)]
+    #[must_use]
+    pub const fn cast<U>(self) -> Remote<U> {
+        Remote {
+            addr: self.addr.cast(),
+        }
+    }
+}
+
+impl<T: ClusterValue> Remote<T> {
+    /// Reads the value (`ld.shared::cluster`).
+    ///
+    /// # Safety
+    /// The memory holds an initialized `T`, aligned to its size, of a block that has not
+    /// exited, and its last write was ordered before this read (a cluster barrier between,
+    /// or the writer's release and this thread's acquire); nothing writes it concurrently.
+    #[inline(always)]
+    pub unsafe fn read(self) -> T {
+        // SAFETY: forwarded contract.
+        unsafe { T::load_cluster(self.addr) }
+    }
+
+    /// Writes the value (`st.shared::cluster`): visible to the owner after a cluster
+    /// barrier, or a release / acquire pair.
+    ///
+    /// # Safety
+    /// The memory is a `T`, aligned to its size, of a block that has not exited; nothing
+    /// else reads or writes it concurrently.
+    #[inline(always)]
+    pub unsafe fn write(self, value: T) {
+        // SAFETY: forwarded contract.
+        unsafe { T::store_cluster(self.addr, value) }
+    }
+}
+
+/// A value [`Remote::store_async`] writes with one `st.async` (16 bytes: `[u32; 4]`; the
+/// other widths of the instruction are left until a kernel needs them).
+///
+/// # Safety
+/// `store_async` writes exactly `size_of::<Self>()` bytes and completes that many bytes of
+/// transaction count.
+pub unsafe trait AsyncStoreValue: Copy {
+    /// One `st.async` of `value` at `dst`, completing on `bar`.
+    ///
+    /// # Safety
+    /// As [`Remote::store_async`].
+    unsafe fn store_async(dst: SharedCluster<Self>, value: Self, bar: SharedCluster<Mbarrier>);
+}
+
+// SAFETY: `st.async...v4.b32`: 16 bytes, 16 bytes of transaction count.
+unsafe impl AsyncStoreValue for [u32; 4] {
+    #[inline(always)]
+    unsafe fn store_async(
+        dst: SharedCluster<[u32; 4]>,
+        value: [u32; 4],
+        bar: SharedCluster<Mbarrier>,
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe { ptx::st_async_v4_b32(dst, value, bar) }
+    }
+}
+
+impl<T: AsyncStoreValue> Remote<T> {
+    /// Stores `value` asynchronously (`st.async`); when it has landed it completes
+    /// `size_of::<T>()` bytes of transaction count on `done`, a barrier of the same block, so
+    /// the owner waits on its own barrier and needs no cluster barrier to see it.
+    ///
+    /// # Safety
+    /// 1. `done` is in the same block as this memory; that block does not exit before the
+    ///    store lands, and `done`'s current phase expects these bytes (its owner's
+    ///    `expect_tx`) and cannot complete without them.
+    /// 2. Nothing reads or writes this memory until that phase completed.
+    #[inline(always)]
+    pub unsafe fn store_async(self, value: T, done: RemoteBarrier) {
+        // SAFETY: forwarded contract.
+        unsafe { T::store_async(self.addr, value, done.bar) }
+    }
+}
+
+impl Remote<u32> {
+    /// Adds `value` asynchronously (`red.async ... add.u32`), completing 4 bytes of
+    /// transaction count on `done` (as [`Remote::store_async`]).
+    ///
+    /// # Safety
+    /// As [`Remote::store_async`], except that other asynchronous adds to the same word may
+    /// run at the same time (each is atomic; each completes its own 4 bytes).
+    #[inline(always)]
+    pub unsafe fn add_async(self, value: u32, done: RemoteBarrier) {
+        // SAFETY: forwarded contract.
+        unsafe { ptx::red_async_add_u32(self.addr, value, done.bar) }
+    }
+}
+
+/// A [`Barrier`] of a block of this cluster, reached through the cluster window: what
+/// [`Cluster::remote_barrier`] returns.
+#[derive(Clone, Copy)]
+pub struct RemoteBarrier {
+    bar: SharedCluster<Mbarrier>,
+}
+
+impl RemoteBarrier {
+    /// One arrival on the barrier's current phase, releasing this thread's earlier writes
+    /// at cluster scope to whoever waits for that phase with [`wait_parity_cluster`]
+    /// (`mbarrier.arrive.release.cluster.shared::cluster`; a remote arrival yields no
+    /// token).
+    ///
+    /// # Safety
+    /// The block holding the barrier does not exit before the arrival lands, and the phase
+    /// still expects an arrival.
+    #[inline(always)]
+    pub unsafe fn arrive(self) {
+        // SAFETY: forwarded contract.
+        unsafe { ptx::mbarrier_arrive_cluster(self.bar) }
+    }
+
+    /// The `.shared::cluster` address of the mbarrier.
+    #[inline(always)]
+    #[must_use]
+    pub const fn address(self) -> SharedCluster<Mbarrier> {
+        self.bar
+    }
+}
+
+/// Waits until the phase of `barrier` (this block's) with parity `parity` completes,
+/// acquiring at cluster scope what its arrivals released, remote ones included: a loop on
+/// `mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64`.
+#[inline(always)]
+pub fn wait_parity_cluster(barrier: &Barrier, parity: u32) {
+    // SAFETY: a `Barrier` is an initialized mbarrier.
+    while !unsafe { ptx::mbarrier_try_wait_parity_acquire_cluster(barrier.slot(), parity) } {}
+}
+
+/// Copies `bytes` of this block's shared memory at `src` into `dst` in another block of the
+/// cluster by the copy engine (`cp.async.bulk.shared::cluster.shared::cta`), completing
+/// `bytes` of transaction count on `done`, a barrier of `dst`'s block. One thread issues it.
+///
+/// # Safety
+/// 1. `bytes` is a non-zero multiple of 16; `src` and `dst` are 16-byte aligned, `bytes`
+///    long; nothing writes `src` until the copy has read it (the receiver's barrier
+///    completing, told back, says so).
+/// 2. `done` is in `dst`'s block, which does not exit before the copy lands; its current
+///    phase expects these bytes and cannot complete without them; nothing reads `dst`
+///    before it completes.
+#[inline(always)]
+pub unsafe fn copy_to_peer<T>(dst: Remote<T>, src: Shared<T>, bytes: u32, done: RemoteBarrier) {
+    // SAFETY: forwarded contract.
+    unsafe { ptx::cp_async_bulk_shared_to_cluster(dst.addr.cast(), src.addr(), bytes, done.bar) }
+}
+
+/// Copies `bytes` of global memory at `src` into `dst` in every block of the cluster whose
+/// rank is set in `mask`, reading global memory once (`cp.async.bulk...multicast::cluster`);
+/// each block's `barrier` (the same object in each) gets `bytes` of transaction count. One
+/// thread issues it.
+///
+/// # Safety
+/// 1. `bytes` is a non-zero multiple of 16; `src` and `dst` are 16-byte aligned; `src`
+///    holds `bytes` readable bytes.
+/// 2. In every block named by `mask` (only ranks of this cluster): the current phase of
+///    `barrier` expects these bytes and cannot complete without them, nothing reads `dst`
+///    before it completes, and the block does not exit before the copy lands.
+#[inline(always)]
+pub unsafe fn multicast_from_global<T>(
+    dst: Shared<T>,
+    src: *const T,
+    bytes: u32,
+    barrier: &Barrier,
+    mask: u16,
+) {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ptx::cp_async_bulk_global_to_shared_multicast(
+            dst.addr(),
+            src.cast(),
+            bytes,
+            barrier.slot(),
+            mask,
+        )
+    }
+}

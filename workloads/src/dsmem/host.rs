@@ -1,0 +1,668 @@
+//! The DSMEM workloads' host half ([`super`]): sizes (a cluster shape and a distance), the
+//! chains and the global buffer, the grid (as many clusters as the GPU holds at once), the
+//! launches (clusters given at launch) and the exact checks.
+
+use super::entry_points::{BandwidthParams, LatencyParams};
+use super::{
+    BANDWIDTH_KERNELS, BUFFER_BYTES, BUFFER_CHUNKS, BandwidthKernel, BandwidthMode,
+    CHUNKS_PER_THREAD, ChainKind, GLOBAL_SLICES, GLOBAL_STREAM, HOPS, LATENCY_KERNELS,
+    LatencyKernel, LatencyTarget, REPEATS, SHARED_BYTES, THREADS, chain_next, pattern,
+};
+use anyhow::{Result, bail};
+use gpu_runtime::cudarc::driver::CudaSlice;
+use gpu_runtime::{Gpu, Kernel, LaunchConfig};
+use harness::check::{self, CheckReport, POISON};
+use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use ptx_builder::Arch;
+use std::fmt;
+
+/// The largest cluster an H100 / H200 runs (16 with the non-portable opt-in).
+pub const MAX_CLUSTER: u32 = 16;
+
+/// A size: clusters of `blocks` blocks (1-D), each block reaching the one `distance` ranks
+/// after its own. Written `4:1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reach {
+    /// Blocks per cluster (1-D).
+    pub blocks: u32,
+    /// How many ranks on each block's peer is, cyclically (below `blocks`).
+    pub distance: u32,
+}
+
+impl fmt::Display for Reach {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cluster {}, peer +{}", self.blocks, self.distance)
+    }
+}
+
+/// Reads `C:d` (clusters of C blocks, peer d ranks on; `C` alone: d = 1, or 0 for C = 1).
+pub fn parse_reach(text: &str) -> Result<Reach, String> {
+    let bad = || format!("`{text}` is not a cluster size and distance like 4:1");
+    let (blocks, distance) = match text.trim().split_once(':') {
+        Some((c, d)) => (c.trim(), Some(d.trim())),
+        None => (text.trim(), None),
+    };
+    let blocks: u32 = blocks.parse().map_err(|_| bad())?;
+    if !(1..=MAX_CLUSTER).contains(&blocks) {
+        return Err(format!(
+            "`{text}`: a cluster has 1 to {MAX_CLUSTER} blocks on this GPU generation"
+        ));
+    }
+    let distance = match distance {
+        Some(d) => d.parse().map_err(|_| bad())?,
+        None => u32::from(blocks > 1),
+    };
+    if distance >= blocks {
+        return Err(format!(
+            "`{text}`: the distance must be below the cluster's {blocks} blocks"
+        ));
+    }
+    Ok(Reach { blocks, distance })
+}
+
+/// The sizes both workloads run by default: every cluster size, the nearest peer and the
+/// farthest (half way round).
+fn default_reaches() -> Vec<Reach> {
+    [(2, 1), (4, 1), (4, 2), (8, 1), (8, 4), (16, 1), (16, 8)]
+        .map(|(blocks, distance)| Reach { blocks, distance })
+        .to_vec()
+}
+
+/// The grid for `reach`: as many clusters as `kernels` all hold at once (one block per SM:
+/// their shared memory), or why none fits.
+fn grid<P: gpu_runtime::Params>(
+    gpu: &Gpu,
+    reach: Reach,
+    kernels: &[&Kernel<P>],
+) -> Result<Result<u32, String>> {
+    let config = LaunchConfig::linear(reach.blocks, THREADS, SHARED_BYTES).with_cluster([
+        reach.blocks,
+        1,
+        1,
+    ]);
+    let mut clusters = u32::MAX;
+    for kernel in kernels {
+        clusters = clusters.min(kernel.max_active_clusters(gpu, config)?);
+    }
+    if clusters == 0 {
+        return Ok(Err(format!(
+            "no cluster of {} blocks of {THREADS} threads with {} KiB of shared memory each \
+             fits on this GPU",
+            reach.blocks,
+            SHARED_BYTES / 1024
+        )));
+    }
+    Ok(Ok(clusters * reach.blocks))
+}
+
+/// The rank-`distance`-on peer of block `b` (global index) and the block feeding it (the
+/// one whose peer it is), in clusters of `blocks`.
+fn peer_and_feeder(b: u32, reach: Reach) -> (u32, u32) {
+    let (base, rank) = (b - b % reach.blocks, b % reach.blocks);
+    let c = reach.blocks;
+    (
+        base + (rank + reach.distance) % c,
+        base + (rank + c - reach.distance) % c,
+    )
+}
+
+/// Thread `t`'s wrapping sum of one buffer of stream `stream` (its chunks `t + j THREADS`).
+fn buffer_sum(stream: u32, t: u32) -> u32 {
+    let mut sum = 0u32;
+    for j in 0..CHUNKS_PER_THREAD {
+        let chunk = t + j * THREADS;
+        for k in 0..4 {
+            sum = sum.wrapping_add(pattern(stream, 4 * chunk + k));
+        }
+    }
+    sum
+}
+
+// ---------------------------------------------------------------------------------------
+// Latency
+
+/// The latency workload.
+pub struct DsmemLatency;
+
+impl Experiment for LatencyKernel {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn role(&self) -> Role {
+        match self.target {
+            LatencyTarget::Local => Role::Baseline,
+            _ => Role::Library,
+        }
+    }
+    fn style(&self) -> &'static str {
+        match self.target {
+            LatencyTarget::Local => "ld.shared",
+            LatencyTarget::Remote => "ld.shared::cluster",
+            LatencyTarget::L2 => "ld.global.cg (L2)",
+            LatencyTarget::Dram => "ld.global.cg (DRAM)",
+        }
+    }
+    fn stages(&self) -> Option<u32> {
+        None
+    }
+    fn threads(&self) -> Option<u32> {
+        Some(THREADS)
+    }
+    fn shared_bytes(&self) -> Option<u32> {
+        Some(SHARED_BYTES)
+    }
+    fn summary(&self) -> &'static str {
+        match self.target {
+            LatencyTarget::Local => "a dependent chain of loads in the block's own shared memory",
+            LatencyTarget::Remote => {
+                "a dependent chain of loads in another block's shared memory (DSMEM)"
+            }
+            LatencyTarget::L2 => "a dependent chain of loads over 512 KiB of global memory (L2)",
+            LatencyTarget::Dram => "a dependent chain of loads over 256 MiB of global memory",
+        }
+    }
+    fn archs(&self) -> &'static [Arch] {
+        &[Arch::Sm90]
+    }
+}
+
+/// A chain of `kind` on the host: slot `i`'s word (at `i * slot_words`) is its next slot.
+fn chain_words(kind: ChainKind) -> Vec<u32> {
+    let (slots, words) = (kind.slots(), kind.slot_words());
+    let mut chain = vec![0u32; (slots * words) as usize];
+    for i in 0..slots {
+        chain[(i * words) as usize] = chain_next(i, slots);
+    }
+    chain
+}
+
+/// The slot a chain of `slots` reaches from slot 0 in `hops` hops.
+fn chain_end(slots: u32, hops: u32) -> u32 {
+    (0..hops).fold(0, |slot, _| chain_next(slot, slots))
+}
+
+impl Workload for DsmemLatency {
+    type Experiment = LatencyKernel;
+    type Size = Reach;
+    type Problem = LatencyProblem;
+
+    fn name(&self) -> &'static str {
+        "dsmem-latency"
+    }
+    fn summary(&self) -> &'static str {
+        "load-to-use latency of another block's shared memory by cluster size and rank distance, beside local shared memory, L2 and DRAM (sm_90)"
+    }
+    fn experiments(&self) -> &'static [LatencyKernel] {
+        &LATENCY_KERNELS
+    }
+    fn helper_kernels(&self) -> &'static [&'static str] {
+        const HELPERS: &[&str] = &[super::entry_points::dsmem_hang_cluster.name()];
+        HELPERS
+    }
+    fn helper_kernel_archs(&self, _: &str) -> &'static [Arch] {
+        &[Arch::Sm90]
+    }
+    fn device_bytes(&self, _: Reach) -> u64 {
+        [ChainKind::Shared, ChainKind::L2, ChainKind::Dram]
+            .iter()
+            .map(|k| 4 * (k.slots() * k.slot_words()) as u64)
+            .sum::<u64>()
+            + 12 * 1024 * MAX_CLUSTER as u64
+    }
+    fn size_syntax(&self) -> &'static str {
+        "C:d — clusters of C blocks (1-16), each reaching the block d ranks on (0 <= d < C)"
+    }
+    fn parse_size(&self, text: &str) -> Result<Reach, String> {
+        parse_reach(text)
+    }
+    fn default_sizes(&self) -> Vec<Reach> {
+        default_reaches()
+    }
+    fn test_cases(&self) -> Vec<(Values, Reach)> {
+        [(1, 0), (2, 1), (4, 3)]
+            .map(|(blocks, distance)| (Values::Random, Reach { blocks, distance }))
+            .to_vec()
+    }
+    fn prepare(&self, gpu: &Gpu, reach: Reach, _: Inputs) -> Result<LatencyProblem> {
+        let entries: Vec<(&'static LatencyKernel, Kernel<LatencyParams>)> = LATENCY_KERNELS
+            .iter()
+            .map(|k| Ok((k, gpu.entry_point(k.entry)?)))
+            .collect::<Result<_>>()?;
+        let kernels: Vec<_> = entries.iter().map(|(_, k)| k).collect();
+        let grid = grid(gpu, reach, &kernels)?;
+        let blocks = *grid.as_ref().unwrap_or(&reach.blocks) as usize;
+        let upload = |kind| gpu.upload(&chain_words(kind), "a chain");
+        Ok(LatencyProblem {
+            reach,
+            grid,
+            chains: [
+                upload(ChainKind::Shared)?,
+                upload(ChainKind::L2)?,
+                upload(ChainKind::Dram)?,
+            ],
+            end: gpu.zeros(blocks, "the chains' ends")?,
+            cycles: gpu.zeros(blocks, "the cycle counts")?,
+            entries,
+        })
+    }
+}
+
+/// The chains on the GPU, the outputs, the resolved kernels.
+pub struct LatencyProblem {
+    reach: Reach,
+    /// Blocks in the grid, or why no cluster fits.
+    grid: Result<u32, String>,
+    /// The shared-memory, L2 and DRAM chains.
+    chains: [CudaSlice<u32>; 3],
+    end: CudaSlice<u32>,
+    cycles: CudaSlice<u64>,
+    entries: Vec<(&'static LatencyKernel, Kernel<LatencyParams>)>,
+}
+
+impl Problem<LatencyKernel> for LatencyProblem {
+    fn unavailable(&self, _: &LatencyKernel) -> Option<String> {
+        self.grid.as_ref().err().cloned()
+    }
+    fn poison(&mut self, gpu: &Gpu, _: &LatencyKernel) -> Result<()> {
+        Ok(gpu.fill_words(&mut self.end, POISON.to_bits(), "the chains' ends")?)
+    }
+    fn launch(&mut self, gpu: &Gpu, experiment: &LatencyKernel) -> Result<()> {
+        let grid = match &self.grid {
+            Ok(grid) => *grid,
+            Err(why) => bail!("{why}"),
+        };
+        let Some((_, kernel)) = self
+            .entries
+            .iter()
+            .find(|(k, _)| std::ptr::eq(*k, experiment))
+        else {
+            bail!("`{}` is not loaded", experiment.name);
+        };
+        let config = LaunchConfig::linear(grid, THREADS, SHARED_BYTES).with_cluster([
+            self.reach.blocks,
+            1,
+            1,
+        ]);
+        let chain = match experiment.target.chain() {
+            ChainKind::Shared => &self.chains[0],
+            ChainKind::L2 => &self.chains[1],
+            ChainKind::Dram => &self.chains[2],
+        };
+        // SAFETY: blocks of THREADS with SHARED_BYTES, clusters of `reach.blocks` with the
+        // distance below it (parse_reach); the chain of the kernel's target; `end` and
+        // `cycles` hold a word and a count per block of the grid.
+        unsafe {
+            kernel.launch(
+                gpu,
+                config,
+                (
+                    chain,
+                    HOPS,
+                    self.reach.distance,
+                    &mut self.end,
+                    &mut self.cycles,
+                ),
+            )?
+        };
+        Ok(())
+    }
+    fn check(&mut self, gpu: &Gpu, experiment: &LatencyKernel) -> Result<CheckReport> {
+        let grid = *self.grid.as_ref().map_err(|e| anyhow::anyhow!("{e}"))? as usize;
+        let end = gpu.download_range(&self.end, 0..grid, "the chains' ends")?;
+        let expected = chain_end(experiment.target.chain().slots(), HOPS);
+        Ok(check::check_words(&end, &vec![expected; grid]))
+    }
+    fn work(&self) -> Work {
+        Work::Steps(HOPS as u64)
+    }
+    fn note(&mut self, gpu: &Gpu, _: &LatencyKernel) -> Result<Option<String>> {
+        let Ok(grid) = self.grid else {
+            return Ok(None);
+        };
+        let cycles = gpu.download_range(&self.cycles, 0..grid as usize, "the cycle counts")?;
+        let per_hop: Vec<f64> = cycles.iter().map(|&c| c as f64 / HOPS as f64).collect();
+        let mean = per_hop.iter().sum::<f64>() / per_hop.len() as f64;
+        let (min, max) = per_hop
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        Ok(Some(format!(
+            "{mean:.1} cycles/hop ({min:.1}-{max:.1} over {grid} blocks)"
+        )))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Bandwidth
+
+/// The bandwidth workload.
+pub struct DsmemBandwidth;
+
+impl Experiment for BandwidthKernel {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn role(&self) -> Role {
+        match self.mode {
+            BandwidthMode::LocalRead => Role::Baseline,
+            _ => Role::Library,
+        }
+    }
+    fn style(&self) -> &'static str {
+        match self.mode {
+            BandwidthMode::LocalRead => "ld.shared",
+            BandwidthMode::RemoteRead => "ld.shared::cluster",
+            BandwidthMode::RemoteWrite => "st.shared::cluster",
+            BandwidthMode::StAsync => "st.async",
+            BandwidthMode::RedAsync => "red.async",
+            BandwidthMode::BulkCopy => "bulk copy",
+            BandwidthMode::Multicast => "multicast",
+            BandwidthMode::L2Read => "ld.global.cg (L2)",
+            BandwidthMode::DramRead => "ld.global.cg (DRAM)",
+        }
+    }
+    fn stages(&self) -> Option<u32> {
+        match self.mode {
+            BandwidthMode::StAsync
+            | BandwidthMode::RedAsync
+            | BandwidthMode::BulkCopy
+            | BandwidthMode::Multicast => Some(super::STAGES),
+            _ => None,
+        }
+    }
+    fn threads(&self) -> Option<u32> {
+        Some(THREADS)
+    }
+    fn shared_bytes(&self) -> Option<u32> {
+        Some(SHARED_BYTES)
+    }
+    fn summary(&self) -> &'static str {
+        match self.mode {
+            BandwidthMode::RedAsync => {
+                "red.async adds into another block's zeroed stages, completing on its mbarrier"
+            }
+            BandwidthMode::LocalRead => "16-byte loads of the block's own shared memory",
+            BandwidthMode::RemoteRead => "16-byte loads of another block's shared memory",
+            BandwidthMode::RemoteWrite => "16-byte stores into another block's shared memory",
+            BandwidthMode::StAsync => {
+                "16-byte st.async into another block's stages, completing on its mbarrier"
+            }
+            BandwidthMode::BulkCopy => {
+                "16 KiB block-to-block bulk copies into another block's stages"
+            }
+            BandwidthMode::Multicast => {
+                "16 KiB bulk copies from global memory multicast into every block of the cluster"
+            }
+            BandwidthMode::L2Read => "16-byte loads of global memory that hit L2",
+            BandwidthMode::DramRead => "16-byte loads of global memory from DRAM",
+        }
+    }
+    fn archs(&self) -> &'static [Arch] {
+        &[Arch::Sm90]
+    }
+}
+
+/// The global buffer: slice `s` is stream `GLOBAL_STREAM + s`.
+fn global_words() -> Vec<u32> {
+    let words = BUFFER_BYTES / 4;
+    (0..GLOBAL_SLICES)
+        .flat_map(|s| (0..words).map(move |w| pattern(GLOBAL_STREAM + s, w)))
+        .collect()
+}
+
+/// Each thread's expected sum for `mode` on a grid of `grid` blocks.
+fn expected_sums(mode: BandwidthMode, reach: Reach, grid: u32, slice_sums: &[u32]) -> Vec<u32> {
+    let repeats = REPEATS;
+    let mut sums = Vec::with_capacity((grid * THREADS) as usize);
+    for b in 0..grid {
+        let (peer, feeder) = peer_and_feeder(b, reach);
+        for t in 0..THREADS {
+            let global = |s: u32| slice_sums[(s * THREADS + t) as usize];
+            let sum = match mode {
+                BandwidthMode::LocalRead => repeats.wrapping_mul(buffer_sum(b, t)),
+                BandwidthMode::RemoteRead => repeats.wrapping_mul(buffer_sum(peer, t)),
+                BandwidthMode::RemoteWrite => buffer_sum(feeder, t)
+                    .wrapping_add((4 * CHUNKS_PER_THREAD).wrapping_mul(repeats - 1)),
+                BandwidthMode::StAsync | BandwidthMode::RedAsync | BandwidthMode::BulkCopy => {
+                    repeats.wrapping_mul(buffer_sum(feeder, t))
+                }
+                BandwidthMode::Multicast => repeats.wrapping_mul(global(b / reach.blocks)),
+                BandwidthMode::L2Read => repeats.wrapping_mul(global(b)),
+                BandwidthMode::DramRead => (0..repeats).fold(0u32, |sum, r| {
+                    let s = ((b as u64 + r as u64 * grid as u64) % GLOBAL_SLICES as u64) as u32;
+                    sum.wrapping_add(global(s))
+                }),
+            };
+            sums.push(sum);
+        }
+    }
+    sums
+}
+
+impl Workload for DsmemBandwidth {
+    type Experiment = BandwidthKernel;
+    type Size = Reach;
+    type Problem = BandwidthProblem;
+
+    fn name(&self) -> &'static str {
+        "dsmem-bandwidth"
+    }
+    fn summary(&self) -> &'static str {
+        "bandwidth of another block's shared memory (loads, stores, st.async, bulk and multicast copies) by cluster size, beside local shared memory, L2 and DRAM (sm_90)"
+    }
+    fn experiments(&self) -> &'static [BandwidthKernel] {
+        &BANDWIDTH_KERNELS
+    }
+    fn device_bytes(&self, _: Reach) -> u64 {
+        GLOBAL_SLICES as u64 * BUFFER_BYTES as u64 + 4 * (THREADS * 1024) as u64
+    }
+    fn size_syntax(&self) -> &'static str {
+        "C:d — clusters of C blocks (1-16), each reaching the block d ranks on (0 <= d < C)"
+    }
+    fn parse_size(&self, text: &str) -> Result<Reach, String> {
+        parse_reach(text)
+    }
+    fn default_sizes(&self) -> Vec<Reach> {
+        default_reaches()
+    }
+    fn test_cases(&self) -> Vec<(Values, Reach)> {
+        [(1, 0), (2, 1), (4, 3)]
+            .map(|(blocks, distance)| (Values::Random, Reach { blocks, distance }))
+            .to_vec()
+    }
+    fn prepare(&self, gpu: &Gpu, reach: Reach, _: Inputs) -> Result<BandwidthProblem> {
+        let entries: Vec<(&'static BandwidthKernel, Kernel<BandwidthParams>)> = BANDWIDTH_KERNELS
+            .iter()
+            .map(|k| Ok((k, gpu.entry_point(k.entry)?)))
+            .collect::<Result<_>>()?;
+        let kernels: Vec<_> = entries.iter().map(|(_, k)| k).collect();
+        let grid = grid(gpu, reach, &kernels)?;
+        let blocks = *grid.as_ref().unwrap_or(&reach.blocks);
+        if blocks > GLOBAL_SLICES {
+            bail!("{blocks} blocks: more than the {GLOBAL_SLICES} slices of the global buffer");
+        }
+        let global = global_words();
+        let slice_sums = (0..GLOBAL_SLICES)
+            .flat_map(|s| (0..THREADS).map(move |t| buffer_sum(GLOBAL_STREAM + s, t)))
+            .collect();
+        debug_assert_eq!(global.len(), (GLOBAL_SLICES * BUFFER_CHUNKS * 4) as usize);
+        Ok(BandwidthProblem {
+            reach,
+            grid,
+            global: gpu.upload(&global, "the global buffer")?,
+            sums: gpu.zeros((blocks * THREADS) as usize, "the sums")?,
+            slice_sums,
+            entries,
+        })
+    }
+}
+
+/// The global buffer, the sums, the resolved kernels.
+pub struct BandwidthProblem {
+    reach: Reach,
+    grid: Result<u32, String>,
+    /// `GLOBAL_SLICES` slices of `BUFFER_BYTES`, as words.
+    global: CudaSlice<u32>,
+    sums: CudaSlice<u32>,
+    /// Each slice's per-thread sum (`buffer_sum` of its stream), `slice * THREADS + t`.
+    slice_sums: Vec<u32>,
+    entries: Vec<(&'static BandwidthKernel, Kernel<BandwidthParams>)>,
+}
+
+impl Problem<BandwidthKernel> for BandwidthProblem {
+    fn unavailable(&self, _: &BandwidthKernel) -> Option<String> {
+        self.grid.as_ref().err().cloned()
+    }
+    fn poison(&mut self, gpu: &Gpu, _: &BandwidthKernel) -> Result<()> {
+        Ok(gpu.fill_words(&mut self.sums, POISON.to_bits(), "the sums")?)
+    }
+    fn launch(&mut self, gpu: &Gpu, experiment: &BandwidthKernel) -> Result<()> {
+        let grid = match &self.grid {
+            Ok(grid) => *grid,
+            Err(why) => bail!("{why}"),
+        };
+        let Some((_, kernel)) = self
+            .entries
+            .iter()
+            .find(|(k, _)| std::ptr::eq(*k, experiment))
+        else {
+            bail!("`{}` is not loaded", experiment.name);
+        };
+        let config = LaunchConfig::linear(grid, THREADS, SHARED_BYTES).with_cluster([
+            self.reach.blocks,
+            1,
+            1,
+        ]);
+        // SAFETY: blocks of THREADS with SHARED_BYTES, a grid of whole clusters of
+        // `reach.blocks` (at most GLOBAL_SLICES blocks: prepare), the distance below the
+        // cluster's size; `global` holds GLOBAL_SLICES slices (16-byte aligned: a driver
+        // allocation), `sums` a word per thread of the grid.
+        unsafe {
+            kernel.launch(
+                gpu,
+                config,
+                (
+                    &self.global,
+                    GLOBAL_SLICES,
+                    REPEATS,
+                    self.reach.distance,
+                    &mut self.sums,
+                ),
+            )?
+        };
+        Ok(())
+    }
+    fn check(&mut self, gpu: &Gpu, experiment: &BandwidthKernel) -> Result<CheckReport> {
+        let grid = *self.grid.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let sums = gpu.download(&self.sums, "the sums")?;
+        let expected = expected_sums(experiment.mode, self.reach, grid, &self.slice_sums);
+        Ok(check::check_words(&sums, &expected))
+    }
+    fn work(&self) -> Work {
+        let grid = *self.grid.as_ref().unwrap_or(&0) as u64;
+        Work::Bytes(grid * REPEATS as u64 * BUFFER_BYTES as u64)
+    }
+    fn note(&mut self, _: &Gpu, _: &BandwidthKernel) -> Result<Option<String>> {
+        Ok(self.grid.as_ref().ok().map(|grid| {
+            format!(
+                "{grid} blocks in {} clusters, one per SM",
+                grid / self.reach.blocks
+            )
+        }))
+    }
+}
+
+/// Launches the kernel that deadlocks a cluster on purpose (`dsmem_hang_cluster`: one
+/// cluster of two blocks) and waits for it under the watchdog with `limit`: the result is the
+/// watchdog's error (or, if the GPU somehow finished it, an error saying so).
+pub fn run_cluster_hang(gpu: &Gpu, limit: std::time::Duration) -> Result<()> {
+    let _limit = gpu.time_limit_for(limit);
+    let entry = super::entry_points::dsmem_hang_cluster;
+    let kernel = gpu.entry_point(entry)?;
+    let config = LaunchConfig::linear(2, super::HANG_THREADS, 8).with_cluster([2, 1, 1]);
+    // SAFETY: dsmem_hang_cluster() takes no parameters; one cluster of two blocks of
+    // HANG_THREADS threads with 8 bytes of dynamic shared memory.
+    unsafe { kernel.launch(gpu, config, ())? };
+    let name = entry.name();
+    gpu.synchronize(|| format!("running `{name}`, which deadlocks its cluster on purpose"))?;
+    bail!("`{name}` finished, but its cluster waits for itself")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_or_say_why_not() {
+        assert_eq!(
+            parse_reach("4:1").unwrap(),
+            Reach {
+                blocks: 4,
+                distance: 1
+            }
+        );
+        assert_eq!(parse_reach("8").unwrap().distance, 1);
+        assert_eq!(parse_reach("1").unwrap().distance, 0);
+        assert!(parse_reach("4:4").unwrap_err().contains("below"));
+        assert!(parse_reach("17:1").unwrap_err().contains("1 to 16"));
+        assert!(parse_reach("0").unwrap_err().contains("1 to 16"));
+        assert!(parse_reach("x:1").unwrap_err().contains("like 4:1"));
+        assert_eq!(
+            parse_reach("16:8").unwrap().to_string(),
+            "cluster 16, peer +8"
+        );
+    }
+
+    #[test]
+    fn peers_and_feeders_stay_in_the_cluster_and_pair_up() {
+        let reach = Reach {
+            blocks: 4,
+            distance: 3,
+        };
+        for b in 0..16 {
+            let (peer, feeder) = peer_and_feeder(b, reach);
+            assert_eq!(peer / 4, b / 4);
+            assert_eq!(feeder / 4, b / 4);
+            assert_eq!(peer_and_feeder(peer, reach).1, b);
+        }
+        assert_eq!(peer_and_feeder(5, reach), (4, 6));
+    }
+
+    #[test]
+    fn chains_visit_every_slot_once() {
+        for slots in [super::super::SHORT_CHAIN_SLOTS, 1 << 12] {
+            let mut seen = vec![false; slots as usize];
+            let mut slot = 0;
+            for _ in 0..slots {
+                assert!(!seen[slot as usize]);
+                seen[slot as usize] = true;
+                slot = chain_next(slot, slots);
+            }
+            assert_eq!(slot, 0);
+        }
+        let chain = chain_words(ChainKind::L2);
+        assert_eq!(chain.len(), 4096 * 32);
+        assert_eq!(chain[32 * 5], chain_next(5, 4096));
+        assert_eq!(chain_end(4096, 4096), 0);
+        assert_ne!(chain_end(4096, HOPS - 1), chain_end(4096, HOPS));
+    }
+
+    #[test]
+    fn expected_sums_follow_each_mode() {
+        let reach = Reach {
+            blocks: 2,
+            distance: 1,
+        };
+        let slice_sums: Vec<u32> = (0..GLOBAL_SLICES * THREADS).collect();
+        let local = expected_sums(BandwidthMode::LocalRead, reach, 2, &slice_sums);
+        let remote = expected_sums(BandwidthMode::RemoteRead, reach, 2, &slice_sums);
+        // In a cluster of two, each block reads the other's buffer.
+        let t = THREADS as usize;
+        assert_eq!(remote[..t], local[t..]);
+        assert_eq!(remote[t..], local[..t]);
+        let dram = expected_sums(BandwidthMode::DramRead, reach, 2, &slice_sums);
+        assert_ne!(
+            dram,
+            expected_sums(BandwidthMode::L2Read, reach, 2, &slice_sums)
+        );
+    }
+}
