@@ -20,61 +20,112 @@ use std::fmt;
 pub const MAX_CLUSTER: u32 = 16;
 
 /// A size: clusters of `blocks` blocks (1-D), each block reaching the one `distance` ranks
-/// after its own. Written `4:1`.
+/// after its own, and optionally fewer steps than the workload's own (hops of a chain,
+/// repeats of a buffer: a sanitizer run at a sensible speed). Written `4:1` or `4:1:8`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reach {
     /// Blocks per cluster (1-D).
     pub blocks: u32,
     /// How many ranks on each block's peer is, cyclically (below `blocks`).
     pub distance: u32,
+    /// Hops or repeats per launch, if not the workload's [`HOPS`] / [`REPEATS`].
+    pub steps: Option<u32>,
+}
+
+impl Reach {
+    /// Clusters of `blocks`, the peer `distance` on, the workload's own steps.
+    pub const fn new(blocks: u32, distance: u32) -> Reach {
+        Reach {
+            blocks,
+            distance,
+            steps: None,
+        }
+    }
+    /// Hops per latency launch.
+    pub fn hops(self) -> u32 {
+        self.steps.unwrap_or(HOPS)
+    }
+    /// Repeats per bandwidth launch.
+    pub fn repeats(self) -> u32 {
+        self.steps.unwrap_or(REPEATS)
+    }
 }
 
 impl fmt::Display for Reach {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cluster {}, peer +{}", self.blocks, self.distance)
+        write!(f, "cluster {}, peer +{}", self.blocks, self.distance)?;
+        match self.steps {
+            Some(steps) => write!(f, ", {steps} steps"),
+            None => Ok(()),
+        }
     }
 }
 
-/// Reads `C:d` (clusters of C blocks, peer d ranks on; `C` alone: d = 1, or 0 for C = 1).
+/// Reads `C:d[:N]` (clusters of C blocks, peer d ranks on, N hops or repeats; `C` alone:
+/// d = 1).
 pub fn parse_reach(text: &str) -> Result<Reach, String> {
-    let bad = || format!("`{text}` is not a cluster size and distance like 4:1");
-    let (blocks, distance) = match text.trim().split_once(':') {
-        Some((c, d)) => (c.trim(), Some(d.trim())),
-        None => (text.trim(), None),
+    let bad = || format!("`{text}` is not a cluster size and distance like 4:1 (or 4:1:8)");
+    let mut fields = text.trim().splitn(3, ':').map(str::trim);
+    let blocks = fields.next().unwrap_or_default();
+    let distance = fields.next();
+    let steps = match fields.next() {
+        Some(n) => match n.parse::<u32>() {
+            Ok(n) if (1..=1 << 24).contains(&n) => Some(n),
+            _ => return Err(format!("`{text}`: the steps are 1 to {}", 1 << 24)),
+        },
+        None => None,
     };
     let blocks: u32 = blocks.parse().map_err(|_| bad())?;
-    if !(1..=MAX_CLUSTER).contains(&blocks) {
+    if !(2..=MAX_CLUSTER).contains(&blocks) {
         return Err(format!(
-            "`{text}`: a cluster has 1 to {MAX_CLUSTER} blocks on this GPU generation"
+            "`{text}`: a cluster here has 2 to {MAX_CLUSTER} blocks (the most this GPU \
+             generation runs)"
         ));
     }
     let distance = match distance {
         Some(d) => d.parse().map_err(|_| bad())?,
-        None => u32::from(blocks > 1),
+        None => 1,
     };
-    if distance >= blocks {
+    if !(1..blocks).contains(&distance) {
         return Err(format!(
-            "`{text}`: the distance must be below the cluster's {blocks} blocks"
+            "`{text}`: the distance is 1 to {} (another block of the cluster's {blocks})",
+            blocks - 1
         ));
     }
-    Ok(Reach { blocks, distance })
+    Ok(Reach {
+        blocks,
+        distance,
+        steps,
+    })
 }
 
 /// The sizes both workloads run by default: every cluster size, the nearest peer and the
 /// farthest (half way round).
 fn default_reaches() -> Vec<Reach> {
     [(2, 1), (4, 1), (4, 2), (8, 1), (8, 4), (16, 1), (16, 8)]
-        .map(|(blocks, distance)| Reach { blocks, distance })
+        .map(|(blocks, distance)| Reach::new(blocks, distance))
         .to_vec()
 }
 
+/// Whether the loaded code is the sm_90 module, which alone holds these kernels (an sm_80
+/// run lists them as unavailable).
+fn sm90(gpu: &Gpu) -> bool {
+    gpu.info().arch == Arch::Sm90
+}
+
 /// The grid for `reach`: as many clusters as `kernels` all hold at once (one block per SM:
-/// their shared memory), or why none fits.
+/// their shared memory), or why none fits (none given: the code is not sm_90's).
 fn grid<P: gpu_runtime::Params>(
     gpu: &Gpu,
     reach: Reach,
     kernels: &[&Kernel<P>],
 ) -> Result<Result<u32, String>> {
+    if kernels.is_empty() {
+        return Ok(Err(format!(
+            "needs the sm_90 code; this is the {} code",
+            gpu.info().code_label()
+        )));
+    }
     let config = LaunchConfig::linear(reach.blocks, THREADS, SHARED_BYTES).with_cluster([
         reach.blocks,
         1,
@@ -176,9 +227,11 @@ fn chain_words(kind: ChainKind) -> Vec<u32> {
     chain
 }
 
-/// The slot a chain of `slots` reaches from slot 0 in `hops` hops.
-fn chain_end(slots: u32, hops: u32) -> u32 {
-    (0..hops).fold(0, |slot, _| chain_next(slot, slots))
+/// The slot block `block` of `grid` reaches in `hops` hops on a chain of `slots` (walked
+/// step by step: the check does not trust `chain_jump`, which the kernel uses to start).
+fn chain_end(block: u32, grid: u32, slots: u32, hops: u32) -> u32 {
+    let start = (0..block * (slots / grid)).fold(0, |slot, _| chain_next(slot, slots));
+    (0..hops).fold(start, |slot, _| chain_next(slot, slots))
 }
 
 impl Workload for DsmemLatency {
@@ -210,7 +263,7 @@ impl Workload for DsmemLatency {
             + 12 * 1024 * MAX_CLUSTER as u64
     }
     fn size_syntax(&self) -> &'static str {
-        "C:d — clusters of C blocks (1-16), each reaching the block d ranks on (0 <= d < C)"
+        "C:d[:N] — clusters of C blocks (2-16), each reaching the block d ranks on (1 <= d < C); N hops or repeats per launch (default: the workload's)"
     }
     fn parse_size(&self, text: &str) -> Result<Reach, String> {
         parse_reach(text)
@@ -219,15 +272,19 @@ impl Workload for DsmemLatency {
         default_reaches()
     }
     fn test_cases(&self) -> Vec<(Values, Reach)> {
-        [(1, 0), (2, 1), (4, 3)]
-            .map(|(blocks, distance)| (Values::Random, Reach { blocks, distance }))
+        [(2, 1), (4, 3), (16, 8)]
+            .map(|(blocks, distance)| (Values::Random, Reach::new(blocks, distance)))
             .to_vec()
     }
     fn prepare(&self, gpu: &Gpu, reach: Reach, _: Inputs) -> Result<LatencyProblem> {
-        let entries: Vec<(&'static LatencyKernel, Kernel<LatencyParams>)> = LATENCY_KERNELS
-            .iter()
-            .map(|k| Ok((k, gpu.entry_point(k.entry)?)))
-            .collect::<Result<_>>()?;
+        let entries: Vec<(&'static LatencyKernel, Kernel<LatencyParams>)> = if sm90(gpu) {
+            LATENCY_KERNELS
+                .iter()
+                .map(|k| Ok((k, gpu.entry_point(k.entry)?)))
+                .collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
         let kernels: Vec<_> = entries.iter().map(|(_, k)| k).collect();
         let grid = grid(gpu, reach, &kernels)?;
         let blocks = *grid.as_ref().unwrap_or(&reach.blocks) as usize;
@@ -297,7 +354,7 @@ impl Problem<LatencyKernel> for LatencyProblem {
                 config,
                 (
                     chain,
-                    HOPS,
+                    self.reach.hops(),
                     self.reach.distance,
                     &mut self.end,
                     &mut self.cycles,
@@ -309,18 +366,22 @@ impl Problem<LatencyKernel> for LatencyProblem {
     fn check(&mut self, gpu: &Gpu, experiment: &LatencyKernel) -> Result<CheckReport> {
         let grid = *self.grid.as_ref().map_err(|e| anyhow::anyhow!("{e}"))? as usize;
         let end = gpu.download_range(&self.end, 0..grid, "the chains' ends")?;
-        let expected = chain_end(experiment.target.chain().slots(), HOPS);
-        Ok(check::check_words(&end, &vec![expected; grid]))
+        let slots = experiment.target.chain().slots();
+        let expected: Vec<u32> = (0..grid as u32)
+            .map(|b| chain_end(b, grid as u32, slots, self.reach.hops()))
+            .collect();
+        Ok(check::check_words(&end, &expected))
     }
     fn work(&self) -> Work {
-        Work::Steps(HOPS as u64)
+        Work::Steps(self.reach.hops() as u64)
     }
     fn note(&mut self, gpu: &Gpu, _: &LatencyKernel) -> Result<Option<String>> {
         let Ok(grid) = self.grid else {
             return Ok(None);
         };
         let cycles = gpu.download_range(&self.cycles, 0..grid as usize, "the cycle counts")?;
-        let per_hop: Vec<f64> = cycles.iter().map(|&c| c as f64 / HOPS as f64).collect();
+        let hops = self.reach.hops() as f64;
+        let per_hop: Vec<f64> = cycles.iter().map(|&c| c as f64 / hops).collect();
         let mean = per_hop.iter().sum::<f64>() / per_hop.len() as f64;
         let (min, max) = per_hop
             .iter()
@@ -411,7 +472,7 @@ fn global_words() -> Vec<u32> {
 
 /// Each thread's expected sum for `mode` on a grid of `grid` blocks.
 fn expected_sums(mode: BandwidthMode, reach: Reach, grid: u32, slice_sums: &[u32]) -> Vec<u32> {
-    let repeats = REPEATS;
+    let repeats = reach.repeats();
     let mut sums = Vec::with_capacity((grid * THREADS) as usize);
     for b in 0..grid {
         let (peer, feeder) = peer_and_feeder(b, reach);
@@ -456,7 +517,7 @@ impl Workload for DsmemBandwidth {
         GLOBAL_SLICES as u64 * BUFFER_BYTES as u64 + 4 * (THREADS * 1024) as u64
     }
     fn size_syntax(&self) -> &'static str {
-        "C:d — clusters of C blocks (1-16), each reaching the block d ranks on (0 <= d < C)"
+        "C:d[:N] — clusters of C blocks (2-16), each reaching the block d ranks on (1 <= d < C); N hops or repeats per launch (default: the workload's)"
     }
     fn parse_size(&self, text: &str) -> Result<Reach, String> {
         parse_reach(text)
@@ -465,15 +526,19 @@ impl Workload for DsmemBandwidth {
         default_reaches()
     }
     fn test_cases(&self) -> Vec<(Values, Reach)> {
-        [(1, 0), (2, 1), (4, 3)]
-            .map(|(blocks, distance)| (Values::Random, Reach { blocks, distance }))
+        [(2, 1), (4, 3), (16, 8)]
+            .map(|(blocks, distance)| (Values::Random, Reach::new(blocks, distance)))
             .to_vec()
     }
     fn prepare(&self, gpu: &Gpu, reach: Reach, _: Inputs) -> Result<BandwidthProblem> {
-        let entries: Vec<(&'static BandwidthKernel, Kernel<BandwidthParams>)> = BANDWIDTH_KERNELS
-            .iter()
-            .map(|k| Ok((k, gpu.entry_point(k.entry)?)))
-            .collect::<Result<_>>()?;
+        let entries: Vec<(&'static BandwidthKernel, Kernel<BandwidthParams>)> = if sm90(gpu) {
+            BANDWIDTH_KERNELS
+                .iter()
+                .map(|k| Ok((k, gpu.entry_point(k.entry)?)))
+                .collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
         let kernels: Vec<_> = entries.iter().map(|(_, k)| k).collect();
         let grid = grid(gpu, reach, &kernels)?;
         let blocks = *grid.as_ref().unwrap_or(&reach.blocks);
@@ -543,7 +608,7 @@ impl Problem<BandwidthKernel> for BandwidthProblem {
                 (
                     &self.global,
                     GLOBAL_SLICES,
-                    REPEATS,
+                    self.reach.repeats(),
                     self.reach.distance,
                     &mut self.sums,
                 ),
@@ -559,7 +624,7 @@ impl Problem<BandwidthKernel> for BandwidthProblem {
     }
     fn work(&self) -> Work {
         let grid = *self.grid.as_ref().unwrap_or(&0) as u64;
-        Work::Bytes(grid * REPEATS as u64 * BUFFER_BYTES as u64)
+        Work::Bytes(grid * self.reach.repeats() as u64 * BUFFER_BYTES as u64)
     }
     fn note(&mut self, _: &Gpu, _: &BandwidthKernel) -> Result<Option<String>> {
         Ok(self.grid.as_ref().ok().map(|grid| {
@@ -593,19 +658,16 @@ mod tests {
 
     #[test]
     fn sizes_parse_or_say_why_not() {
-        assert_eq!(
-            parse_reach("4:1").unwrap(),
-            Reach {
-                blocks: 4,
-                distance: 1
-            }
-        );
+        assert_eq!(parse_reach("4:1").unwrap(), Reach::new(4, 1));
+        assert_eq!(parse_reach(" 4 : 3 : 8 ").unwrap().steps, Some(8));
+        assert!(parse_reach("4:1:0").unwrap_err().contains("steps"));
         assert_eq!(parse_reach("8").unwrap().distance, 1);
-        assert_eq!(parse_reach("1").unwrap().distance, 0);
-        assert!(parse_reach("4:4").unwrap_err().contains("below"));
-        assert!(parse_reach("17:1").unwrap_err().contains("1 to 16"));
-        assert!(parse_reach("0").unwrap_err().contains("1 to 16"));
+        assert!(parse_reach("1").unwrap_err().contains("2 to 16"));
+        assert!(parse_reach("4:4").unwrap_err().contains("1 to 3"));
+        assert!(parse_reach("4:0").unwrap_err().contains("1 to 3"));
+        assert!(parse_reach("17:1").unwrap_err().contains("2 to 16"));
         assert!(parse_reach("x:1").unwrap_err().contains("like 4:1"));
+        assert!(parse_reach("4:x").unwrap_err().contains("like 4:1"));
         assert_eq!(
             parse_reach("16:8").unwrap().to_string(),
             "cluster 16, peer +8"
@@ -614,10 +676,7 @@ mod tests {
 
     #[test]
     fn peers_and_feeders_stay_in_the_cluster_and_pair_up() {
-        let reach = Reach {
-            blocks: 4,
-            distance: 3,
-        };
+        let reach = Reach::new(4, 3);
         for b in 0..16 {
             let (peer, feeder) = peer_and_feeder(b, reach);
             assert_eq!(peer / 4, b / 4);
@@ -642,16 +701,24 @@ mod tests {
         let chain = chain_words(ChainKind::L2);
         assert_eq!(chain.len(), 4096 * 32);
         assert_eq!(chain[32 * 5], chain_next(5, 4096));
-        assert_eq!(chain_end(4096, 4096), 0);
-        assert_ne!(chain_end(4096, HOPS - 1), chain_end(4096, HOPS));
+        assert_eq!(chain_end(0, 1, 4096, 4096), 0);
+        assert_ne!(chain_end(0, 1, 4096, 99), chain_end(0, 1, 4096, 100));
+        // The kernels' jump lands where walking does.
+        for (steps, slots) in [(0, 4096), (1, 4096), (12345, 4096), (5_000_000, 1 << 23)] {
+            let walked = (0..steps).fold(0, |slot, _| chain_next(slot, slots));
+            assert_eq!(super::super::chain_jump(steps, slots), walked, "{steps}");
+        }
+        assert_eq!(
+            chain_end(3, 132, 1 << 23, 10),
+            (0..10).fold(super::super::chain_start(3, 132, 1 << 23), |s, _| {
+                chain_next(s, 1 << 23)
+            })
+        );
     }
 
     #[test]
     fn expected_sums_follow_each_mode() {
-        let reach = Reach {
-            blocks: 2,
-            distance: 1,
-        };
+        let reach = Reach::new(2, 1);
         let slice_sums: Vec<u32> = (0..GLOBAL_SLICES * THREADS).collect();
         let local = expected_sums(BandwidthMode::LocalRead, reach, 2, &slice_sums);
         let remote = expected_sums(BandwidthMode::RemoteRead, reach, 2, &slice_sums);

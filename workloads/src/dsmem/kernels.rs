@@ -4,7 +4,7 @@
 use super::{
     BARRIERS_OFFSET, BUFFER_CHUNKS, BandwidthMode, CHUNKS_PER_THREAD, LatencyTarget,
     RECEIVE_OFFSET, SHORT_CHAIN_SLOTS, SOURCE_OFFSET, STAGE_BYTES, STAGE_CHUNKS, STAGES,
-    STAGES_OFFSET, THREADS, pattern,
+    STAGES_OFFSET, THREADS, chain_start, pattern,
 };
 use gpu::barrier::Barrier;
 use gpu::cluster::{self, Cluster};
@@ -68,8 +68,8 @@ pub(super) unsafe fn latency(
     // SAFETY: every thread of the cluster runs this, warp by warp.
     unsafe { cluster.sync() };
     if tid == 0 {
-        let words = target.chain().slot_words();
-        let mut slot = 0u32;
+        let (slots, words) = (target.chain().slots(), target.chain().slot_words());
+        let mut slot = chain_start(ptx::block_idx_x(), ptx::grid_dim_x(), slots);
         let start = ptx::clock64();
         match target {
             LatencyTarget::Local => {

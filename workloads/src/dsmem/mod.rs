@@ -61,8 +61,10 @@ pub const HOPS: u32 = 1 << 16;
 /// Slots of the shared-memory chain (one word each: 16 KiB) and of the L2 chain (one
 /// 128-byte line each: 512 KiB).
 pub const SHORT_CHAIN_SLOTS: u32 = 4096;
-/// Slots of the DRAM chain: 2^21 lines, 256 MiB (far past L2's 50 MiB).
-pub const DRAM_CHAIN_SLOTS: u32 = 1 << 21;
+/// Slots of the DRAM chain: 2^23 lines, 1 GiB. Each block walks its own stretch of it
+/// ([`chain_start`]), so one launch touches `grid * HOPS` lines (1 GiB at 132 blocks): far
+/// past L2's 50 MiB, and the next launch finds none of them there.
+pub const DRAM_CHAIN_SLOTS: u32 = 1 << 23;
 /// Slices of the bandwidth workload's global buffer: 8192 x 32 KiB = 256 MiB. Block `b`'s
 /// L2 slice is slice `b` (the L2 experiment's whole footprint is the grid's slices, 4 MiB
 /// at 132 blocks); the DRAM experiment walks all of them.
@@ -107,6 +109,35 @@ pub const fn chain_next(i: u32, slots: u32) -> u32 {
     i.wrapping_mul(1_664_525).wrapping_add(1_013_904_223) & (slots - 1)
 }
 
+/// The slot `steps` steps along a chain of `slots` slots from slot 0 ([`chain_next`] applied
+/// `steps` times), in O(log steps): the affine step composed with itself by squaring.
+#[inline(always)]
+pub const fn chain_jump(steps: u32, slots: u32) -> u32 {
+    // f(x) = a x + c (mod 2^32: reducing mod slots afterwards gives the same slot).
+    let (mut a, mut c) = (1_664_525u32, 1_013_904_223u32);
+    // The accumulated power of f, starting from the identity.
+    let (mut ra, mut rc) = (1u32, 0u32);
+    let mut n = steps;
+    while n > 0 {
+        if n & 1 == 1 {
+            ra = a.wrapping_mul(ra);
+            rc = a.wrapping_mul(rc).wrapping_add(c);
+        }
+        c = a.wrapping_mul(c).wrapping_add(c);
+        a = a.wrapping_mul(a);
+        n >>= 1;
+    }
+    let _ = ra;
+    rc & (slots - 1)
+}
+
+/// Where block `block` of `grid` starts on a chain of `slots`: `block * (slots / grid)` steps
+/// along it, so the blocks walk disjoint stretches (for up to `slots / grid` hops).
+#[inline(always)]
+pub const fn chain_start(block: u32, grid: u32, slots: u32) -> u32 {
+    chain_jump(block * (slots / grid), slots)
+}
+
 /// Which chain a latency experiment follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ChainKind {
@@ -114,7 +145,8 @@ pub enum ChainKind {
     Shared,
     /// [`SHORT_CHAIN_SLOTS`] lines in global memory: L2 hits after the first pass.
     L2,
-    /// [`DRAM_CHAIN_SLOTS`] lines in global memory: misses.
+    /// [`DRAM_CHAIN_SLOTS`] lines in global memory: misses (and TLB misses: the lines are
+    /// spread over 1 GiB).
     Dram,
 }
 
