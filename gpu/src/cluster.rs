@@ -117,11 +117,14 @@ impl Cluster {
     /// The object at `local` in this block's shared memory, in block `rank`'s (`mapa`).
     ///
     /// # Panics
-    /// If `rank` is not a rank of this cluster (a trap: the launch fails).
+    /// If `rank` is not a rank of this cluster: a `trap` (the launch fails). A trap, not a
+    /// panic message: its formatting would put a frame in local memory.
     #[inline(always)]
     #[must_use]
     pub fn remote<T>(self, local: Shared<T>, rank: u32) -> Remote<T> {
-        assert!(rank < self.size, "no such rank in this cluster");
+        if rank >= self.size {
+            ptx::trap();
+        }
         Remote {
             addr: ptx::mapa(local, rank),
         }

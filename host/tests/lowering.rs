@@ -1094,12 +1094,58 @@ fn gemm_styles_wait_as_documented() {
                     assert!(!view.has_ptx("mbarrier"), "{entry} ({arch})");
                     assert!(has_sass(view, "BAR.SYNC"), "{entry} ({arch})");
                 }
-                GemmStyle::Tma { .. } | GemmStyle::TmaB { .. } => {
+                GemmStyle::Tma { .. } | GemmStyle::TmaB { .. } | GemmStyle::SplitK { .. } => {
                     unreachable!("not in gemm_entries")
                 }
             }
         }
     }
+}
+
+/// Split K (sm_90): each entry point runs the thread pipeline's mainloop (its
+/// `cp.async.wait_group STAGES - 2`) and reduces through the cluster — cluster barriers, `mapa`
+/// and DSMEM loads, in SASS `UCGABAR_*` — with no local memory; the sm_80 PTX has none of them.
+#[test]
+fn split_k_reduces_through_the_cluster() {
+    use workloads::gemm::{GEMM_KERNELS, GemmStyle};
+    let mut families = 0;
+    for family in GEMM_KERNELS {
+        let GemmStyle::SplitK { stages, .. } = family.style else {
+            continue;
+        };
+        families += 1;
+        let (aligned, any) = family.entry_names();
+        for entry in [aligned, any.expect("a 4-byte entry point")] {
+            assert!(
+                !inspection(Arch::Sm80).kernels.contains_key(entry),
+                "{entry} in the sm_80 PTX"
+            );
+            let view = kernel(Arch::Sm90, entry);
+            for op in [
+                "barrier.cluster.arrive.release.aligned",
+                "barrier.cluster.wait.acquire.aligned",
+                "mapa.shared::cluster.u32",
+                "ld.shared::cluster.v4.b32",
+                "cp.async.commit_group",
+            ] {
+                assert!(view.has_ptx(op), "{entry} lacks {op}");
+            }
+            let expected = (stages - 2).to_string();
+            assert!(
+                view.ptx
+                    .iter()
+                    .filter(|i| i.opcode == "cp.async.wait_group")
+                    .all(|i| i.operands == expected),
+                "{entry}: waits other than {expected}"
+            );
+            assert!(has_sass(view, "UCGABAR_ARV"), "{entry}");
+            assert!(
+                !view.has_ptx("ld.local") && !view.has_ptx("st.local"),
+                "{entry}"
+            );
+        }
+    }
+    assert_eq!(families, 6);
 }
 
 /// The multiply is unrolled into registers: the kernel's FFMAs are whole rank-1 updates

@@ -81,7 +81,7 @@ impl Experiment for GemmExperiment {
     fn shared_bytes(&self) -> Option<u32> {
         match self {
             GemmExperiment::Cublas => None,
-            GemmExperiment::Kernel(k) => Some(k.layout().bytes),
+            GemmExperiment::Kernel(k) => Some(k.shared_bytes()),
         }
     }
     fn summary(&self) -> &'static str {
@@ -372,8 +372,8 @@ impl Problem<GemmExperiment> for GemmProblem {
                 let config = LaunchConfig {
                     grid: kernel.grid(m, n),
                     threads: kernel.threads(),
-                    shared_bytes: kernel.layout().bytes,
-                    cluster: NO_CLUSTER,
+                    shared_bytes: kernel.shared_bytes(),
+                    cluster: kernel.cluster(),
                 };
                 let Some((_, entry)) = self.entries.iter().find(|(f, _)| std::ptr::eq(*f, *kernel))
                 else {
@@ -521,7 +521,13 @@ mod tests {
             }
             assert_eq!(entries.len(), 2, "{}", e.name());
             assert!(entries[0].ends_with("_a16") && entries[1].ends_with("_a4"));
-            assert_eq!(e.archs(), Arch::PORTABLE);
+            // Split K runs in clusters: sm_90 only.
+            let archs: &[Arch] = if e.style() == "split_k" {
+                &[Arch::Sm90]
+            } else {
+                &Arch::PORTABLE
+            };
+            assert_eq!(e.archs(), archs, "{}", e.name());
         }
         assert_eq!(Gemm.default_sizes().len(), 7);
         assert!(

@@ -52,10 +52,15 @@ struct Problem {
     /// Whether every k-tile of this block lies inside both matrices: then no copy needs a
     /// bound check or a zero fill, and the clipping below folds away.
     interior: bool,
+    /// Blocks of the cluster that share this block's tile of C, each with its share of the
+    /// k-tiles (1: K is not split, and every split term folds away where it was).
+    split: u32,
 }
 
 impl Problem {
-    /// The problem as this block sees it (grid x over n, y over m).
+    /// The problem as this block sees it (grid x over n, y over m). With K split `split` ways
+    /// (a cluster of `split` consecutive blocks along x per tile of C), block `x` takes tile
+    /// column `x / split` and the `x % split`-th share of the k-tiles.
     #[inline(always)]
     fn for_block(
         a: *const f32,
@@ -64,6 +69,7 @@ impl Problem {
         (m, n, k): (u32, u32, u32),
         (bm, bn): (u32, u32),
         interior: bool,
+        split: u32,
     ) -> Problem {
         Problem {
             a,
@@ -73,21 +79,39 @@ impl Problem {
             n,
             k,
             m0: ptx::block_idx_y() * bm,
-            n0: ptx::block_idx_x() * bn,
+            n0: ptx::block_idx_x() / split * bn,
             interior,
+            split,
         }
     }
 
-    /// K-tiles to walk.
+    /// The first k-tile of this block's share (0 unless K is split).
     #[inline(always)]
-    fn k_tiles(&self) -> u32 {
-        self.k.div_ceil(BK)
+    fn k_first(&self) -> u32 {
+        if self.split == 1 {
+            return 0;
+        }
+        (ptx::block_idx_x() % self.split) * self.k.div_ceil(BK).div_ceil(self.split)
     }
 
-    /// K-tile `t` of this block's rows of A: `bm x BK`, clipped to the matrix.
+    /// K-tiles to walk: all of them, or this block's share (possibly none when K has fewer
+    /// k-tiles than the cluster has blocks).
+    #[inline(always)]
+    fn k_tiles(&self) -> u32 {
+        let tiles = self.k.div_ceil(BK);
+        if self.split == 1 {
+            return tiles;
+        }
+        tiles
+            .div_ceil(self.split)
+            .min(tiles.saturating_sub(self.k_first()))
+    }
+
+    /// K-tile `t` (of this block's share) of this block's rows of A: `bm x BK`, clipped to the
+    /// matrix.
     #[inline(always)]
     fn a_tile(&self, t: u32, bm: u32) -> GlobalTile<f32> {
-        let k0 = t * BK;
+        let k0 = (self.k_first() + t) * BK;
         GlobalTile {
             base: self
                 .a
@@ -106,10 +130,11 @@ impl Problem {
         }
     }
 
-    /// K-tile `t` of this block's columns of B: `BK x bn`, clipped to the matrix.
+    /// K-tile `t` (of this block's share) of this block's columns of B: `BK x bn`, clipped to
+    /// the matrix.
     #[inline(always)]
     fn b_tile(&self, t: u32, bn: u32) -> GlobalTile<f32> {
-        let k0 = t * BK;
+        let k0 = (self.k_first() + t) * BK;
         GlobalTile {
             base: self
                 .b
@@ -179,11 +204,28 @@ pub fn block_is_interior<const TM: usize, const TN: usize, const WM: u32, const 
     n: u32,
     k: u32,
 ) -> bool {
+    split_block_is_interior::<TM, TN, WM, WN, 1>(m, n, k)
+}
+
+/// [`block_is_interior`] for a block of a split-K cluster of `SPLIT` blocks along x (its tile
+/// column `x / SPLIT`): whether every k-tile of its share lies inside both matrices.
+#[inline(always)]
+pub fn split_block_is_interior<
+    const TM: usize,
+    const TN: usize,
+    const WM: u32,
+    const WN: u32,
+    const SPLIT: u32,
+>(
+    m: u32,
+    n: u32,
+    k: u32,
+) -> bool {
     // No overflow: a block exists only where its first row and column are inside the
     // matrix, and the dimensions are at most MAX_DIM.
     k.is_multiple_of(BK)
         && (ptx::block_idx_y() + 1) * Geometry::<TM, TN, WM, WN>::BM <= m
-        && (ptx::block_idx_x() + 1) * Geometry::<TM, TN, WM, WN>::BN <= n
+        && (ptx::block_idx_x() / SPLIT + 1) * Geometry::<TM, TN, WM, WN>::BN <= n
 }
 
 /// Stage `s`'s A tile (`bm` rows of `BK` floats) and B tile (`BK` rows of `bn` floats).
@@ -500,19 +542,31 @@ unsafe fn store_fragment<const TM: usize, const TN: usize, const ALIGN: u32>(
         }
         for g in 0..TN / 4 {
             let col = p.n0 + f.col + 32 * g as u32;
-            let at = p.c.wrapping_add(row as usize * p.n as usize + col as usize);
             let v = [out[4 * g], out[4 * g + 1], out[4 * g + 2], out[4 * g + 3]];
-            if ALIGN == 16 && (p.interior || col < p.n) {
-                // SAFETY: n % 4 == 0 and col % 4 == 0, so all four are in the row, and the
-                // address is 16-byte aligned.
-                unsafe { at.cast::<Quad>().write(Quad(v)) };
-            } else if ALIGN != 16 {
-                for (e, &value) in v.iter().enumerate() {
-                    if p.interior || col + (e as u32) < p.n {
-                        // SAFETY: inside the matrix.
-                        unsafe { at.add(e).write(value) };
-                    }
-                }
+            // SAFETY: launch contract; the row is inside C.
+            unsafe { store_quad::<ALIGN>(p, row, col, v) };
+        }
+    }
+}
+
+/// Writes the four values of C's `row` (inside C) from column `col` (a multiple of 4), clipped
+/// to its columns: one 16-byte store with `ALIGN = 16` (`n % 4 == 0`), else one per element
+/// (both epilogues: [`store_fragment`] and the split-K one).
+///
+/// # Safety
+/// The launch contract; `row < m`.
+#[inline(always)]
+unsafe fn store_quad<const ALIGN: u32>(p: &Problem, row: u32, col: u32, v: [f32; 4]) {
+    let at = p.c.wrapping_add(row as usize * p.n as usize + col as usize);
+    if ALIGN == 16 && (p.interior || col < p.n) {
+        // SAFETY: n % 4 == 0 and col % 4 == 0, so all four are in the row, and the address
+        // is 16-byte aligned.
+        unsafe { at.cast::<Quad>().write(Quad(v)) };
+    } else if ALIGN != 16 {
+        for (e, &value) in v.iter().enumerate() {
+            if p.interior || col + (e as u32) < p.n {
+                // SAFETY: inside the matrix.
+                unsafe { at.add(e).write(value) };
             }
         }
     }
@@ -542,7 +596,7 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
             Geometry::<TM, TN, WM, WN>::BN,
         );
         BlockTile {
-            p: Problem::for_block(a, b, c, mnk, bm_bn, interior),
+            p: Problem::for_block(a, b, c, mnk, bm_bn, interior, style.split()),
             layout: Geometry::<TM, TN, WM, WN>::layout(style),
             a_layout: style.a_layout(),
         }
@@ -690,9 +744,87 @@ pub unsafe fn thread_pipeline<
     n: u32,
     k: u32,
 ) {
-    const { assert!(STAGES >= 2) };
     let style = GemmStyle::ThreadPipeline {
         stages: STAGES as u32,
+    };
+    // SAFETY: forwarded launch contract.
+    unsafe {
+        thread_pipeline_mainloop::<TM, TN, WM, WN, STAGES, 1, ALIGN, INTERIOR>(
+            style, a, b, c, m, n, k,
+        )
+    }
+}
+
+/// [`GemmStyle::SplitK`] (sm_90): the thread pipeline's mainloop over this block's share of
+/// the k-tiles, then the cluster's `SPLIT` partial tiles reduced through distributed shared
+/// memory ([`reduce_split_k`]).
+///
+/// # Safety
+/// The GEMM launch contract (module docs), in clusters of `SPLIT` blocks along x (the grid
+/// [`GemmKernel::grid`](super::GemmKernel::grid) gives), with
+/// [`GemmKernel::shared_bytes`](super::GemmKernel::shared_bytes) of dynamic shared memory.
+#[cfg(target_feature = "sm_90")]
+pub unsafe fn split_k<
+    const TM: usize,
+    const TN: usize,
+    const WM: u32,
+    const WN: u32,
+    const STAGES: usize,
+    const SPLIT: u32,
+    const ALIGN: u32,
+    const INTERIOR: bool,
+>(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    const { assert!(SPLIT >= 2) };
+    let style = GemmStyle::SplitK {
+        stages: STAGES as u32,
+        split: SPLIT,
+    };
+    // SAFETY: forwarded launch contract.
+    unsafe {
+        thread_pipeline_mainloop::<TM, TN, WM, WN, STAGES, SPLIT, ALIGN, INTERIOR>(
+            style, a, b, c, m, n, k,
+        )
+    }
+}
+
+/// The thread pipeline's body for `style` (its stages, and K split `SPLIT` ways over a
+/// cluster: 1 for the plain thread pipeline, whose code the split terms leave unchanged — the
+/// PTX fingerprints say so).
+///
+/// # Safety
+/// The launch contract of [`thread_pipeline`] (`SPLIT = 1`) or [`split_k`].
+#[inline(always)]
+unsafe fn thread_pipeline_mainloop<
+    const TM: usize,
+    const TN: usize,
+    const WM: u32,
+    const WN: u32,
+    const STAGES: usize,
+    const SPLIT: u32,
+    const ALIGN: u32,
+    const INTERIOR: bool,
+>(
+    style: GemmStyle,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    const { assert!(STAGES >= 2) };
+    const {
+        assert!(
+            SPLIT == 1 || cfg!(target_feature = "sm_90"),
+            "split K needs clusters"
+        )
     };
     let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k), INTERIOR);
     let tiles = block.p.k_tiles();
@@ -711,30 +843,121 @@ pub unsafe fn thread_pipeline<
         }
         stage.producer_commit();
     };
-    for t in 0..STAGES as u32 - 1 {
-        produce(t);
-    }
-    let mut acc = [[0.0f32; TN]; TM];
-    // SAFETY: every stage is read after its wait and the block barrier (after_wait);
-    // `tiles >= 1` stages are committed (produce commits a stage per k-tile and beyond).
-    unsafe {
-        gpu::consume_k_tiles! {
-            consumer: consumer,
-            tiles: tiles,
-            context: &block,
-            start(s): FragmentPipe::start(&block, f, s),
-            acc: &mut acc,
-            // Everyone's copies of the stage are visible, and everyone's reads of the one
-            // before it are issued.
-            after_wait: { ptx::barrier_sync(); },
-            // The stage of k-tile t - 1, all of whose reads were issued before the barrier that
-            // made k-tile t visible.
-            before_multiply(t): { produce(t + STAGES as u32 - 1); },
-            after_release(_t): {},
+    // A share of K can be empty (more blocks than k-tiles): its partial is zeros.
+    let multiplies = SPLIT == 1 || tiles > 0;
+    if multiplies {
+        for t in 0..STAGES as u32 - 1 {
+            produce(t);
         }
     }
-    // SAFETY: launch contract.
-    unsafe { block.store::<ALIGN>(f, &acc) };
+    let mut acc = [[0.0f32; TN]; TM];
+    if multiplies {
+        // SAFETY: every stage is read after its wait and the block barrier (after_wait);
+        // `tiles >= 1` stages are committed (produce commits a stage per k-tile and beyond).
+        unsafe {
+            gpu::consume_k_tiles! {
+                consumer: consumer,
+                tiles: tiles,
+                context: &block,
+                start(s): FragmentPipe::start(&block, f, s),
+                acc: &mut acc,
+                // Everyone's copies of the stage are visible, and everyone's reads of the one
+                // before it are issued.
+                after_wait: { ptx::barrier_sync(); },
+                // The stage of k-tile t - 1, all of whose reads were issued before the barrier
+                // that made k-tile t visible.
+                before_multiply(t): { produce(t + STAGES as u32 - 1); },
+                after_release(_t): {},
+            }
+        }
+    }
+    if SPLIT == 1 {
+        // SAFETY: launch contract.
+        unsafe { block.store::<ALIGN>(f, &acc) };
+    } else {
+        #[cfg(target_feature = "sm_90")]
+        // SAFETY: launch contract (split_k's).
+        unsafe {
+            reduce_split_k::<TM, TN, WM, WN, SPLIT, ALIGN>(&block, f, thread, &acc)
+        };
+    }
+}
+
+/// The split-K epilogue: each block of the cluster writes its partial tile (`bm x bn` floats,
+/// row-major) into its own shared memory after the stages; after a cluster barrier, block `r`
+/// sums rows `r bm / SPLIT ..` of every block's partial (DSMEM loads, in rank order, so the
+/// result does not depend on timing) and stores them; a last cluster barrier keeps every
+/// block's partial alive until all have read it.
+///
+/// # Safety
+/// [`split_k`]'s launch contract; every thread of the block calls it.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+unsafe fn reduce_split_k<
+    const TM: usize,
+    const TN: usize,
+    const WM: u32,
+    const WN: u32,
+    const SPLIT: u32,
+    const ALIGN: u32,
+>(
+    block: &BlockTile<TM, TN, WM, WN>,
+    f: Fragment,
+    thread: u32,
+    acc: &[[f32; TN]; TM],
+) {
+    type G<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
+        Geometry<TM, TN, WM, WN>;
+    let (bm, bn) = (G::<TM, TN, WM, WN>::BM, G::<TM, TN, WM, WN>::BN);
+    const { assert!(G::<TM, TN, WM, WN>::BM.is_multiple_of(SPLIT)) };
+    let partial = gpu::shared::dynamic_shared()
+        .add(block.layout.bytes)
+        .cast::<[f32; 4]>();
+    let quads_per_row = bn / 4;
+    for (i, out) in acc.iter().enumerate() {
+        let row = f.row_of(i as u32);
+        for g in 0..TN / 4 {
+            let col = f.col + 32 * g as u32;
+            let v = [out[4 * g], out[4 * g + 1], out[4 * g + 2], out[4 * g + 3]];
+            // SAFETY: the partial tile's region (GemmKernel::shared_bytes), this thread's
+            // quad of it; no one reads it before the cluster barrier below.
+            unsafe { partial.add(row * quads_per_row + col / 4).write(v) };
+        }
+    }
+    let cluster = gpu::cluster::Cluster::this();
+    // Every block's partial is written and visible.
+    // SAFETY: every thread of the cluster calls it, warp by warp.
+    unsafe { cluster.sync() };
+    let rows = bm / SPLIT;
+    let first_row = cluster.rank() * rows;
+    let p = &block.p;
+    let mut q = thread;
+    while q < rows * quads_per_row {
+        let (row, quad) = (first_row + q / quads_per_row, q % quads_per_row);
+        let at = row * quads_per_row + quad;
+        let mut sum = [0.0f32; 4];
+        for j in 0..SPLIT {
+            let remote = cluster.remote(partial.cast::<[u32; 4]>(), j);
+            // SAFETY: block j's partial, written before the barrier above and read-only until
+            // the one below.
+            let v = unsafe { remote.add(at).read() };
+            // Written out: an iterator over the array would put it in local memory.
+            sum = [
+                sum[0] + f32::from_bits(v[0]),
+                sum[1] + f32::from_bits(v[1]),
+                sum[2] + f32::from_bits(v[2]),
+                sum[3] + f32::from_bits(v[3]),
+            ];
+        }
+        if p.interior || p.m0 + row < p.m {
+            // SAFETY: launch contract; the row is inside C, the quad clipped to its columns.
+            unsafe { store_quad::<ALIGN>(p, p.m0 + row, p.n0 + 4 * quad, sum) };
+        }
+        q += G::<TM, TN, WM, WN>::COMPUTE_THREADS;
+    }
+    // No block exits while another may still read its partial.
+    // SAFETY: as above.
+    unsafe { cluster.sync() };
 }
 
 /// [`GemmStyle::BlockPipeline`]: as the thread pipeline, with stages completing mbarrier

@@ -195,6 +195,49 @@ macro_rules! gemm_entry_points {
             }
         }
     };
+    (@split_copies $name:ident :: $entry:ident, $suffix:literal, $align:literal, $body:ident
+        ($tm:literal, $tn:literal, $wm:literal, $wn:literal) [$stages:literal, $split:literal], $doc:literal) => {
+        gpu::kernel! {
+            #[doc = $doc]
+            ///
+            /// # Safety
+            /// The GEMM launch contract (module docs) and the conditions above, in clusters of
+            /// the family's split along x; see [`GEMM_KERNELS`](crate::gemm::GEMM_KERNELS).
+            pub fn $entry(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32)
+                [export = concat!(stringify!($name), $suffix)]
+                [max_threads = THREADS]
+                [device if target_feature = "sm_90"]
+            {
+                use crate::gemm::kernels::{split_block_is_interior, $body as body};
+                // SAFETY: forwarded launch contract; INTERIOR only for an interior block.
+                unsafe {
+                    if split_block_is_interior::<$tm, $tn, $wm, $wn, $split>(m, n, k) {
+                        body::<$tm, $tn, $wm, $wn, $stages, $split, $align, true>(a, b, c, m, n, k)
+                    } else {
+                        body::<$tm, $tn, $wm, $wn, $stages, $split, $align, false>(a, b, c, m, n, k)
+                    }
+                }
+            }
+        }
+    };
+    (SplitK $name:ident { stages: $stages:literal, split: $split:literal } ($tm:literal, $tn:literal, $wm:literal, $wn:literal) $body:ident) => {
+        #[allow(non_snake_case)]
+        #[doc = concat!("The entry points of the family `", stringify!($name), "`.")]
+        pub mod $name {
+            #[cfg_attr(
+                not(all(target_arch = "nvptx64", target_feature = "sm_90")),
+                allow(dead_code)
+            )]
+            const THREADS: u32 = gemm_entry_points!(
+                @threads SplitK { stages: $stages, split: $split } ($tm, $tn, $wm, $wn)
+            );
+
+            gemm_entry_points!(@split_copies $name::aligned, "_a16", 16, $body ($tm, $tn, $wm, $wn) [$stages, $split],
+                "GEMM kernel, split K, 16-byte copies: `k % 4 == 0` and `n % 4 == 0`, every buffer 16-byte aligned.");
+            gemm_entry_points!(@split_copies $name::any, "_a4", 4, $body ($tm, $tn, $wm, $wn) [$stages, $split],
+                "GEMM kernel, split K, 4-byte copies: any size.");
+        }
+    };
     ($style:ident $name:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal) $body:ident) => {
         #[allow(non_snake_case)]
         #[doc = concat!("The entry points of the family `", stringify!($name), "`.")]
@@ -225,6 +268,10 @@ macro_rules! gemm_entry_points {
 //   `setmaxnreg`, which would hand the producers' registers to the compute warps, needs sm_90a.
 // - 64x64 (`_64x64`, 4 warps of 32x32): small and skinny problems, where bigger tiles leave SMs
 //   idle.
+// Split K over a cluster (sm_90), for problems only a few tiles wide (8192x64, 64x8192,
+// 1024^3): the 128x128 tile in clusters of 2 and 4, the 64x64 one in clusters of 2 and 4, and
+// a 128x64 tile (4 warps of 32x64, 8x8 outputs per thread: N = 64 in one tile) in clusters of
+// 4 and 8.
 gemm_kernels! {
     gemm_sync => Sync {} tile (2 x 2 warps of 16 x 8) by sync,
     gemm_thread_pipeline_2 => ThreadPipeline { stages: 2 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
@@ -251,6 +298,12 @@ gemm_kernels! {
     gemm_tma_4 => Tma { stages: 4 } tile (2 x 2 warps of 16 x 8) by tma,
     gemm_tma_b_3 => TmaB { stages: 3 } tile (2 x 2 warps of 16 x 8) by tma_b,
     gemm_tma_b_4 => TmaB { stages: 4 } tile (2 x 2 warps of 16 x 8) by tma_b,
+    gemm_split_k_2 => SplitK { stages: 4, split: 2 } tile (2 x 2 warps of 16 x 8) by split_k,
+    gemm_split_k_2_64x64 => SplitK { stages: 4, split: 2 } tile (2 x 2 warps of 8 x 4) by split_k,
+    gemm_split_k_4_64x64 => SplitK { stages: 4, split: 4 } tile (2 x 2 warps of 8 x 4) by split_k,
+    gemm_split_k_4 => SplitK { stages: 4, split: 4 } tile (2 x 2 warps of 16 x 8) by split_k,
+    gemm_split_k_4_128x64 => SplitK { stages: 4, split: 4 } tile (4 x 1 warps of 8 x 8) by split_k,
+    gemm_split_k_8_128x64 => SplitK { stages: 4, split: 8 } tile (4 x 1 warps of 8 x 8) by split_k,
 }
 
 #[cfg(test)]
@@ -307,7 +360,7 @@ mod tests {
     fn every_kernel_fits_a_block() {
         for k in GEMM_KERNELS {
             assert!(k.threads() <= 1024, "{}", k.name);
-            assert!(k.layout().bytes <= 227 * 1024, "{}", k.name);
+            assert!(k.shared_bytes() <= 227 * 1024, "{}", k.name);
             assert_eq!(k.tile.thread_n % 4, 0, "{}", k.name);
         }
     }

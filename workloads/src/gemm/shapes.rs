@@ -135,6 +135,18 @@ pub enum GemmStyle {
         /// Buffers in the ring.
         stages: u32,
     },
+    /// K split over a thread block cluster (sm_90): `split` consecutive blocks along x share
+    /// one tile of C, each multiplying `1 / split` of the k-tiles with the thread pipeline's
+    /// mainloop; then each block writes its partial tile to its own shared memory, and block
+    /// `r` sums rows `r bm / split ..` of every block's partial through distributed shared
+    /// memory and stores them. For problems a few tiles wide, where whole-K tiles leave SMs
+    /// idle.
+    SplitK {
+        /// Buffers in the ring.
+        stages: u32,
+        /// Blocks per cluster, each with its share of K.
+        split: u32,
+    },
 }
 
 impl GemmStyle {
@@ -146,7 +158,16 @@ impl GemmStyle {
             | GemmStyle::BlockPipeline { stages }
             | GemmStyle::WarpSpecialized { stages, .. }
             | GemmStyle::Tma { stages }
-            | GemmStyle::TmaB { stages } => stages,
+            | GemmStyle::TmaB { stages }
+            | GemmStyle::SplitK { stages, .. } => stages,
+        }
+    }
+
+    /// Blocks that share one tile of C, each with a share of K (1 but for split K).
+    pub const fn split(self) -> u32 {
+        match self {
+            GemmStyle::SplitK { split, .. } => split,
+            _ => 1,
         }
     }
 
@@ -169,9 +190,12 @@ impl GemmStyle {
         }
     }
 
-    /// Whether the style needs sm_90 (tensor copies): absent from the sm_80 PTX.
+    /// Whether the style needs sm_90 (tensor copies, clusters): absent from the sm_80 PTX.
     pub const fn needs_sm90(self) -> bool {
-        matches!(self, GemmStyle::Tma { .. } | GemmStyle::TmaB { .. })
+        matches!(
+            self,
+            GemmStyle::Tma { .. } | GemmStyle::TmaB { .. } | GemmStyle::SplitK { .. }
+        )
     }
 
     /// Warps that only copy.
@@ -191,6 +215,7 @@ impl GemmStyle {
             GemmStyle::WarpSpecialized { .. } => "warp_specialized",
             GemmStyle::Tma { .. } => "tma",
             GemmStyle::TmaB { .. } => "tma_b",
+            GemmStyle::SplitK { .. } => "split_k",
         }
     }
 
@@ -212,6 +237,9 @@ impl GemmStyle {
             }
             GemmStyle::TmaB { .. } => {
                 "sm_90: B by tensor copy (one thread), A by all threads' cp.async, one BlockPipeline"
+            }
+            GemmStyle::SplitK { .. } => {
+                "sm_90: K split over a cluster, thread-pipeline mainloops, partial tiles reduced through DSMEM"
             }
         }
     }
@@ -284,9 +312,29 @@ impl GemmKernel {
         )
     }
 
-    /// Blocks for an `m x n` C: `(n tiles, m tiles)`.
+    /// Blocks for an `m x n` C: `(n tiles, m tiles)`, times the split along x (a cluster of
+    /// `split` blocks per tile).
     pub const fn grid(&self, m: u32, n: u32) -> (u32, u32) {
-        (n.div_ceil(self.tile.bn()), m.div_ceil(self.tile.bm()))
+        (
+            n.div_ceil(self.tile.bn()) * self.style.split(),
+            m.div_ceil(self.tile.bm()),
+        )
+    }
+
+    /// The thread block cluster a launch needs: `[split, 1, 1]` (`[1, 1, 1]`: none).
+    pub const fn cluster(&self) -> [u32; 3] {
+        [self.style.split(), 1, 1]
+    }
+
+    /// Dynamic shared memory of a launch: the [`GemmKernel::layout`], then, for split K, the
+    /// block's partial tile of C (`bm x bn` floats).
+    pub const fn shared_bytes(&self) -> u32 {
+        let partial = if self.style.split() > 1 {
+            self.tile.bm() * self.tile.bn() * 4
+        } else {
+            0
+        };
+        self.layout().bytes + partial
     }
 
     /// The entry point for `n` columns of B and `k` columns of A: the aligned one when every
