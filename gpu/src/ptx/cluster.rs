@@ -96,41 +96,19 @@ impl<T> From<Shared<T>> for SharedCluster<T> {
     }
 }
 
-macro_rules! cluster_register {
-    ($(#[$doc:meta])* $name:ident => $reg:literal, below $bound:expr) => {
-        $(#[$doc])*
-        #[doc = concat!("\n\nLowers to `mov.u32 r, ", $reg, ";`.")]
-        #[inline(always)]
-        pub fn $name() -> u32 {
-            let value: u32;
-            // SAFETY: reading a special register has no side effects.
-            unsafe {
-                asm!(
-                    concat!("mov.u32 {0}, ", $reg, ";"),
-                    out(reg32) value,
-                    options(pure, nomem, nostack, preserves_flags)
-                );
-            }
-            // SAFETY: the hardware bounds this register (16 blocks at most per cluster).
-            unsafe { core::hint::assert_unchecked(value < $bound) };
-            value
-        }
-    };
-}
-
-cluster_register!(
+special_register!(
     /// This block's rank in its cluster (0..[`cluster_nctarank`]).
     cluster_ctarank => "%cluster_ctarank", below 16
 );
-cluster_register!(
+special_register!(
     /// The number of blocks in this block's cluster (1 without a cluster launch).
     cluster_nctarank => "%cluster_nctarank", below 17
 );
-cluster_register!(
+special_register!(
     /// This cluster's index in the grid of clusters, x dimension.
     cluster_id_x => "%clusterid.x", below 0x8000_0000
 );
-cluster_register!(
+special_register!(
     /// This block's index within its cluster, x dimension.
     cluster_ctaid_x => "%cluster_ctaid.x", below 16
 );

@@ -15,6 +15,32 @@
 //! in the device build; the objects they work on whose size the host needs ([`Mbarrier`])
 //! build for the host too.
 
+/// A special register's reader (`sreg.rs`, `cluster.rs`): `mov.u32 r, %reg;`, its bound told
+/// to LLVM.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! special_register {
+    ($(#[$doc:meta])* $name:ident => $reg:literal, below $bound:expr) => {
+        $(#[$doc])*
+        #[doc = concat!("\n\nLowers to `mov.u32 r, ", $reg, ";`.")]
+        #[inline(always)]
+        pub fn $name() -> u32 {
+            let value: u32;
+            // SAFETY: reading a special register has no side effects.
+            unsafe {
+                ::core::arch::asm!(
+                    concat!("mov.u32 {0}, ", $reg, ";"),
+                    out(reg32) value,
+                    options(pure, nomem, nostack, preserves_flags)
+                );
+            }
+            // SAFETY: the hardware bounds this register; telling LLVM lets it drop range
+            // checks (e.g. a warp's loop over 32 chunks with one lane per chunk).
+            unsafe { core::hint::assert_unchecked(value < $bound) };
+            value
+        }
+    };
+}
+
 mod objects;
 pub use objects::*;
 

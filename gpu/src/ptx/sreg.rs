@@ -2,29 +2,6 @@
 
 use core::arch::asm;
 
-macro_rules! special_register {
-    ($(#[$doc:meta])* $name:ident => $reg:literal, below $bound:expr) => {
-        $(#[$doc])*
-        #[doc = concat!("\n\nLowers to `mov.u32 r, ", $reg, ";`.")]
-        #[inline(always)]
-        pub fn $name() -> u32 {
-            let value: u32;
-            // SAFETY: reading a special register has no side effects.
-            unsafe {
-                asm!(
-                    concat!("mov.u32 {0}, ", $reg, ";"),
-                    out(reg32) value,
-                    options(pure, nomem, nostack, preserves_flags)
-                );
-            }
-            // SAFETY: the hardware bounds this register; telling LLVM lets it drop range
-            // checks (e.g. a warp's loop over 32 chunks with one lane per chunk).
-            unsafe { core::hint::assert_unchecked(value < $bound) };
-            value
-        }
-    };
-}
-
 special_register!(
     /// This thread's index in its block, x dimension.
     thread_idx_x => "%tid.x", below 1024

@@ -113,6 +113,17 @@ fn sm90(gpu: &Gpu) -> bool {
     gpu.info().arch == Arch::Sm90
 }
 
+/// What `--size` takes (both workloads).
+const SIZE_SYNTAX: &str = "C:d[:N] — clusters of C blocks (2-16), each reaching the block d ranks on (1 <= d < C); N hops or repeats per launch (default: the workload's)";
+
+/// The sizes the GPU tests check both workloads at: the smallest cluster, a far peer, the
+/// largest (non-portable) cluster half way round.
+fn test_reaches() -> Vec<(Values, Reach)> {
+    [(2, 1), (4, 3), (16, 8)]
+        .map(|(blocks, distance)| (Values::Random, Reach::new(blocks, distance)))
+        .to_vec()
+}
+
 /// The grid for `reach`: as many clusters as `kernels` all hold at once (one block per SM:
 /// their shared memory), or why none fits (none given: the code is not sm_90's).
 fn grid<P: gpu_runtime::Params>(
@@ -144,6 +155,71 @@ fn grid<P: gpu_runtime::Params>(
         )));
     }
     Ok(Ok(clusters * reach.blocks))
+}
+
+/// What both problems launch with: the size, the grid (or why no cluster fits), and each
+/// experiment's kernel.
+struct Launches<E: 'static, P: gpu_runtime::Params> {
+    reach: Reach,
+    /// Blocks in the grid, or why no cluster fits (or the code is not sm_90's).
+    grid: Result<u32, String>,
+    entries: Vec<(&'static E, Kernel<P>)>,
+}
+
+impl<E, P: gpu_runtime::Params> Launches<E, P> {
+    /// Resolves `experiments`' kernels (`entry` gives each one's; on the sm_90 code only) and
+    /// sizes the grid for `reach`.
+    fn new(
+        gpu: &Gpu,
+        reach: Reach,
+        experiments: &'static [E],
+        entry: impl Fn(&E) -> gpu_runtime::EntryPoint<P>,
+    ) -> Result<Self> {
+        let entries: Vec<(&'static E, Kernel<P>)> = if sm90(gpu) {
+            experiments
+                .iter()
+                .map(|e| Ok((e, gpu.entry_point(entry(e))?)))
+                .collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
+        let kernels: Vec<_> = entries.iter().map(|(_, k)| k).collect();
+        let grid = grid(gpu, reach, &kernels)?;
+        Ok(Launches {
+            reach,
+            grid,
+            entries,
+        })
+    }
+
+    /// Blocks to size the outputs for (one cluster's where none fits).
+    fn blocks(&self) -> u32 {
+        *self.grid.as_ref().unwrap_or(&self.reach.blocks)
+    }
+
+    /// Blocks in the grid, or why there is none.
+    fn grid(&self) -> Result<u32> {
+        self.grid.clone().map_err(|why| anyhow::anyhow!("{why}"))
+    }
+
+    /// `experiment`'s kernel (`name` for the error) and its launch: the grid in clusters of
+    /// the size's blocks, [`THREADS`] threads and [`SHARED_BYTES`] each.
+    fn kernel(&self, experiment: &E, name: &str) -> Result<(&Kernel<P>, LaunchConfig)> {
+        let grid = self.grid()?;
+        let Some((_, kernel)) = self
+            .entries
+            .iter()
+            .find(|(e, _)| std::ptr::eq(*e, experiment))
+        else {
+            bail!("`{name}` is not loaded");
+        };
+        let config = LaunchConfig::linear(grid, THREADS, SHARED_BYTES).with_cluster([
+            self.reach.blocks,
+            1,
+            1,
+        ]);
+        Ok((kernel, config))
+    }
 }
 
 /// The rank-`distance`-on peer of block `b` (global index) and the block feeding it (the
@@ -263,7 +339,7 @@ impl Workload for DsmemLatency {
             + 12 * 1024 * MAX_CLUSTER as u64
     }
     fn size_syntax(&self) -> &'static str {
-        "C:d[:N] — clusters of C blocks (2-16), each reaching the block d ranks on (1 <= d < C); N hops or repeats per launch (default: the workload's)"
+        SIZE_SYNTAX
     }
     fn parse_size(&self, text: &str) -> Result<Reach, String> {
         parse_reach(text)
@@ -272,26 +348,13 @@ impl Workload for DsmemLatency {
         default_reaches()
     }
     fn test_cases(&self) -> Vec<(Values, Reach)> {
-        [(2, 1), (4, 3), (16, 8)]
-            .map(|(blocks, distance)| (Values::Random, Reach::new(blocks, distance)))
-            .to_vec()
+        test_reaches()
     }
     fn prepare(&self, gpu: &Gpu, reach: Reach, _: Inputs) -> Result<LatencyProblem> {
-        let entries: Vec<(&'static LatencyKernel, Kernel<LatencyParams>)> = if sm90(gpu) {
-            LATENCY_KERNELS
-                .iter()
-                .map(|k| Ok((k, gpu.entry_point(k.entry)?)))
-                .collect::<Result<_>>()?
-        } else {
-            Vec::new()
-        };
-        let kernels: Vec<_> = entries.iter().map(|(_, k)| k).collect();
-        let grid = grid(gpu, reach, &kernels)?;
-        let blocks = *grid.as_ref().unwrap_or(&reach.blocks) as usize;
+        let launches = Launches::new(gpu, reach, &LATENCY_KERNELS, |k| k.entry)?;
+        let blocks = launches.blocks() as usize;
         let upload = |kind| gpu.upload(&chain_words(kind), "a chain");
         Ok(LatencyProblem {
-            reach,
-            grid,
             chains: [
                 upload(ChainKind::Shared)?,
                 upload(ChainKind::L2)?,
@@ -299,47 +362,30 @@ impl Workload for DsmemLatency {
             ],
             end: gpu.zeros(blocks, "the chains' ends")?,
             cycles: gpu.zeros(blocks, "the cycle counts")?,
-            entries,
+            launches,
         })
     }
 }
 
 /// The chains on the GPU, the outputs, the resolved kernels.
 pub struct LatencyProblem {
-    reach: Reach,
-    /// Blocks in the grid, or why no cluster fits.
-    grid: Result<u32, String>,
+    launches: Launches<LatencyKernel, LatencyParams>,
     /// The shared-memory, L2 and DRAM chains.
     chains: [CudaSlice<u32>; 3],
     end: CudaSlice<u32>,
     cycles: CudaSlice<u64>,
-    entries: Vec<(&'static LatencyKernel, Kernel<LatencyParams>)>,
 }
 
 impl Problem<LatencyKernel> for LatencyProblem {
     fn unavailable(&self, _: &LatencyKernel) -> Option<String> {
-        self.grid.as_ref().err().cloned()
+        self.launches.grid.as_ref().err().cloned()
     }
     fn poison(&mut self, gpu: &Gpu, _: &LatencyKernel) -> Result<()> {
         Ok(gpu.fill_words(&mut self.end, POISON.to_bits(), "the chains' ends")?)
     }
     fn launch(&mut self, gpu: &Gpu, experiment: &LatencyKernel) -> Result<()> {
-        let grid = match &self.grid {
-            Ok(grid) => *grid,
-            Err(why) => bail!("{why}"),
-        };
-        let Some((_, kernel)) = self
-            .entries
-            .iter()
-            .find(|(k, _)| std::ptr::eq(*k, experiment))
-        else {
-            bail!("`{}` is not loaded", experiment.name);
-        };
-        let config = LaunchConfig::linear(grid, THREADS, SHARED_BYTES).with_cluster([
-            self.reach.blocks,
-            1,
-            1,
-        ]);
+        let (kernel, config) = self.launches.kernel(experiment, experiment.name)?;
+        let reach = self.launches.reach;
         let chain = match experiment.target.chain() {
             ChainKind::Shared => &self.chains[0],
             ChainKind::L2 => &self.chains[1],
@@ -354,8 +400,8 @@ impl Problem<LatencyKernel> for LatencyProblem {
                 config,
                 (
                     chain,
-                    self.reach.hops(),
-                    self.reach.distance,
+                    reach.hops(),
+                    reach.distance,
                     &mut self.end,
                     &mut self.cycles,
                 ),
@@ -364,23 +410,23 @@ impl Problem<LatencyKernel> for LatencyProblem {
         Ok(())
     }
     fn check(&mut self, gpu: &Gpu, experiment: &LatencyKernel) -> Result<CheckReport> {
-        let grid = *self.grid.as_ref().map_err(|e| anyhow::anyhow!("{e}"))? as usize;
+        let grid = self.launches.grid()? as usize;
         let end = gpu.download_range(&self.end, 0..grid, "the chains' ends")?;
         let slots = experiment.target.chain().slots();
         let expected: Vec<u32> = (0..grid as u32)
-            .map(|b| chain_end(b, grid as u32, slots, self.reach.hops()))
+            .map(|b| chain_end(b, grid as u32, slots, self.launches.reach.hops()))
             .collect();
         Ok(check::check_words(&end, &expected))
     }
     fn work(&self) -> Work {
-        Work::Steps(self.reach.hops() as u64)
+        Work::Steps(self.launches.reach.hops() as u64)
     }
     fn note(&mut self, gpu: &Gpu, _: &LatencyKernel) -> Result<Option<String>> {
-        let Ok(grid) = self.grid else {
+        let Ok(grid) = self.launches.grid else {
             return Ok(None);
         };
         let cycles = gpu.download_range(&self.cycles, 0..grid as usize, "the cycle counts")?;
-        let hops = self.reach.hops() as f64;
+        let hops = self.launches.reach.hops() as f64;
         let per_hop: Vec<f64> = cycles.iter().map(|&c| c as f64 / hops).collect();
         let mean = per_hop.iter().sum::<f64>() / per_hop.len() as f64;
         let (min, max) = per_hop
@@ -517,7 +563,7 @@ impl Workload for DsmemBandwidth {
         GLOBAL_SLICES as u64 * BUFFER_BYTES as u64 + 4 * (THREADS * 1024) as u64
     }
     fn size_syntax(&self) -> &'static str {
-        "C:d[:N] — clusters of C blocks (2-16), each reaching the block d ranks on (1 <= d < C); N hops or repeats per launch (default: the workload's)"
+        SIZE_SYNTAX
     }
     fn parse_size(&self, text: &str) -> Result<Reach, String> {
         parse_reach(text)
@@ -526,22 +572,11 @@ impl Workload for DsmemBandwidth {
         default_reaches()
     }
     fn test_cases(&self) -> Vec<(Values, Reach)> {
-        [(2, 1), (4, 3), (16, 8)]
-            .map(|(blocks, distance)| (Values::Random, Reach::new(blocks, distance)))
-            .to_vec()
+        test_reaches()
     }
     fn prepare(&self, gpu: &Gpu, reach: Reach, _: Inputs) -> Result<BandwidthProblem> {
-        let entries: Vec<(&'static BandwidthKernel, Kernel<BandwidthParams>)> = if sm90(gpu) {
-            BANDWIDTH_KERNELS
-                .iter()
-                .map(|k| Ok((k, gpu.entry_point(k.entry)?)))
-                .collect::<Result<_>>()?
-        } else {
-            Vec::new()
-        };
-        let kernels: Vec<_> = entries.iter().map(|(_, k)| k).collect();
-        let grid = grid(gpu, reach, &kernels)?;
-        let blocks = *grid.as_ref().unwrap_or(&reach.blocks);
+        let launches = Launches::new(gpu, reach, &BANDWIDTH_KERNELS, |k| k.entry)?;
+        let blocks = launches.blocks();
         if blocks > GLOBAL_SLICES {
             bail!("{blocks} blocks: more than the {GLOBAL_SLICES} slices of the global buffer");
         }
@@ -551,52 +586,34 @@ impl Workload for DsmemBandwidth {
             .collect();
         debug_assert_eq!(global.len(), (GLOBAL_SLICES * BUFFER_CHUNKS * 4) as usize);
         Ok(BandwidthProblem {
-            reach,
-            grid,
             global: gpu.upload(&global, "the global buffer")?,
             sums: gpu.zeros((blocks * THREADS) as usize, "the sums")?,
             slice_sums,
-            entries,
+            launches,
         })
     }
 }
 
 /// The global buffer, the sums, the resolved kernels.
 pub struct BandwidthProblem {
-    reach: Reach,
-    grid: Result<u32, String>,
+    launches: Launches<BandwidthKernel, BandwidthParams>,
     /// `GLOBAL_SLICES` slices of `BUFFER_BYTES`, as words.
     global: CudaSlice<u32>,
     sums: CudaSlice<u32>,
     /// Each slice's per-thread sum (`buffer_sum` of its stream), `slice * THREADS + t`.
     slice_sums: Vec<u32>,
-    entries: Vec<(&'static BandwidthKernel, Kernel<BandwidthParams>)>,
 }
 
 impl Problem<BandwidthKernel> for BandwidthProblem {
     fn unavailable(&self, _: &BandwidthKernel) -> Option<String> {
-        self.grid.as_ref().err().cloned()
+        self.launches.grid.as_ref().err().cloned()
     }
     fn poison(&mut self, gpu: &Gpu, _: &BandwidthKernel) -> Result<()> {
         Ok(gpu.fill_words(&mut self.sums, POISON.to_bits(), "the sums")?)
     }
     fn launch(&mut self, gpu: &Gpu, experiment: &BandwidthKernel) -> Result<()> {
-        let grid = match &self.grid {
-            Ok(grid) => *grid,
-            Err(why) => bail!("{why}"),
-        };
-        let Some((_, kernel)) = self
-            .entries
-            .iter()
-            .find(|(k, _)| std::ptr::eq(*k, experiment))
-        else {
-            bail!("`{}` is not loaded", experiment.name);
-        };
-        let config = LaunchConfig::linear(grid, THREADS, SHARED_BYTES).with_cluster([
-            self.reach.blocks,
-            1,
-            1,
-        ]);
+        let (kernel, config) = self.launches.kernel(experiment, experiment.name)?;
+        let reach = self.launches.reach;
         // SAFETY: blocks of THREADS with SHARED_BYTES, a grid of whole clusters of
         // `reach.blocks` (at most GLOBAL_SLICES blocks: prepare), the distance below the
         // cluster's size; `global` holds GLOBAL_SLICES slices (16-byte aligned: a driver
@@ -608,8 +625,8 @@ impl Problem<BandwidthKernel> for BandwidthProblem {
                 (
                     &self.global,
                     GLOBAL_SLICES,
-                    self.reach.repeats(),
-                    self.reach.distance,
+                    reach.repeats(),
+                    reach.distance,
                     &mut self.sums,
                 ),
             )?
@@ -617,20 +634,21 @@ impl Problem<BandwidthKernel> for BandwidthProblem {
         Ok(())
     }
     fn check(&mut self, gpu: &Gpu, experiment: &BandwidthKernel) -> Result<CheckReport> {
-        let grid = *self.grid.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let grid = self.launches.grid()?;
         let sums = gpu.download(&self.sums, "the sums")?;
-        let expected = expected_sums(experiment.mode, self.reach, grid, &self.slice_sums);
+        let expected = expected_sums(experiment.mode, self.launches.reach, grid, &self.slice_sums);
         Ok(check::check_words(&sums, &expected))
     }
     fn work(&self) -> Work {
-        let grid = *self.grid.as_ref().unwrap_or(&0) as u64;
-        Work::Bytes(grid * self.reach.repeats() as u64 * BUFFER_BYTES as u64)
+        let grid = *self.launches.grid.as_ref().unwrap_or(&0) as u64;
+        Work::Bytes(grid * self.launches.reach.repeats() as u64 * BUFFER_BYTES as u64)
     }
     fn note(&mut self, _: &Gpu, _: &BandwidthKernel) -> Result<Option<String>> {
-        Ok(self.grid.as_ref().ok().map(|grid| {
+        let reach = self.launches.reach;
+        Ok(self.launches.grid.as_ref().ok().map(|grid| {
             format!(
                 "{grid} blocks in {} clusters, one per SM",
-                grid / self.reach.blocks
+                grid / reach.blocks
             )
         }))
     }
