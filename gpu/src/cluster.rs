@@ -222,37 +222,11 @@ impl<T: ClusterValue> Remote<T> {
     }
 }
 
-/// A value [`Remote::store_async`] writes with one `st.async` (16 bytes: `[u32; 4]`; the
-/// other widths of the instruction are left until a kernel needs them).
-///
-/// # Safety
-/// `store_async` writes exactly `size_of::<Self>()` bytes and completes that many bytes of
-/// transaction count.
-pub unsafe trait AsyncStoreValue: Copy {
-    /// One `st.async` of `value` at `dst`, completing on `bar`.
-    ///
-    /// # Safety
-    /// As [`Remote::store_async`].
-    unsafe fn store_async(dst: SharedCluster<Self>, value: Self, bar: SharedCluster<Mbarrier>);
-}
-
-// SAFETY: `st.async...v4.b32`: 16 bytes, 16 bytes of transaction count.
-unsafe impl AsyncStoreValue for [u32; 4] {
-    #[inline(always)]
-    unsafe fn store_async(
-        dst: SharedCluster<[u32; 4]>,
-        value: [u32; 4],
-        bar: SharedCluster<Mbarrier>,
-    ) {
-        // SAFETY: forwarded contract.
-        unsafe { ptx::st_async_v4_b32(dst, value, bar) }
-    }
-}
-
-impl<T: AsyncStoreValue> Remote<T> {
-    /// Stores `value` asynchronously (`st.async`); when it has landed it completes
-    /// `size_of::<T>()` bytes of transaction count on `done`, a barrier of the same block, so
-    /// the owner waits on its own barrier and needs no cluster barrier to see it.
+impl Remote<[u32; 4]> {
+    /// Stores `value` asynchronously (`st.async.v4.b32`; the other widths of the instruction
+    /// are left until a kernel needs them); when it has landed it completes 16 bytes of
+    /// transaction count on `done`, a barrier of the same block, so the owner waits on its own
+    /// barrier and needs no cluster barrier to see it.
     ///
     /// # Safety
     /// 1. `done` is in the same block as this memory; that block does not exit before the
@@ -260,9 +234,9 @@ impl<T: AsyncStoreValue> Remote<T> {
     ///    `expect_tx`) and cannot complete without them.
     /// 2. Nothing reads or writes this memory until that phase completed.
     #[inline(always)]
-    pub unsafe fn store_async(self, value: T, done: RemoteBarrier) {
+    pub unsafe fn store_async(self, value: [u32; 4], done: RemoteBarrier) {
         // SAFETY: forwarded contract.
-        unsafe { T::store_async(self.addr, value, done.bar) }
+        unsafe { ptx::st_async_v4_b32(self.addr, value, done.bar) }
     }
 }
 
