@@ -21,6 +21,7 @@
 //! | [`wait_parity_cluster`] | loop on `mbarrier.try_wait.parity.acquire.cluster` |
 //! | [`copy_to_peer`] | `cp.async.bulk.shared::cluster.shared::cta` |
 //! | [`multicast_from_global`] | `cp.async.bulk.shared::cluster.global...multicast::cluster` |
+//! | [`MulticastGroup`] | the `ctaMask` of a multicast copy; the blocks of a [`ClusterBulkPipeline`](crate::pipeline::ClusterBulkPipeline) |
 //!
 //! The kernel declares its cluster shape (`[cluster = (x, y, z)]` in
 //! [`kernel!`](crate::kernel!)) or the host gives it at launch.
@@ -140,6 +141,82 @@ impl Cluster {
         RemoteBarrier {
             bar: self.remote(barrier.slot(), rank).addr,
         }
+    }
+}
+
+/// A set of ranks of a cluster that share data by multicast: the blocks one tensor copy
+/// reaches at once ([`memcpy_async_tensor_multicast`]), or that fill each other's stages
+/// ([`ClusterBulkPipeline`]). Always names this block and only ranks of its cluster.
+///
+/// [`memcpy_async_tensor_multicast`]: crate::memcpy_async::bulk::memcpy_async_tensor_multicast
+/// [`ClusterBulkPipeline`]: crate::pipeline::ClusterBulkPipeline
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MulticastGroup {
+    mask: u16,
+}
+
+impl MulticastGroup {
+    /// The ranks whose bits are set in `mask` (bit r: rank r).
+    ///
+    /// # Panics
+    /// If `mask` names a rank outside `cluster` or leaves out this block's: a `trap`.
+    #[inline(always)]
+    #[must_use]
+    pub fn new(cluster: Cluster, mask: u16) -> MulticastGroup {
+        let ranks = (1u32 << cluster.size) - 1;
+        if (mask as u32) & !ranks != 0 || (mask as u32 >> cluster.rank) & 1 == 0 {
+            ptx::trap();
+        }
+        MulticastGroup { mask }
+    }
+
+    /// This block alone (in a launch without clusters, a cluster of one).
+    #[inline(always)]
+    #[must_use]
+    pub fn alone() -> MulticastGroup {
+        MulticastGroup {
+            mask: 1 << ptx::cluster_ctarank(),
+        }
+    }
+
+    /// The `count` consecutive ranks from `first` (`first..first + count`): a row of a
+    /// cluster whose rank runs along it.
+    ///
+    /// # Panics
+    /// As [`MulticastGroup::new`].
+    #[inline(always)]
+    #[must_use]
+    pub fn ranks(cluster: Cluster, first: u32, count: u32) -> MulticastGroup {
+        let bits = ((1u32 << count) - 1) << first;
+        MulticastGroup::new(cluster, bits as u16)
+    }
+
+    /// The ranks, as the `ctaMask` operand: bit r for rank r.
+    #[inline(always)]
+    #[must_use]
+    pub const fn mask(self) -> u16 {
+        self.mask
+    }
+
+    /// How many blocks.
+    #[inline(always)]
+    #[must_use]
+    pub const fn len(self) -> u32 {
+        self.mask.count_ones()
+    }
+
+    /// Always false: a group names at least this block.
+    #[inline(always)]
+    #[must_use]
+    pub const fn is_empty(self) -> bool {
+        self.mask == 0
+    }
+
+    /// Whether `rank` is in the group (false for any `rank >= 16`).
+    #[inline(always)]
+    #[must_use]
+    pub const fn contains(self, rank: u32) -> bool {
+        rank < 16 && (self.mask as u32 >> rank) & 1 != 0
     }
 }
 

@@ -25,6 +25,8 @@
 //! iteration (commit even when nothing is left to copy: an empty group is free). The lowering
 //! tests check both.
 
+#[cfg(target_feature = "sm_90")]
+use crate::cluster::{Cluster, MulticastGroup};
 use crate::layout::{Mbarrier, PipelineSharedState};
 use crate::pipeline_state::PipelineState;
 use crate::ptx;
@@ -352,12 +354,30 @@ impl<const STAGES: usize, K: FullArrival> BlockPipeline<STAGES, K> {
         full_arrivals: u32,
         consumers: u32,
     ) -> Self {
+        // SAFETY: forwarded contract.
+        unsafe { Self::init_barriers(barriers, full_arrivals, consumers) };
+        ptx::barrier_sync();
+        Self::ring(barriers)
+    }
+
+    /// Thread 0's half of [`BlockPipeline::init_rings`]: the mbarriers, and the fence for the
+    /// copy engine. Whoever calls it syncs the threads that will use them before they do.
+    ///
+    /// # Safety
+    /// As [`BlockPipeline::init_rings`].
+    #[inline(always)]
+    unsafe fn init_barriers(
+        barriers: Shared<PipelineSharedState<STAGES>>,
+        full_arrivals: u32,
+        empty_arrivals: u32,
+    ) {
         if ptx::thread_idx_x() == 0 {
             for stage in 0..STAGES as u32 {
-                // SAFETY: one thread initializes each mbarrier; the sync below publishes them.
+                // SAFETY: one thread initializes each mbarrier; the caller's sync publishes
+                // them.
                 unsafe {
                     ptx::mbarrier_init(full(barriers, stage), full_arrivals);
-                    ptx::mbarrier_init(empty(barriers, stage), consumers);
+                    ptx::mbarrier_init(empty(barriers, stage), empty_arrivals);
                 }
             }
             #[cfg(target_feature = "sm_90")]
@@ -365,7 +385,11 @@ impl<const STAGES: usize, K: FullArrival> BlockPipeline<STAGES, K> {
                 ptx::fence_mbarrier_init();
             }
         }
-        ptx::barrier_sync();
+    }
+
+    /// The ring over initialized barriers, every stage free.
+    #[inline(always)]
+    fn ring(barriers: Shared<PipelineSharedState<STAGES>>) -> Self {
         BlockPipeline {
             barriers,
             producer: PipelineState::producer_start(),
@@ -523,13 +547,7 @@ impl<const STAGES: usize, K: FullArrival> Producer for BlockProducer<'_, STAGES,
     /// over the ring, when the buffers are free (see [`BlockPipeline`]).
     #[inline(always)]
     fn producer_acquire(&mut self) -> ProducerStage<'_, Self> {
-        let index = self.state.index();
-        if *self.unfilled > 0 {
-            *self.unfilled -= 1;
-        } else {
-            // SAFETY: the mbarriers were initialized by `init_*` (type invariant).
-            unsafe { ptx::mbarrier_wait_parity(empty(self.barriers, index), self.state.phase()) };
-        }
+        let index = self.wait_until_free();
         ProducerStage { side: self, index }
     }
 
@@ -540,6 +558,22 @@ impl<const STAGES: usize, K: FullArrival> Producer for BlockProducer<'_, STAGES,
         // SAFETY: `full[s]` expects one arrival per producer per phase (init contract).
         unsafe { K::arrive(full(self.barriers, self.state.index())) };
         self.state.advance();
+    }
+}
+
+impl<const STAGES: usize, K: FullArrival> BlockProducer<'_, STAGES, K> {
+    /// The next stage's index, once its buffer is free: at once on the first pass over the
+    /// ring, else after the parity wait on `empty[s]`.
+    #[inline(always)]
+    fn wait_until_free(&mut self) -> u32 {
+        let index = self.state.index();
+        if *self.unfilled > 0 {
+            *self.unfilled -= 1;
+        } else {
+            // SAFETY: the mbarriers were initialized by `init_*` (type invariant).
+            unsafe { ptx::mbarrier_wait_parity(empty(self.barriers, index), self.state.phase()) };
+        }
+        index
     }
 }
 
@@ -567,34 +601,52 @@ impl<const STAGES: usize> Consumer for BlockConsumer<'_, STAGES> {
     }
 }
 
-impl<const STAGES: usize> BlockConsumer<'_, STAGES> {
+/// The consumer side of a ring whose stages groups of threads read together (a warpgroup's
+/// `wgmma`), each group releasing a stage once for all its threads, and whose groups may take
+/// turns over the ring: a [`BlockConsumer`] (one arrival on this block's `empty[s]`) or a
+/// [`ClusterBulkConsumer`] (one arrival on `empty[s]` of each block that fills the stage).
+pub trait GroupConsumer: Consumer {
     /// Moves this consumer's ring position past `stages` stages without waiting for or
     /// releasing them: stages that another group of consumers reads and releases (the
     /// alternate tiles of a ping-pong kernel, whose consumer groups share one ring). Register
     /// arithmetic only.
+    fn skip(&mut self, stages: u32);
+
+    #[doc(hidden)]
+    fn release_for_group(&mut self, group_thread: u32, _: Token);
+}
+
+impl<const STAGES: usize> GroupConsumer for BlockConsumer<'_, STAGES> {
     #[inline(always)]
-    pub fn skip(&mut self, stages: u32) {
+    fn skip(&mut self, stages: u32) {
         *self.state = self.state.advanced_by(stages);
+    }
+
+    /// Thread 0 of the group arrives on `empty[s]`.
+    #[inline(always)]
+    fn release_for_group(&mut self, group_thread: u32, _: Token) {
+        if group_thread == 0 {
+            // SAFETY: `empty[s]` expects one arrival per group per phase (init contract).
+            let _ = unsafe { ptx::mbarrier_arrive(empty(self.barriers, self.state.index())) };
+        }
+        self.state.advance();
     }
 }
 
-impl<const STAGES: usize> ConsumerStage<'_, BlockConsumer<'_, STAGES>> {
+impl<C: GroupConsumer> ConsumerStage<'_, C> {
     /// Releases the stage for a group of threads that read it together and whose reads are
     /// complete for the whole group by now (a warpgroup after the `wgmma.wait_group` of its
-    /// multiply): every thread of the group calls it, so each one's ring position advances,
-    /// and only the one with `arrives` arrives on `empty[s]` — which then expects one arrival
-    /// per group (the pipeline's `consumers`). Lowers to one `mbarrier.arrive` in that
-    /// thread, nothing in the others.
+    /// multiply): every thread of the group calls it with its index in the group, so each
+    /// one's ring position advances, and only the few the side names arrive — which the
+    /// pipeline's `consumers` count as one group. A [`BlockConsumer`]: thread 0, one
+    /// `mbarrier.arrive` on `empty[s]`; a [`ClusterBulkConsumer`]: thread `r` on block `r`'s
+    /// `empty[s]` for each rank `r` of the multicast group. Nothing in the other threads.
     #[inline(always)]
-    pub fn consumer_release_for_group(self, arrives: bool) {
+    pub fn consumer_release_for_group(self, group_thread: u32) {
         let this = core::mem::ManuallyDrop::new(self);
         // SAFETY: `this` is never dropped, so `side` is read out once and used once.
-        let side: &mut BlockConsumer<'_, STAGES> = unsafe { core::ptr::read(&this.side) };
-        if arrives {
-            // SAFETY: `empty[s]` expects one arrival per group per phase (init contract).
-            let _ = unsafe { ptx::mbarrier_arrive(empty(side.barriers, side.state.index())) };
-        }
-        side.state.advance();
+        let side: &mut C = unsafe { core::ptr::read(&this.side) };
+        side.release_for_group(group_thread, Token);
     }
 }
 
@@ -643,5 +695,198 @@ impl<const STAGES: usize, K: CopyEngineFenced> ProducerStage<'_, BlockProducer<'
     #[inline(always)]
     pub(crate) fn full_barrier(&self) -> Shared<Mbarrier> {
         full(self.side.barriers, self.index)
+    }
+}
+
+/// A [`BulkPipeline`] shared by the blocks of a multicast group of a cluster (sm_90; CUTLASS's
+/// `PipelineTmaAsync` with a cluster shape): each block's producer fills its slice of the
+/// stage in every block of the group at once ([`memcpy_async_tensor_multicast`]), so a stage
+/// of a block is filled by all the group's producers, and may be refilled only when the
+/// consumers of every block of the group have released it. So each block's `empty[s]`
+/// expects `consumers` arrivals from each block of the group, and each consumer group arrives
+/// on `empty[s]` of every block of the group
+/// ([`ConsumerStage::consumer_release_for_group`]: thread `r` of the group on block `r`'s,
+/// `mbarrier.arrive.release.cta.shared::cluster` — a consumer only read the stage, so nothing
+/// needs publishing at cluster scope, and the cluster-scope release would cost a
+/// `MEMBAR.ALL.GPU` per stage); `full[s]` stays local — one arrival,
+/// this block's producer's, and the bytes of every slice that lands here.
+///
+/// The blocks of the group walk the same stages in the same order (same tiles of K, same
+/// number of fills): a block that stopped early would leave the others' `full` waiting for
+/// its slices. The first pass skips the empty wait as in a [`BlockPipeline`]; the
+/// initialization ends with a cluster barrier, since other blocks' copies and arrivals reach
+/// these mbarriers, and the blocks must sync the cluster again before any exits
+/// ([`Cluster::sync`](crate::cluster::Cluster::sync)): the last arrivals on a peer's `empty`
+/// may still be in flight.
+///
+/// [`memcpy_async_tensor_multicast`]: crate::memcpy_async::bulk::memcpy_async_tensor_multicast
+#[cfg(target_feature = "sm_90")]
+pub struct ClusterBulkPipeline<const STAGES: usize> {
+    ring: BlockPipeline<STAGES, BulkOnly>,
+    group: MulticastGroup,
+}
+
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> ClusterBulkPipeline<STAGES> {
+    /// Collective over the cluster: thread 0 of each block initializes its mbarriers
+    /// (`full`: one arrival; `empty`: `consumers` for each block of `group`), fences them for
+    /// the copy engine at cluster scope (`fence.mbarrier_init.release.cluster`), and the
+    /// cluster syncs (`barrier.cluster.arrive.release` / `wait.acquire`, every thread).
+    ///
+    /// # Safety
+    /// 1. Every thread of every block of the cluster calls it (the cluster barrier), with the
+    ///    same `barriers` and `consumers`; `group` is the same set in every block of it, and
+    ///    the blocks of a group walk the same number of stages.
+    /// 2. As [`BulkPipeline::init`] (2) for each block, its consumers releasing with
+    ///    [`ConsumerStage::consumer_release_for_group`] (every thread of a group, with its
+    ///    index in the group: the first `group`'s highest rank + 1 of them arrive) or
+    ///    [`ConsumerStage::consumer_release`] (each thread arrives on every block of the
+    ///    group); no [`GroupConsumer::skip`] (the groups of a block do not take turns).
+    /// 3. `barriers` is reserved for this pipeline while it is used in every block of the
+    ///    cluster; `consumers * group.len()` is 1..2^20; the cluster syncs again before any
+    ///    of its blocks exits.
+    #[inline(always)]
+    pub unsafe fn init(
+        barriers: Shared<PipelineSharedState<STAGES>>,
+        consumers: u32,
+        cluster: Cluster,
+        group: MulticastGroup,
+    ) -> Self {
+        // SAFETY: forwarded contract; the cluster barrier publishes the mbarriers to every
+        // block that will copy into or arrive on them.
+        unsafe {
+            BlockPipeline::<STAGES, BulkOnly>::init_barriers(barriers, 1, consumers * group.len());
+            cluster.sync();
+        }
+        ClusterBulkPipeline {
+            ring: BlockPipeline::ring(barriers),
+            group,
+        }
+    }
+
+    /// The producer and consumer sides.
+    #[inline(always)]
+    pub fn split(
+        &mut self,
+    ) -> (
+        ClusterBulkProducer<'_, STAGES>,
+        ClusterBulkConsumer<'_, STAGES>,
+    ) {
+        let group = self.group;
+        let (ring_producer, ring_consumer) = self.ring.split();
+        (
+            ClusterBulkProducer {
+                ring: ring_producer,
+                group,
+            },
+            ClusterBulkConsumer {
+                ring: ring_consumer,
+                group,
+            },
+        )
+    }
+}
+
+/// The producer side of a [`ClusterBulkPipeline`]: this block's one thread that issues the
+/// copies, its slices multicast to the group.
+#[cfg(target_feature = "sm_90")]
+pub struct ClusterBulkProducer<'p, const STAGES: usize> {
+    ring: BulkProducer<'p, STAGES>,
+    group: MulticastGroup,
+}
+
+/// The consumer side of a [`ClusterBulkPipeline`].
+#[cfg(target_feature = "sm_90")]
+pub struct ClusterBulkConsumer<'p, const STAGES: usize> {
+    ring: BlockConsumer<'p, STAGES>,
+    group: MulticastGroup,
+}
+
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> sealed::Sealed for ClusterBulkProducer<'_, STAGES> {}
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> sealed::Sealed for ClusterBulkConsumer<'_, STAGES> {}
+
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> Producer for ClusterBulkProducer<'_, STAGES> {
+    /// As a [`BulkPipeline`]'s: this block's `empty[s]`, which collects the releases of the
+    /// whole group.
+    #[inline(always)]
+    fn producer_acquire(&mut self) -> ProducerStage<'_, Self> {
+        let index = self.ring.wait_until_free();
+        ProducerStage { side: self, index }
+    }
+
+    /// `mbarrier.arrive` on this block's `full[s]`.
+    #[inline(always)]
+    fn commit(&mut self, token: Token) {
+        self.ring.commit(token);
+    }
+}
+
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> ProducerStage<'_, ClusterBulkProducer<'_, STAGES>> {
+    /// The blocks this stage is shared with.
+    #[inline(always)]
+    pub fn group(&self) -> MulticastGroup {
+        self.side.group
+    }
+
+    #[inline(always)]
+    pub(crate) fn cluster_full_barrier(&self) -> Shared<Mbarrier> {
+        full(self.side.ring.barriers, self.index)
+    }
+}
+
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> Consumer for ClusterBulkConsumer<'_, STAGES> {
+    /// This block's `full[s]`, as a [`BlockConsumer`].
+    #[inline(always)]
+    fn consumer_wait(&mut self) -> ConsumerStage<'_, Self> {
+        let index = self.ring.state.index();
+        // SAFETY: the mbarriers were initialized by `init` (type invariant).
+        unsafe {
+            ptx::mbarrier_wait_parity(full(self.ring.barriers, index), self.ring.state.phase())
+        };
+        ConsumerStage { side: self, index }
+    }
+
+    /// One arrival on `empty[s]` of every block of the group, this one's included.
+    #[inline(always)]
+    fn release(&mut self, _: Token) {
+        let local = empty(self.ring.barriers, self.ring.state.index());
+        let mut rank = 0;
+        while rank < 16 {
+            if self.group.contains(rank) {
+                // SAFETY: block `rank` of the group expects one arrival per consumer per
+                // phase on its `empty[s]` (init contract) and has not exited (the closing
+                // cluster sync).
+                unsafe { ptx::mbarrier_arrive_cluster_cta(ptx::mapa(local, rank)) };
+            }
+            rank += 1;
+        }
+        self.ring.state.advance();
+    }
+}
+
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> GroupConsumer for ClusterBulkConsumer<'_, STAGES> {
+    /// The groups of a block share every stage here: the pipeline's contract rules it out,
+    /// and a call traps.
+    #[inline(always)]
+    fn skip(&mut self, _stages: u32) {
+        ptx::trap();
+    }
+
+    /// Thread `r` of the group arrives on block `r`'s `empty[s]`, for each rank `r` of the
+    /// multicast group.
+    #[inline(always)]
+    fn release_for_group(&mut self, group_thread: u32, _: Token) {
+        if self.group.contains(group_thread) {
+            let local = empty(self.ring.barriers, self.ring.state.index());
+            // SAFETY: as in `release`, one arrival per group.
+            unsafe { ptx::mbarrier_arrive_cluster_cta(ptx::mapa(local, group_thread)) };
+        }
+        self.ring.state.advance();
     }
 }

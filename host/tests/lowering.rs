@@ -822,6 +822,13 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
             SM90,
         ),
         (
+            "cp_async_bulk_tensor_global_to_shared_multicast",
+            Op(
+                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
+            ),
+            SM90A,
+        ),
+        (
             "cp_async_bulk_tensor_shared_to_global",
             Op("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"),
             SM90,
@@ -904,6 +911,11 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
             SM90,
         ),
         (
+            "mbarrier_arrive_cluster_cta",
+            Op("mbarrier.arrive.release.cta.shared::cluster.b64"),
+            SM90A,
+        ),
+        (
             "mbarrier_try_wait_parity_acquire_cluster",
             SpinLoop("mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64"),
             SM90,
@@ -957,7 +969,7 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
             // Constructors and plain address arithmetic emit nothing of their own; `load` /
-            // `store` are the per-rank halves of the tensor-copy wrappers.
+            // `store` / `load_multicast` are the per-rank halves of the tensor-copy wrappers.
             if ![
                 "from_addr",
                 "from_generic_address",
@@ -968,6 +980,7 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
                 "cast",
                 "load",
                 "store",
+                "load_multicast",
                 "",
             ]
             .contains(&name.as_str())
@@ -1610,6 +1623,57 @@ fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
             assert!(setmaxnreg.is_empty(), "{entry}: {setmaxnreg:?}");
         }
     }
+}
+
+/// The BF16 families that run in clusters share their tiles as documented: the kernel
+/// declares its cluster (`.reqnctapercluster`, recorded in the entry point), copies its slice
+/// of the shared tile with multicast tensor copies (`UTMALDG.2D.MULTICAST`), releases stages
+/// to every block of its group with the CTA-scope remote arrival, and syncs the cluster at
+/// the start and the end — so exactly two `MEMBAR.ALL.GPU`, those of the two cluster
+/// barriers' release, none per stage. The single-block families have none of it.
+#[test]
+fn cluster_bf16_kernels_multicast_their_shared_tile() {
+    use workloads::bf16_gemm::{Bf16Entries, TileCluster};
+    let mut clustered = 0;
+    for (family, entry, _, _) in bf16_entries() {
+        let in_cluster = family.cluster != TileCluster::NONE;
+        let view = kernel(Arch::Sm90a, entry);
+        let sass = sass_ops(view);
+        let declared = match &family.entries {
+            Bf16Entries::TensorMaps {
+                tensor_store,
+                direct,
+            } => [tensor_store.cluster(), direct.cluster()],
+            Bf16Entries::Pointers {
+                tensor_store,
+                direct,
+            } => [tensor_store.cluster(), direct.cluster()],
+        };
+        let expected = in_cluster.then_some([family.cluster.blocks(), 1, 1]);
+        assert_eq!(declared, [expected, expected], "{entry}");
+        assert_eq!(
+            sass.iter().any(|o| o == "UTMALDG.2D.MULTICAST"),
+            in_cluster,
+            "{entry}"
+        );
+        for op in [
+            "mbarrier.arrive.release.cta.shared::cluster.b64",
+            "barrier.cluster.arrive.release.aligned",
+            "barrier.cluster.wait.acquire.aligned",
+            "mapa.shared::cluster.u32",
+        ] {
+            assert_eq!(view.has_ptx(op), in_cluster, "{entry}: {op}");
+        }
+        // The remote release must not be the cluster-scope one (a GPU-wide fence per stage).
+        assert!(
+            !view.has_ptx("mbarrier.arrive.release.cluster.shared::cluster.b64"),
+            "{entry}"
+        );
+        let gpu_fences = sass.iter().filter(|o| *o == "MEMBAR.ALL.GPU").count();
+        assert_eq!(gpu_fences, if in_cluster { 2 } else { 0 }, "{entry}");
+        clustered += usize::from(in_cluster);
+    }
+    assert_eq!(clustered, 4);
 }
 
 /// The accumulator rule (PTX ISA: no access to a `wgmma.mma_async`'s accumulator registers

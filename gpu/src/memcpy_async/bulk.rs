@@ -6,6 +6,10 @@
 
 use super::AlignedSize;
 use super::completion::BulkCompletion;
+#[cfg(target_feature = "sm_90")]
+use crate::cluster::MulticastGroup;
+#[cfg(target_feature = "sm_90")]
+use crate::pipeline::{ClusterBulkProducer, ProducerStage};
 use crate::ptx;
 use crate::shared::Shared;
 use crate::tensor_map::TensorMapRef;
@@ -116,6 +120,51 @@ pub unsafe fn memcpy_async_tensor<T, C: ptx::TensorCoords, B: BulkCompletion>(
     unsafe {
         completion.expect(box_bytes.bytes());
         ptx::cp_async_bulk_tensor_global_to_shared(dst.addr(), map, coords, bar);
+    }
+}
+
+/// This thread's block copies its slice of a stage shared by a multicast group
+/// ([`ClusterBulkPipeline`]): the box at `coords` of the tensor `map` describes, read once,
+/// into `dst` of every block of `receivers` (sm_90:
+/// `cp.async.bulk.tensor.<R>d...multicast::cluster`, SASS `UTMALDG.<R>D.MULTICAST`). Every block
+/// of `receivers` copies one such slice of `slice_bytes` into the same stage, so this block's
+/// `full[s]` expects all of them: `mbarrier.expect_tx` of `receivers.len() * slice_bytes`,
+/// then the copy. A 2 x 1 cluster sharing B: block `r` copies rows `128 r..128 r + 128` of the
+/// 256-row B tile to both blocks, and each block receives the whole tile.
+///
+/// # Safety
+/// 1. As [`memcpy_async_tensor`] (1) and (2), `box_bytes` being `slice_bytes`, and `dst` the
+///    same offset in every block of `receivers`.
+/// 2. Every block of `receivers` makes this call for the same stage (the same ring position,
+///    the same `receivers`, `slice_bytes` and `dst` but its own slice), and `receivers` is a
+///    subset of the pipeline's group; slices of different calls do not overlap.
+/// 3. Nothing in any of those blocks reads `dst` until its stage is waited for.
+///
+/// [`ClusterBulkPipeline`]: crate::pipeline::ClusterBulkPipeline
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+pub unsafe fn memcpy_async_tensor_multicast<T, C: ptx::TensorCoords, const STAGES: usize>(
+    dst: Shared<T>,
+    map: TensorMapRef,
+    coords: C,
+    slice_bytes: AlignedSize<16>,
+    stage: &ProducerStage<'_, ClusterBulkProducer<'_, STAGES>>,
+    receivers: MulticastGroup,
+) {
+    let bar = stage.cluster_full_barrier();
+    // SAFETY: forwarded contract: the stage is open (acquired, not committed) and expects
+    // every receiver's slice from now on; the peers' slices may land first (the phase's
+    // transaction count goes below zero until this expectation, its pending arrival keeping
+    // it open).
+    unsafe {
+        ptx::mbarrier_expect_tx(bar, receivers.len() * slice_bytes.bytes());
+        ptx::cp_async_bulk_tensor_global_to_shared_multicast(
+            dst.addr(),
+            map,
+            coords,
+            bar,
+            receivers.mask(),
+        );
     }
 }
 

@@ -9,6 +9,7 @@
 //! | [`Barrier`] (sm_90) | bulk, tensor | `mbarrier.expect_tx` of the bytes | the phase completes (arrivals and bytes) |
 //! | [`Arriving`]`(&barrier)` (sm_90) | bulk, tensor | `mbarrier.arrive.expect_tx` (an arrival and the bytes) | the phase completes |
 //! | a bulk-capable pipeline's [`ProducerStage`] (sm_90) | bulk, tensor | `mbarrier.expect_tx` on the stage's `full` barrier | the stage is waited for |
+//! | a [`ClusterBulkPipeline`](crate::pipeline::ClusterBulkPipeline)'s stage (sm_90) | multicast tensor ([`memcpy_async_tensor_multicast`](super::bulk::memcpy_async_tensor_multicast)) | `mbarrier.expect_tx` of every receiver's slice | the stage is waited for |
 //!
 //! [`Completion`] is what `cp.async` copies bind to, [`BulkCompletion`] what the copy engine's
 //! bulk and tensor copies complete their bytes on; which to choose is discussed in
@@ -18,7 +19,7 @@ use crate::barrier::Barrier;
 #[cfg(target_feature = "sm_90")]
 use crate::layout::Mbarrier;
 #[cfg(target_feature = "sm_90")]
-use crate::pipeline::{BlockProducer, CopyEngineFenced};
+use crate::pipeline::{BlockProducer, ClusterBulkProducer, CopyEngineFenced};
 use crate::pipeline::{CpAsyncProducer, ProducerStage};
 use crate::ptx;
 #[cfg(target_feature = "sm_90")]
@@ -171,5 +172,16 @@ impl<const STAGES: usize, K: CopyEngineFenced> BulkCompletion
     #[inline(always)]
     fn transaction_barrier(&self) -> Shared<Mbarrier> {
         self.full_barrier()
+    }
+}
+
+/// A tensor or bulk copy of this block's own (not multicast) into a stage of a
+/// [`ClusterBulkPipeline`](crate::pipeline::ClusterBulkPipeline): its bytes expected on this
+/// block's `full[s]`, as for a [`BulkPipeline`](crate::pipeline::BulkPipeline)'s stage.
+#[cfg(target_feature = "sm_90")]
+impl<const STAGES: usize> BulkCompletion for ProducerStage<'_, ClusterBulkProducer<'_, STAGES>> {
+    #[inline(always)]
+    fn transaction_barrier(&self) -> Shared<Mbarrier> {
+        self.cluster_full_barrier()
     }
 }

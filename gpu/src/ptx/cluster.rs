@@ -362,6 +362,28 @@ pub unsafe fn mbarrier_arrive_cluster(bar: SharedCluster<Mbarrier>) {
     }
 }
 
+/// `mbarrier.arrive.release.cta.shared::cluster.b64 _, [bar];` — one arrival on an mbarrier
+/// of a block of the cluster whose release orders only at CTA scope (PTX's default for the
+/// instruction, and CUTLASS's `ClusterBarrier::arrive(cta_id)`): for handing a buffer back to
+/// the block that refills it when this thread only read it, so that nothing it wrote needs
+/// publishing to that block. [`mbarrier_arrive_cluster`]'s cluster-scope release costs a
+/// `MEMBAR.ALL.GPU` before the arrival; this one none.
+///
+/// # Safety
+/// As [`mbarrier_arrive_cluster`]; the waiter reads nothing this thread wrote.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_cluster_cta(bar: SharedCluster<Mbarrier>) {
+    // SAFETY: the caller upholds the contract above. A memory clobber: this thread's reads of
+    // the buffer stay before it.
+    unsafe {
+        asm!(
+            "mbarrier.arrive.release.cta.shared::cluster.b64 _, [{b}];",
+            b = in(reg32) bar.addr(),
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
 /// `mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [bar], parity;` — whether
 /// the phase with parity `parity` of this block's mbarrier `bar` has completed, acquiring at
 /// cluster scope what the arrivals on it released (remote arrivals included): what a

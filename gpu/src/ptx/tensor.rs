@@ -59,6 +59,11 @@ pub trait TensorCoords: Copy + sealed::Sealed {
     /// The store for this rank; see [`cp_async_bulk_tensor_shared_to_global`].
     #[doc(hidden)]
     unsafe fn store(self, map: u64, src: u32);
+
+    /// The multicast load for this rank; see
+    /// [`cp_async_bulk_tensor_global_to_shared_multicast`].
+    #[doc(hidden)]
+    unsafe fn load_multicast(self, dst: u32, map: u64, bar: u32, mask: u16);
 }
 
 /// `"{c0}, {c1}, ..."`: the coordinate list of an instruction's template.
@@ -90,6 +95,28 @@ macro_rules! tensor_coords {
                         dst = in(reg32) dst,
                         map = in(reg64) map,
                         bar = in(reg32) bar,
+                        $($c = in(reg32) $c,)+
+                        options(nostack, preserves_flags)
+                    )
+                }
+            }
+
+            #[inline(always)]
+            unsafe fn load_multicast(self, dst: u32, map: u64, bar: u32, mask: u16) {
+                let [$($c),+] = self;
+                // SAFETY: forwarded from `cp_async_bulk_tensor_global_to_shared_multicast`.
+                unsafe {
+                    asm!(
+                        concat!(
+                            "cp.async.bulk.tensor.", $rank, "d.shared::cluster.global.tile",
+                            ".mbarrier::complete_tx::bytes.multicast::cluster [{dst}], [{map}, {{",
+                            coordinate_list!($($c),+),
+                            "}}], [{bar}], {mask};"
+                        ),
+                        dst = in(reg32) dst,
+                        map = in(reg64) map,
+                        bar = in(reg32) bar,
+                        mask = in(reg16) mask,
                         $($c = in(reg32) $c,)+
                         options(nostack, preserves_flags)
                     )
@@ -150,6 +177,33 @@ pub unsafe fn cp_async_bulk_tensor_global_to_shared<C: TensorCoords>(
 ) {
     // SAFETY: the caller upholds the contract above.
     unsafe { coords.load(dst, map.addr(), bar.addr()) }
+}
+
+/// `cp.async.bulk.tensor.<R>d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+/// .multicast::cluster [dst], [map, {coords}], [bar], mask;` — the copy engine reads the box
+/// at `coords` once and writes it to `dst` in the shared memory of every block of the cluster
+/// whose rank is set in `mask` (bit r: rank r), completing the box's bytes of transaction
+/// count on the mbarrier at `bar`'s offset in each of them: one L2 read feeding several SMs
+/// (CUTLASS's `SM90_TMA_LOAD_MULTICAST`).
+///
+/// # Safety
+/// 1. As [`cp_async_bulk_tensor_global_to_shared`] (1) and (2), `dst` being the same offset
+///    in every block named by `mask`.
+/// 2. In each of those blocks the mbarrier at `bar`'s offset is initialized (and its
+///    initialization fenced for the copy engine at cluster scope) and its current phase
+///    expects these bytes and cannot complete without them; nothing there reads or writes
+///    `dst` until that phase completed, and the block does not exit before the copy lands.
+/// 3. `mask` names only ranks of this cluster (a launch in clusters, sm_90).
+#[inline(always)]
+pub unsafe fn cp_async_bulk_tensor_global_to_shared_multicast<C: TensorCoords>(
+    dst: u32,
+    map: TensorMapRef,
+    coords: C,
+    bar: Shared<Mbarrier>,
+    mask: u16,
+) {
+    // SAFETY: the caller upholds the contract above.
+    unsafe { coords.load_multicast(dst, map.addr(), bar.addr(), mask) }
 }
 
 /// `cp.async.bulk.tensor.<R>d.global.shared::cta.tile.bulk_group [map, {coords}], [src];` —

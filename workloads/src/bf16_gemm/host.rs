@@ -21,7 +21,7 @@
 
 use super::{
     BF16_KERNELS, BF16_POISON, BK, BLayout, Bf16CpAsyncParams, Bf16CpAsyncStoreParams, Bf16Entries,
-    Bf16GemmParams, Bf16GemmStoreParams, Bf16Kernel, CBox, Epilogue, HELPER_THREADS,
+    Bf16GemmParams, Bf16GemmStoreParams, Bf16Kernel, CBox, Epilogue, HELPER_THREADS, TileCluster,
     bf16_gemm_reference, bf16_pad_rows, bf16_widen,
 };
 use crate::gemm::host::{Mnk, parse_mnk};
@@ -299,6 +299,58 @@ enum Resolved {
     CpAsyncDirect(Kernel<Bf16CpAsyncParams>),
 }
 
+impl Resolved {
+    /// `cuOccupancyMaxActiveClusters` for this entry point at `config`.
+    fn max_active_clusters(&self, gpu: &Gpu, config: LaunchConfig) -> Result<u32> {
+        Ok(match self {
+            Resolved::TensorStore(k) => k.max_active_clusters(gpu, config)?,
+            Resolved::Direct(k) => k.max_active_clusters(gpu, config)?,
+            Resolved::CpAsyncTensorStore(k) => k.max_active_clusters(gpu, config)?,
+            Resolved::CpAsyncDirect(k) => k.max_active_clusters(gpu, config)?,
+        })
+    }
+}
+
+/// A kernel's persistent grid: one block per SM, at most one per tile; for a family that runs
+/// in clusters, as many whole clusters as can be resident at once (a GPC's SMs need not pair
+/// up), at most one per cluster's patch of tiles.
+fn launch_config(
+    gpu: &Gpu,
+    kernel: &Bf16Kernel,
+    entry: &Resolved,
+    m: u32,
+    n: u32,
+) -> Result<LaunchConfig> {
+    let geometry = kernel.style.geometry();
+    let (tiles_m, tiles_n) = geometry.tiles(m, n);
+    let mut config = LaunchConfig::linear(
+        (tiles_m * tiles_n).min(gpu.info().multiprocessors),
+        kernel.style.threads(),
+        geometry.layout().bytes,
+    );
+    if kernel.cluster != TileCluster::NONE {
+        // Asked for a grid of one cluster: the launch checks refuse a grid that clusters do
+        // not tile, and the answer depends only on the block.
+        let one_cluster = LaunchConfig {
+            grid: (kernel.cluster.blocks(), 1),
+            ..config
+        };
+        let resident = entry.max_active_clusters(gpu, one_cluster)?;
+        let clusters = kernel.cluster.cluster_tiles(geometry, m, n).min(resident);
+        if clusters == 0 {
+            bail!(
+                "{}: no cluster of {} blocks fits on {} ({} B of shared memory each)",
+                kernel.name,
+                kernel.cluster.blocks(),
+                gpu.info().name,
+                config.shared_bytes
+            );
+        }
+        config.grid.0 = clusters * kernel.cluster.blocks();
+    }
+    Ok(config)
+}
+
 /// A matrix (row-major, `rows x cols`) and, when its rows are not 16-byte multiples (`cols`
 /// not a multiple of 8), a copy with rows padded with zeros to `padded_cols`, which a tensor
 /// map can describe; the copy is refilled before every launch that reads it.
@@ -550,7 +602,7 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 let (b_buffer, b_dims, b_box) = match kernel.b_layout {
                     BLayout::NK => {
                         let (b, bk) = self.b.aligned();
-                        (b, (bk, n), super::BTile::BOX)
+                        (b, (bk, n), kernel.cluster.b_box())
                     }
                     BLayout::KN => {
                         let (b, np) = self.b_kn.aligned();
@@ -559,11 +611,8 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 };
                 let (a, b) = (gpu.address(a_buffer), gpu.address(b_buffer));
                 let geometry = kernel.style.geometry();
-                let (tiles_m, tiles_n) = geometry.tiles(m, n);
-                let blocks = (tiles_m * tiles_n).min(gpu.info().multiprocessors);
-                let config =
-                    LaunchConfig::linear(blocks, kernel.style.threads(), geometry.layout().bytes);
-                let (a_box, c_box) = (geometry.a_box(), CBox::BOX);
+                let config = launch_config(gpu, kernel, entry, m, n)?;
+                let (a_box, c_box) = (kernel.cluster.a_box(geometry), CBox::BOX);
                 debug_assert_eq!(BK, a_box[0]);
                 let map = |address, dims, [box_cols, box_rows]: [u32; 2]| {
                     self.maps.matrix(
@@ -752,6 +801,54 @@ mod tests {
         }
         assert_eq!(Geometry::SHARED_TILE.tiles(4096, 4097), (32, 17));
         assert_eq!(Geometry::TILE_PER_WARPGROUP.tiles(65, 1), (2, 1));
+    }
+
+    #[test]
+    fn cluster_families_slice_the_tiles_they_share() {
+        use super::super::{ASource, BTile, Bf16Style, Geometry, TileCluster};
+        let g = Geometry::SHARED_TILE;
+        // One block: the slices are the whole tiles, the boxes the tile types'.
+        assert_eq!(TileCluster::NONE.a_box(g), g.a_box());
+        assert_eq!(TileCluster::NONE.b_box(), BTile::BOX);
+        let (two_by_one, one_by_two) = (TileCluster { m: 2, n: 1 }, TileCluster { m: 1, n: 2 });
+        assert_eq!(two_by_one.b_box(), [64, 128]);
+        assert_eq!(two_by_one.a_box(g), [64, 128]);
+        assert_eq!(one_by_two.a_box(g), [64, 64]);
+        assert_eq!(one_by_two.b_box(), [64, 256]);
+        // 4096^2: 32 x 16 tiles, 256 patches of two; 300 x 8: 3 x 1 tiles, rounded up to 2
+        // patches of 2 x 1 (the last half past C), 1 of 1 x 2.
+        assert_eq!(two_by_one.cluster_tiles(g, 4096, 4096), 256);
+        assert_eq!(two_by_one.cluster_tiles(g, 300, 8), 2);
+        assert_eq!(one_by_two.cluster_tiles(g, 300, 8), 3);
+        let mut clustered = 0;
+        for kernel in BF16_KERNELS {
+            if kernel.cluster == TileCluster::NONE {
+                continue;
+            }
+            clustered += 1;
+            // What the kernels' const checks allow: the cooperative style, B n x k, A from
+            // shared memory, tensor maps; the entry points declare the cluster the host sizes
+            // the grid by.
+            assert_eq!(kernel.style, Bf16Style::WsCooperative, "{}", kernel.name);
+            assert_eq!(kernel.b_layout, BLayout::NK, "{}", kernel.name);
+            assert_eq!(kernel.a_source, ASource::SharedMemory, "{}", kernel.name);
+            let Bf16Entries::TensorMaps {
+                tensor_store,
+                direct,
+            } = &kernel.entries
+            else {
+                panic!("{}: a clustered family takes tensor maps", kernel.name);
+            };
+            for entry in [tensor_store.cluster(), direct.cluster()] {
+                assert_eq!(
+                    entry,
+                    Some([kernel.cluster.blocks(), 1, 1]),
+                    "{}",
+                    kernel.name
+                );
+            }
+        }
+        assert_eq!(clustered, 2);
     }
 
     #[test]

@@ -3,15 +3,20 @@
 #![cfg(target_feature = "sm_90a")]
 
 use super::{
-    ATile, BK, BKnTile, BN, BTile, CBox, DIRECT_ROW_BYTES, GROUP_M, Geometry,
+    ATile, BK, BKnTile, BM, BN, BTile, CBox, DIRECT_ROW_BYTES, GROUP_M, Geometry,
     WARPGROUP_STAGING_BYTES,
 };
+use gpu::cluster::{Cluster, MulticastGroup};
 use gpu::group::Threads;
 use gpu::layout::{Mbarrier, PipelineSharedState};
 use gpu::memcpy_async::AlignedSize;
-use gpu::memcpy_async::bulk::memcpy_async_tensor;
+use gpu::memcpy_async::bulk::{memcpy_async_tensor, memcpy_async_tensor_multicast};
+use gpu::memcpy_async::completion::BulkCompletion;
 use gpu::memcpy_async::cp_async::{GlobalTile, TileShape, memcpy_async_tile};
-use gpu::pipeline::{BlockConsumer, BlockPipeline, BulkPipeline, Consumer, Producer};
+use gpu::pipeline::{
+    BlockPipeline, BulkPipeline, BulkProducer, ClusterBulkPipeline, ClusterBulkProducer, Consumer,
+    GroupConsumer, Producer, ProducerStage,
+};
 use gpu::ptx::{self, Shared, TensorMapRef};
 use gpu::schedule::{GridStride, TileSchedule, grouped_tile};
 use gpu::shared::dynamic_shared;
@@ -51,6 +56,66 @@ fn stage_tiles(g: Geometry, s: u32) -> (Shared<u8>, Shared<u8>) {
     (a, a.add(g.a_tile_bytes()))
 }
 
+/// How a stage takes this block's slice of an operand tile that the blocks of `receivers`
+/// share: multicast to all of them ([`memcpy_async_tensor_multicast`]) from a
+/// [`ClusterBulkPipeline`]'s stage; from a [`BulkPipeline`]'s, whose group is this block
+/// alone, the slice is the whole tile, copied as any other.
+trait SliceCopy {
+    /// # Safety
+    /// As [`memcpy_async_tensor_multicast`].
+    unsafe fn copy_slice(
+        &self,
+        dst: Shared<u8>,
+        map: TensorMapRef,
+        coords: [i32; 2],
+        slice_bytes: AlignedSize<16>,
+        receivers: MulticastGroup,
+    );
+}
+
+impl<const STAGES: usize> SliceCopy for ProducerStage<'_, BulkProducer<'_, STAGES>> {
+    #[inline(always)]
+    unsafe fn copy_slice(
+        &self,
+        dst: Shared<u8>,
+        map: TensorMapRef,
+        coords: [i32; 2],
+        slice_bytes: AlignedSize<16>,
+        _receivers: MulticastGroup,
+    ) {
+        // SAFETY: forwarded contract (a group of this block alone: the whole tile).
+        unsafe { memcpy_async_tensor(dst, map, coords, slice_bytes, self) }
+    }
+}
+
+impl<const STAGES: usize> SliceCopy for ProducerStage<'_, ClusterBulkProducer<'_, STAGES>> {
+    #[inline(always)]
+    unsafe fn copy_slice(
+        &self,
+        dst: Shared<u8>,
+        map: TensorMapRef,
+        coords: [i32; 2],
+        slice_bytes: AlignedSize<16>,
+        receivers: MulticastGroup,
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe { memcpy_async_tensor_multicast(dst, map, coords, slice_bytes, self, receivers) }
+    }
+}
+
+/// This block's place in a `CM x CN` cluster of tiles (`CM` consecutive tile rows, `CN` tile
+/// columns; rank `rank_m * CN + rank_n`) and the blocks it shares each operand with: the
+/// blocks of its cluster row share A's tile (`a_group`, `CN` of them, each copying a
+/// `tile_m / CN`-row slice), those of its cluster column B's (`b_group`, `CM`, `BN / CM` rows
+/// each).
+#[derive(Clone, Copy)]
+struct ClusterPlace {
+    rank_m: u32,
+    rank_n: u32,
+    a_group: MulticastGroup,
+    b_group: MulticastGroup,
+}
+
 /// `C = A B^T` (module docs). `SPECIALIZED`: warpgroup 0 produces and warpgroups 1 and 2
 /// consume; else warpgroups 0 and 1 consume and thread 0 also produces. `PINGPONG`
 /// (specialized only): each consumer warpgroup takes every other tile of the block's walk, a
@@ -59,10 +124,16 @@ fn stage_tiles(g: Geometry, s: u32) -> (Shared<u8>, Shared<u8>) {
 /// row-major (boxes [`BKnTile::BOX`], the tile MN-major), else as `n x k`. `STAGES` is the
 /// geometry's; `c` says which epilogue. `A_REGS`: the consumers load their A rows from the
 /// stage into registers (`ldmatrix`) and multiply from there (`wgmma`'s register form), else
-/// `wgmma` reads A from shared memory too.
+/// `wgmma` reads A from shared memory too. `CM x CN` (cooperative, `n x k` B only): the blocks
+/// of a cluster of `CM * CN` take a `CM x CN` patch of tiles together, those on a tile row
+/// sharing A's tile and those on a tile column B's, each copying its slice of a shared tile to
+/// all of them at once (TMA multicast) through a [`ClusterBulkPipeline`]; `1 x 1` is a
+/// [`BulkPipeline`] of one block.
 ///
 /// # Safety
-/// The kernels' launch contract, with `3 * 128` threads if `SPECIALIZED`, else `2 * 128`.
+/// The kernels' launch contract, with `3 * 128` threads if `SPECIALIZED`, else `2 * 128`; for
+/// a cluster, clusters of `CM * CN` blocks along x and maps whose boxes are the slices (A
+/// `[64, tile_m / CN]`, B `[64, BN / CM]`).
 #[inline(always)]
 pub(super) unsafe fn gemm<
     const SPECIALIZED: bool,
@@ -70,6 +141,8 @@ pub(super) unsafe fn gemm<
     const B_KN: bool,
     const A_REGS: bool,
     const STAGES: usize,
+    const CM: u32,
+    const CN: u32,
 >(
     a: TensorMapRef,
     b: TensorMapRef,
@@ -78,14 +151,12 @@ pub(super) unsafe fn gemm<
     n: u32,
     k: u32,
 ) {
-    let thread = ptx::thread_idx_x();
-    let warpgroup = thread / WARPGROUP_THREADS;
     const { assert!(SPECIALIZED || !PINGPONG) };
     const { assert!(STAGES as u32 == geometry(PINGPONG).stages) };
+    const { assert!(CM * CN == 1 || (SPECIALIZED && !PINGPONG && !B_KN)) };
+    const { assert!(CM * CN <= 16 && BN.is_multiple_of(8 * CM) && BM.is_multiple_of(8 * CN)) };
     let g = geometry(PINGPONG);
-    let (tiles_m, tiles_n) = g.tiles(m, n);
-    let tile_count = tiles_m * tiles_n;
-    let k_tiles = k.div_ceil(BK);
+    let thread = ptx::thread_idx_x();
     let barriers: Shared<PipelineSharedState<STAGES>> =
         dynamic_shared().add(g.layout().barriers_offset).cast();
     // Who releases a stage: one thread of each warpgroup that read it (both, sharing a tile;
@@ -105,28 +176,149 @@ pub(super) unsafe fn gemm<
             ptx::mbarrier_init(order.add(1), 1);
         }
     }
-    // SAFETY: every thread calls it; one thread produces; each fill is released by
-    // `releasers` group releases (one per warpgroup that reads it), ping-pong consumers skipping
-    // the other's fills and kept within one phase by `order`; the layout reserves the barriers.
-    let mut pipeline = unsafe { BulkPipeline::<STAGES>::init(barriers, releasers) };
-    let (mut producer, mut consumer) = pipeline.split();
-    let (a_bytes, b_bytes, b_box_bytes) = (
-        AlignedSize::<16>::of(g.a_tile_bytes()),
-        AlignedSize::<16>::of(BTile::BYTES),
+    if CM * CN == 1 {
+        // SAFETY: every thread calls it; one thread produces; each fill is released by
+        // `releasers` group releases (one per warpgroup that reads it), ping-pong consumers
+        // skipping the other's fills and kept within one phase by `order`; the layout reserves
+        // the barriers.
+        let mut pipeline = unsafe { BulkPipeline::<STAGES>::init(barriers, releasers) };
+        let (producer, consumer) = pipeline.split();
+        let alone = MulticastGroup::alone();
+        let place = ClusterPlace {
+            rank_m: 0,
+            rank_n: 0,
+            a_group: alone,
+            b_group: alone,
+        };
+        // SAFETY: forwarded contract; a group of one block.
+        unsafe {
+            gemm_roles::<SPECIALIZED, PINGPONG, B_KN, A_REGS, STAGES, 1, 1, _, _>(
+                producer, consumer, order, place, a, b, c, m, n, k,
+            )
+        }
+    } else {
+        let cluster = Cluster::this();
+        let rank = cluster.rank();
+        let (rank_m, rank_n) = (rank / CN, rank % CN);
+        // The cluster row's ranks, and the cluster column's (every CN-th from rank_n).
+        let row = MulticastGroup::ranks(cluster, rank_m * CN, CN);
+        let mut column_mask = 0u32;
+        let mut i = 0;
+        while i < CM {
+            column_mask |= 1 << (i * CN + rank_n);
+            i += 1;
+        }
+        let column = MulticastGroup::new(cluster, column_mask as u16);
+        let both = MulticastGroup::new(cluster, row.mask() | column.mask());
+        // SAFETY: every thread of every block of the cluster calls it with the same
+        // arguments, the group of each block being its row and column (symmetric: a block is
+        // in another's iff that one is in its); the blocks of a cluster walk the same cluster
+        // tiles and so the same stages; the two consumer warpgroups release each fill once for
+        // the group; no skipping (cooperative); the cluster syncs below before any block
+        // exits.
+        let mut pipeline =
+            unsafe { ClusterBulkPipeline::<STAGES>::init(barriers, releasers, cluster, both) };
+        let (producer, consumer) = pipeline.split();
+        let place = ClusterPlace {
+            rank_m,
+            rank_n,
+            a_group: row,
+            b_group: column,
+        };
+        // SAFETY: forwarded contract.
+        unsafe {
+            gemm_roles::<SPECIALIZED, PINGPONG, B_KN, A_REGS, STAGES, CM, CN, _, _>(
+                producer, consumer, order, place, a, b, c, m, n, k,
+            )
+        };
+        // No block exits while a peer may still copy into it or arrive on its barriers.
+        // SAFETY: every thread of the cluster gets here once, converged per warp.
+        unsafe { cluster.sync() };
+    }
+}
+
+/// [`gemm`]'s producer and consumers, over either pipeline.
+///
+/// # Safety
+/// As [`gemm`]; `producer` and `consumer` are the two sides of this block's pipeline, `place`
+/// its place in the cluster (`rank_m < CM`, `rank_n < CN`).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_roles<
+    const SPECIALIZED: bool,
+    const PINGPONG: bool,
+    const B_KN: bool,
+    const A_REGS: bool,
+    const STAGES: usize,
+    const CM: u32,
+    const CN: u32,
+    P: Producer,
+    C: GroupConsumer,
+>(
+    mut producer: P,
+    mut consumer: C,
+    order: Shared<Mbarrier>,
+    place: ClusterPlace,
+    a: TensorMapRef,
+    b: TensorMapRef,
+    c: COut,
+    m: u32,
+    n: u32,
+    k: u32,
+) where
+    for<'s> ProducerStage<'s, P>: BulkCompletion + SliceCopy,
+{
+    let thread = ptx::thread_idx_x();
+    let warpgroup = thread / WARPGROUP_THREADS;
+    let g = geometry(PINGPONG);
+    let (tiles_m, tiles_n) = g.tiles(m, n);
+    let k_tiles = k.div_ceil(BK);
+    // The cluster's tiles: CM x CN patches, walked in the grouped order; a cluster takes
+    // every (clusters)-th, and this block its tile of each.
+    let (cluster_tiles_m, cluster_tiles_n) = (tiles_m.div_ceil(CM), tiles_n.div_ceil(CN));
+    let cluster_tile_count = cluster_tiles_m * cluster_tiles_n;
+    let walk = || {
+        GridStride::new(
+            ptx::block_idx_x() / (CM * CN),
+            ptx::grid_dim_x() / (CM * CN),
+            cluster_tile_count,
+        )
+    };
+    let tile_of = |tile: u32| {
+        let (cm, cn) = grouped_tile(tile, cluster_tiles_m, cluster_tiles_n, GROUP_M / CM);
+        (cm * CM + place.rank_m, cn * CN + place.rank_n)
+    };
+    let (a_slice_rows, b_slice_rows) = (g.tile_m / CN, BN / CM);
+    let (a_slice, b_slice, b_box_bytes) = (
+        AlignedSize::<16>::of(a_slice_rows * 128),
+        AlignedSize::<16>::of(b_slice_rows * 128),
         AlignedSize::<16>::of(BKnTile::BOX_BYTES),
     );
 
     // The producer's walk: every (tile, k-tile) of this block, in order.
     let mut produce_one = |tile: u32, kt: u32| {
-        let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
+        let (tm, tn) = tile_of(tile);
         let stage = producer.producer_acquire();
         let (a_dst, b_dst) = stage_tiles(g, stage.index());
         let k0 = (kt * BK) as i32;
-        // SAFETY: the stage is free (acquired); the maps describe A and B with these boxes and
-        // 128-byte swizzle (launch contract); the tiles are 1024-byte aligned (stage bytes are
-        // a multiple of 1 KiB); its full phase expects this thread's commit below.
+        // This block's slices: all of each tile outside a cluster.
+        let a_row = tm * g.tile_m + place.rank_n * a_slice_rows;
+        let b_row = tn * BN + place.rank_m * b_slice_rows;
+        let (a_dst, b_dst_slice) = (
+            a_dst.add(place.rank_n * a_slice_rows * 128),
+            b_dst.add(place.rank_m * b_slice_rows * 128),
+        );
+        // SAFETY: the stage is free (acquired) in every block it is copied to (the group's
+        // releases); the maps describe A and B with these boxes and 128-byte swizzle (launch
+        // contract); the tiles are 1024-byte aligned (stage bytes are a multiple of 1 KiB),
+        // the slices too (multiples of 8 rows of 128 bytes); its full phase expects this
+        // thread's commit below; every block of a group copies its slice of this stage.
         unsafe {
-            memcpy_async_tensor(a_dst, a, [k0, (tm * g.tile_m) as i32], a_bytes, &stage);
+            if CN == 1 {
+                memcpy_async_tensor(a_dst, a, [k0, a_row as i32], a_slice, &stage);
+            } else {
+                stage.copy_slice(a_dst, a, [k0, a_row as i32], a_slice, place.a_group);
+            }
             if B_KN {
                 let mut j = 0;
                 while j < BKnTile::BOXES {
@@ -135,8 +327,10 @@ pub(super) unsafe fn gemm<
                     memcpy_async_tensor(dst, b, [n0, k0], b_box_bytes, &stage);
                     j += 1;
                 }
+            } else if CM == 1 {
+                memcpy_async_tensor(b_dst_slice, b, [k0, b_row as i32], b_slice, &stage);
             } else {
-                memcpy_async_tensor(b_dst, b, [k0, (tn * BN) as i32], b_bytes, &stage);
+                stage.copy_slice(b_dst_slice, b, [k0, b_row as i32], b_slice, place.b_group);
             }
         }
         stage.producer_commit();
@@ -148,7 +342,7 @@ pub(super) unsafe fn gemm<
         if thread < 32 && ptx::elect_one() {
             ptx::prefetch_tensormap(a);
             ptx::prefetch_tensormap(b);
-            let mut tiles = GridStride::this_block(tile_count);
+            let mut tiles = walk();
             while let Some(tile) = tiles.next() {
                 for kt in 0..k_tiles {
                     produce_one(tile, kt);
@@ -170,7 +364,7 @@ pub(super) unsafe fn gemm<
     // Multistage: thread 0 produces, `STAGES - 1` k-tiles ahead of the consumers, over the
     // same walk.
     let producing = !SPECIALIZED && thread == 0;
-    let mut ahead = GridStride::this_block(tile_count);
+    let mut ahead = walk();
     let mut ahead_tile = if producing { ahead.next() } else { None };
     let mut ahead_kt = 0;
     let mut produce_next = || {
@@ -189,7 +383,7 @@ pub(super) unsafe fn gemm<
         }
     }
 
-    let mut tiles = GridStride::this_block(tile_count);
+    let mut tiles = walk();
     let mut turn = 0;
     // The phase of `order[consumer_index]` this warpgroup waits for next.
     let mut order_phase = 0;
@@ -207,7 +401,10 @@ pub(super) unsafe fn gemm<
             unsafe { ptx::mbarrier_wait_parity(order.add(consumer_index), order_phase) };
             order_phase ^= 1;
         }
-        let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, GROUP_M);
+        let (tm, tn) = tile_of(tile);
+        // A cluster's patch may reach past C (an odd number of tile rows, say): such a block
+        // multiplies what its group copies (zeros) and stores nothing.
+        let inside = CM * CN == 1 || (tm < tiles_m && tn < tiles_n);
         // This warpgroup's rows of the stage's A tile.
         let a_row = if PINGPONG { 0 } else { 64 * consumer_index };
         let (row0, col0) = (tm * g.tile_m + a_row, tn * BN);
@@ -228,10 +425,10 @@ pub(super) unsafe fn gemm<
         // SAFETY (both arms): the pipeline's stages in ring order, as the producer fills them;
         // this warpgroup's own staging (1 KiB aligned, 32 KiB); C's map or C itself (launch
         // contract); the whole warpgroup calls them.
-        if n - col0 <= NARROW_N {
+        if inside && n - col0 <= NARROW_N {
             // A tile at C's right edge at most 64 wide: a quarter of the multiply.
             let acc = unsafe {
-                warpgroup_mainloop::<64, 32, PINGPONG, B_KN, A_REGS, STAGES, _>(
+                warpgroup_mainloop::<64, 32, PINGPONG, B_KN, A_REGS, STAGES, _, _>(
                     &mut consumer,
                     &mut after_k_tile,
                     g,
@@ -256,7 +453,7 @@ pub(super) unsafe fn gemm<
             };
         } else {
             let acc = unsafe {
-                warpgroup_mainloop::<256, 128, PINGPONG, B_KN, A_REGS, STAGES, _>(
+                warpgroup_mainloop::<256, 128, PINGPONG, B_KN, A_REGS, STAGES, _, _>(
                     &mut consumer,
                     &mut after_k_tile,
                     g,
@@ -266,19 +463,21 @@ pub(super) unsafe fn gemm<
                 )
             };
             mainloop_done();
-            unsafe {
-                store_tile(
-                    c,
-                    m,
-                    n,
-                    staging,
-                    consumer_index,
-                    row0,
-                    col0,
-                    wg_thread,
-                    &acc,
-                )
-            };
+            if inside {
+                unsafe {
+                    store_tile(
+                        c,
+                        m,
+                        n,
+                        staging,
+                        consumer_index,
+                        row0,
+                        col0,
+                        wg_thread,
+                        &acc,
+                    )
+                };
+            }
         }
     }
     if matches!(c, COut::TensorMap(_)) && wg_thread == 0 {
@@ -308,9 +507,10 @@ unsafe fn warpgroup_mainloop<
     const B_KN: bool,
     const A_REGS: bool,
     const STAGES: usize,
+    C: GroupConsumer,
     F: FnMut(),
 >(
-    consumer: &mut BlockConsumer<'_, STAGES>,
+    consumer: &mut C,
     after_k_tile: &mut F,
     g: Geometry,
     k_tiles: u32,
@@ -365,7 +565,7 @@ where
         }
         // The wgmma wait inside the multiply covers this warpgroup's reads of the stage: one
         // thread releases it for the warpgroup.
-        ready.consumer_release_for_group(wg_thread == 0);
+        ready.consumer_release_for_group(wg_thread);
         after_k_tile();
     }
     acc
@@ -654,7 +854,7 @@ pub(super) unsafe fn gemm_cp_async<const STAGES: usize>(
                 let db = BTile::descriptor(b_tile, 0);
                 <Bf16Mma<256> as WarpgroupMma<BTile>>::mma_k64(&mut acc, da, db, kt > 0);
             }
-            ready.consumer_release_for_group(wg_thread == 0);
+            ready.consumer_release_for_group(wg_thread);
             produce_next();
         }
         let (row0, col0) = (tm * g.tile_m + a_row, tn * BN);

@@ -298,6 +298,45 @@ impl Bf16Entries {
     }
 }
 
+/// How the blocks of a thread block cluster share a kernel's operand tiles: `m x n` blocks
+/// (rank `rank_m * n + rank_n`, along x) take an `m x n` patch of C's tiles together; those
+/// on a tile row share A's tile and those on a tile column B's, each copying its slice (A:
+/// `tile_m / n` rows, B: `BN / m`) to all of them with one multicast tensor copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TileCluster {
+    /// Blocks along M (sharing B's tile).
+    pub m: u32,
+    /// Blocks along N (sharing A's tile).
+    pub n: u32,
+}
+
+impl TileCluster {
+    /// One block, no cluster.
+    pub const NONE: TileCluster = TileCluster { m: 1, n: 1 };
+
+    /// Blocks per cluster.
+    pub const fn blocks(self) -> u32 {
+        self.m * self.n
+    }
+
+    /// The tensor map box of A: this block's slice of a stage's A tile, `[64, tile_m / n]`.
+    pub const fn a_box(self, g: Geometry) -> [u32; 2] {
+        [BK, g.tile_m / self.n]
+    }
+
+    /// The tensor map box of B (`n x k`): this block's slice of a stage's B tile,
+    /// `[64, BN / m]`.
+    pub const fn b_box(self) -> [u32; 2] {
+        [BK, BN / self.m]
+    }
+
+    /// Clusters of `m x n` tiles over an `m x n` C (tile counts rounded up).
+    pub const fn cluster_tiles(self, g: Geometry, m: u32, n: u32) -> u32 {
+        let (tiles_m, tiles_n) = g.tiles(m, n);
+        tiles_m.div_ceil(self.m) * tiles_n.div_ceil(self.n)
+    }
+}
+
 /// One BF16 GEMM kernel family: its style, B's layout, where A is multiplied from, and its
 /// two entry points.
 #[derive(Debug)]
@@ -310,6 +349,8 @@ pub struct Bf16Kernel {
     pub b_layout: BLayout,
     /// Where its `wgmma` reads A.
     pub a_source: ASource,
+    /// The blocks that share its tiles.
+    pub cluster: TileCluster,
     /// Its entry points.
     pub entries: Bf16Entries,
 }
@@ -317,11 +358,17 @@ pub struct Bf16Kernel {
 impl Bf16Kernel {
     /// One line on it: its style's, or for A from registers, that.
     pub const fn summary(&self) -> &'static str {
-        match self.a_source {
-            ASource::SharedMemory => self.style.summary(),
-            ASource::Registers => {
+        match (self.a_source, self.cluster) {
+            (ASource::Registers, _) => {
                 "as ws_cooperative, the consumers ldmatrix A into registers and wgmma from there (the RS form)"
             }
+            (_, TileCluster { m: 2, n: 1 }) => {
+                "as ws_cooperative, in 2x1 clusters: two blocks on adjacent tile rows, each multicasting half of B's tile to both"
+            }
+            (_, TileCluster { m: 1, n: 2 }) => {
+                "as ws_cooperative, in 1x2 clusters: two blocks on adjacent tile columns, each multicasting half of A's tile to both"
+            }
+            _ => self.style.summary(),
         }
     }
 
@@ -338,11 +385,15 @@ impl Bf16Kernel {
 /// One family's table row.
 macro_rules! family {
     ($style:ident, $b:ident, $a:ident, $kind:ident: $store:ident, $direct:ident) => {
+        family!($style, $b, $a, 1 x 1, $kind: $store, $direct)
+    };
+    ($style:ident, $b:ident, $a:ident, $cm:literal x $cn:literal, $kind:ident: $store:ident, $direct:ident) => {
         Bf16Kernel {
             name: $store.name(),
             style: Bf16Style::$style,
             b_layout: BLayout::$b,
             a_source: ASource::$a,
+            cluster: TileCluster { m: $cm, n: $cn },
             entries: Bf16Entries::$kind {
                 tensor_store: $store,
                 direct: $direct,
@@ -356,6 +407,8 @@ pub static BF16_KERNELS: &[Bf16Kernel] = &[
     family!(WsCooperative, NK, SharedMemory, TensorMaps: bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct),
     family!(WsCooperative, KN, SharedMemory, TensorMaps: bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct),
     family!(WsCooperative, NK, Registers, TensorMaps: bf16_gemm_ws_cooperative_rs, bf16_gemm_ws_cooperative_rs_direct),
+    family!(WsCooperative, NK, SharedMemory, 2 x 1, TensorMaps: bf16_gemm_ws_cooperative_2x1, bf16_gemm_ws_cooperative_2x1_direct),
+    family!(WsCooperative, NK, SharedMemory, 1 x 2, TensorMaps: bf16_gemm_ws_cooperative_1x2, bf16_gemm_ws_cooperative_1x2_direct),
     family!(WsPingpong, NK, SharedMemory, TensorMaps: bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct),
     family!(WsPingpong, KN, SharedMemory, TensorMaps: bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct),
     family!(Multistage, NK, SharedMemory, TensorMaps: bf16_gemm_multistage, bf16_gemm_multistage_direct),
@@ -365,7 +418,7 @@ pub static BF16_KERNELS: &[Bf16Kernel] = &[
 
 /// Declares one family's two entry points.
 macro_rules! bf16_entry_points {
-    ($($style:literal $name:ident, $direct:ident: $threads:literal, $specialized:literal, $pingpong:literal, $b_kn:literal, $a_regs:literal;)*) => {$(
+    ($($style:literal $name:ident, $direct:ident: $threads:literal, $specialized:literal, $pingpong:literal, $b_kn:literal, $a_regs:literal, $cm:literal x $cn:literal $([cluster = $cluster:tt])?;)*) => {$(
         gpu::kernel! {
             #[doc = concat!($style, "; tensor-store epilogue (module docs).")]
             ///
@@ -378,6 +431,7 @@ macro_rules! bf16_entry_points {
             /// m, n, k >= 1.
             pub fn $name(a: TensorMap, b: TensorMap, c: TensorMap, m: u32, n: u32, k: u32)
                 [max_threads = $threads]
+                $([cluster = $cluster])?
                 [device if target_feature = "sm_90a"]
             {
                 let a = gpu::tensor_map_param!(entry, 0, a);
@@ -387,7 +441,7 @@ macro_rules! bf16_entry_points {
                 unsafe {
                     kernels::gemm::<$specialized, $pingpong, $b_kn, $a_regs, {
                         kernels::geometry($pingpong).stages as usize
-                    }>(
+                    }, $cm, $cn>(
                         a, b, kernels::COut::TensorMap(c), m, n, k,
                     )
                 }
@@ -401,6 +455,7 @@ macro_rules! bf16_entry_points {
             /// As the tensor-store kernel, with `c` holding `m * n` BF16.
             pub fn $direct(a: TensorMap, b: TensorMap, c: *mut Bf16, m: u32, n: u32, k: u32)
                 [max_threads = $threads]
+                $([cluster = $cluster])?
                 [device if target_feature = "sm_90a"]
             {
                 let a = gpu::tensor_map_param!(entry, 0, a);
@@ -409,7 +464,7 @@ macro_rules! bf16_entry_points {
                 unsafe {
                     kernels::gemm::<$specialized, $pingpong, $b_kn, $a_regs, {
                         kernels::geometry($pingpong).stages as usize
-                    }>(
+                    }, $cm, $cn>(
                         a, b, kernels::COut::Pointer(c), m, n, k,
                     )
                 }
@@ -419,13 +474,15 @@ macro_rules! bf16_entry_points {
 }
 
 bf16_entry_points! {
-    "`C = A B^T`, a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: 384, true, false, false, false;
-    "`C = A B` (B `k x n`), a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: 384, true, false, true, false;
-    "`C = A B^T`, a producer warpgroup and two consumer warpgroups multiplying A from registers" bf16_gemm_ws_cooperative_rs, bf16_gemm_ws_cooperative_rs_direct: 384, true, false, false, true;
-    "`C = A B^T`, ping-pong consumer warpgroups" bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct: 384, true, true, false, false;
-    "`C = A B` (B `k x n`), ping-pong consumer warpgroups" bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct: 384, true, true, true, false;
-    "`C = A B^T`, two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: 256, false, false, false, false;
-    "`C = A B` (B `k x n`), two warpgroups that compute, one thread also producing" bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct: 256, false, false, true, false;
+    "`C = A B^T`, a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: 384, true, false, false, false, 1 x 1;
+    "`C = A B` (B `k x n`), a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: 384, true, false, true, false, 1 x 1;
+    "`C = A B^T`, a producer warpgroup and two consumer warpgroups, in 2 x 1 clusters sharing B's tile by multicast" bf16_gemm_ws_cooperative_2x1, bf16_gemm_ws_cooperative_2x1_direct: 384, true, false, false, false, 2 x 1 [cluster = (2, 1, 1)];
+    "`C = A B^T`, a producer warpgroup and two consumer warpgroups, in 1 x 2 clusters sharing A's tile by multicast" bf16_gemm_ws_cooperative_1x2, bf16_gemm_ws_cooperative_1x2_direct: 384, true, false, false, false, 1 x 2 [cluster = (2, 1, 1)];
+    "`C = A B^T`, a producer warpgroup and two consumer warpgroups multiplying A from registers" bf16_gemm_ws_cooperative_rs, bf16_gemm_ws_cooperative_rs_direct: 384, true, false, false, true, 1 x 1;
+    "`C = A B^T`, ping-pong consumer warpgroups" bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct: 384, true, true, false, false, 1 x 1;
+    "`C = A B` (B `k x n`), ping-pong consumer warpgroups" bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct: 384, true, true, true, false, 1 x 1;
+    "`C = A B^T`, two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: 256, false, false, false, false, 1 x 1;
+    "`C = A B` (B `k x n`), two warpgroups that compute, one thread also producing" bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct: 256, false, false, true, false, 1 x 1;
 }
 
 gpu::kernel! {
