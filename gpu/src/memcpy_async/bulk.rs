@@ -168,6 +168,38 @@ pub unsafe fn memcpy_async_tensor_multicast<T, C: ptx::TensorCoords, const STAGE
     }
 }
 
+/// [`memcpy_async_tensor_multicast`] for a plain buffer: this block's `slice` of a stage
+/// shared by a multicast group, `size` bytes of global `src` read once into `dst` of every
+/// block of `receivers` (sm_90: `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx
+/// ::bytes.multicast::cluster`, SASS `UBLKCP.S.G.MULTICAST`), after `mbarrier.expect_tx` of
+/// `receivers.len() * size` on this block's `full[s]`.
+///
+/// # Safety
+/// 1. As [`memcpy_async_bulk`] (1), `dst` the same offset in every block of `receivers`.
+/// 2. As [`memcpy_async_tensor_multicast`] (2) and (3), with `size` for `slice_bytes`.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+pub unsafe fn memcpy_async_bulk_multicast<T, U, const STAGES: usize>(
+    dst: Shared<T>,
+    src: *const U,
+    size: AlignedSize<16>,
+    stage: &ProducerStage<'_, ClusterBulkProducer<'_, STAGES>>,
+    receivers: MulticastGroup,
+) {
+    let bar = stage.cluster_full_barrier();
+    // SAFETY: forwarded contract, as in `memcpy_async_tensor_multicast`.
+    unsafe {
+        ptx::mbarrier_expect_tx(bar, receivers.len() * size.bytes());
+        ptx::cp_async_bulk_global_to_shared_multicast(
+            dst.addr(),
+            src.cast(),
+            size.bytes(),
+            bar,
+            receivers.mask(),
+        );
+    }
+}
+
 /// This thread writes the box at `coords` of the tensor `map` describes from `src` (shared)
 /// with one tensor copy (sm_90: `cp.async.bulk.tensor.<R>d.global.shared::cta.tile.bulk_group`,
 /// SASS `UTMASTG.<R>D`), in this thread's current bulk async-group; elements of the box outside

@@ -1,7 +1,8 @@
 //! `user-app [N]`: scales N random floats (default 1000003) by 1.5 on the GPU with the
-//! `scale` kernel of `user-kernels`, and checks every result against the CPU. One line on
-//! stdout when it verifies; one line on stderr and exit 1 when it cannot run or a value is
-//! wrong.
+//! `scale` kernel of `user-kernels`, and on compute capability 9.0 and later also multiplies a
+//! 1003 x min(N, 50021) matrix by a vector with `gemv_multicast` (thread block clusters,
+//! multicast copies); checks every result against the CPU. One line on stdout when it
+//! verifies; one line on stderr and exit 1 when it cannot run or a value is wrong.
 //!
 //! The GPU side is the library's host runtime (`gpu_runtime`): it loads the driver at run
 //! time, picks the module built for the GPU's arch, and launches `scale` through the
@@ -11,7 +12,9 @@
 use gpu_runtime::{Gpu, LaunchConfig, Module};
 use ptx_builder::Arch;
 use std::process::ExitCode;
-use user_kernels::{SHARED_BYTES, TILE};
+use user_kernels::{
+    GEMV_CLUSTER, GEMV_ROWS, GEMV_SHARED_BYTES, GEMV_THREADS, GEMV_TILE, SHARED_BYTES, TILE,
+};
 
 /// The modules `build.rs` built, one per arch (PTX: the driver compiles it at first load).
 const MODULES: &[Module] = &[
@@ -80,14 +83,66 @@ fn run() -> Result<String, String> {
         .iter()
         .zip(&y)
         .position(|(&x, &y)| (alpha * x).to_bits() != y.to_bits());
-    match wrong {
-        None => Ok(format!(
-            "ok: y = {alpha} x for n = {n} on compute capability {major}.{minor}, every value exact"
-        )),
-        Some(i) => Err(format!(
+    if let Some(i) = wrong {
+        return Err(format!(
             "FAILED at [{i}]: got {}, expected {}",
             y[i],
             alpha * x[i]
-        )),
+        ));
     }
+    let scaled = format!(
+        "ok: y = {alpha} x for n = {n} on compute capability {major}.{minor}, every value exact"
+    );
+    if major < 9 {
+        return Ok(format!(
+            "{scaled}; gemv_multicast needs 9.0 (clusters), not run"
+        ));
+    }
+    let (rows, cols) = (1003, n.min(50_021));
+    gemv(&gpu, rows, cols)?;
+    Ok(format!(
+        "{scaled}; y = A x ({rows} x {cols}) in clusters of {GEMV_CLUSTER} with multicast, exact"
+    ))
+}
+
+/// `y = A x` with `gemv_multicast`, `A` `rows x cols` of small integers (so that every sum is
+/// exact in f32, whatever its order), checked bit for bit against the CPU.
+fn gemv(gpu: &Gpu, rows: u32, cols: u32) -> Result<(), String> {
+    let cuda = |e: gpu_runtime::GpuError| e.to_string();
+    let kernel = gpu
+        .entry_point(user_kernels::gemv_multicast)
+        .map_err(cuda)?;
+    let small = |i: u64| ((i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) as f32) - 16.0;
+    let a: Vec<f32> = (0..rows as u64 * cols as u64).map(small).collect();
+    // x padded with zeros to whole tiles, as the kernel reads it.
+    let padded = cols.next_multiple_of(GEMV_TILE) as usize;
+    let mut x: Vec<f32> = (0..cols as u64).map(|i| small(i ^ 0x5555)).collect();
+    x.resize(padded, 0.0);
+    let a_dev = gpu.upload(&a, "A").map_err(cuda)?;
+    let x_dev = gpu.upload(&x, "x").map_err(cuda)?;
+    let mut y_dev = gpu.zeros::<f32>(rows as usize, "y").map_err(cuda)?;
+    // Clusters take pairs of GEMV_ROWS-row batches: at most one cluster per pair, and no more
+    // than one per SM.
+    let pairs = rows.div_ceil(GEMV_ROWS).div_ceil(GEMV_CLUSTER);
+    let clusters = pairs.min(gpu.info().multiprocessors);
+    let config = LaunchConfig::linear(clusters * GEMV_CLUSTER, GEMV_THREADS, GEMV_SHARED_BYTES);
+    // SAFETY: gemv_multicast(a, x, y, rows, n) reads rows * cols floats of A and cols rounded
+    // up to GEMV_TILE of x (zeros past cols, 16-byte aligned: a driver allocation) and writes
+    // rows of y, which the buffers hold; whole clusters of GEMV_THREADS threads with
+    // GEMV_SHARED_BYTES; compute capability 9.0 (checked by the caller).
+    unsafe { kernel.launch(gpu, config, (&a_dev, &x_dev, &mut y_dev, rows, cols)) }
+        .map_err(cuda)?;
+    gpu.synchronize(|| "running `gemv_multicast`".into())
+        .map_err(cuda)?;
+    let y = gpu.download(&y_dev, "y").map_err(cuda)?;
+    for (r, &got) in y.iter().enumerate() {
+        let row = &a[r * cols as usize..(r + 1) * cols as usize];
+        let expected: f32 = row.iter().zip(&x).map(|(a, x)| a * x).sum();
+        if got.to_bits() != expected.to_bits() {
+            return Err(format!(
+                "gemv_multicast FAILED at y[{r}]: got {got}, expected {expected}"
+            ));
+        }
+    }
+    Ok(())
 }

@@ -1,9 +1,15 @@
-//! `scale`: `y = alpha * x` for any `n`, streamed through shared memory with a three-stage
-//! `ThreadPipeline` — two tiles in flight while a third is read — with the tail of `x`
-//! zero-filled by the copies (`memcpy_async_zfill`). The device side of the example.
+//! The device side of the example: two kernels built on the library.
 //!
-//! Launch: any grid of one-dimensional blocks (block `b` takes tiles `b, b + grid, ...`), with
-//! [`SHARED_BYTES`] of dynamic shared memory; `x` holds `n` floats and `y` `n` floats.
+//! - [`scale`]: `y = alpha * x` for any `n`, streamed through shared memory with a three-stage
+//!   `ThreadPipeline` — two tiles in flight while a third is read — with the tail of `x`
+//!   zero-filled by the copies (`memcpy_async_zfill`). Any grid of one-dimensional blocks
+//!   (block `b` takes tiles `b, b + grid, ...`), with [`SHARED_BYTES`] of dynamic shared
+//!   memory; `x` holds `n` floats and `y` `n` floats.
+//! - [`gemv_multicast`] (sm_90): `y = A x` in thread block clusters of [`GEMV_CLUSTER`]
+//!   blocks. Every block needs all of `x`, so the blocks of a cluster stream it through one
+//!   `ClusterBulkPipeline`: each copies its share of every tile to all of them at once (a
+//!   multicast bulk copy, one L2 read for the cluster), and a stage is refilled only when
+//!   the warps of every block have released it.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
@@ -103,5 +109,167 @@ mod device {
             ptx::barrier_sync();
             fill(i + STAGES - 1);
         }
+    }
+}
+
+/// Floats of `x` per stage of [`gemv_multicast`] (8 KiB).
+pub const GEMV_TILE: u32 = 2048;
+/// Stages of its pipeline.
+pub const GEMV_STAGES: u32 = 4;
+/// Blocks per cluster: each copies `GEMV_TILE / GEMV_CLUSTER` floats of every tile.
+pub const GEMV_CLUSTER: u32 = 2;
+/// Rows of `A` a block takes at a time: one per warp.
+pub const GEMV_ROWS: u32 = 8;
+/// Threads per block.
+pub const GEMV_THREADS: u32 = 32 * GEMV_ROWS;
+/// Dynamic shared memory a block needs: the stages, then the pipeline's mbarriers.
+pub const GEMV_SHARED_BYTES: u32 = GEMV_STAGES * GEMV_TILE * 4 + 2 * GEMV_STAGES * 8;
+
+gpu::kernel! {
+    /// `y = A x`, `A` `rows x n` row-major: each warp takes a row of its block's batch of
+    /// [`GEMV_ROWS`], the blocks of a cluster adjacent batches, and all of them read `x` from
+    /// the stages their cluster shares.
+    ///
+    /// # Safety
+    /// A 1-D grid of whole clusters ([`GEMV_CLUSTER`] blocks, declared by the kernel) of
+    /// [`GEMV_THREADS`] threads, [`GEMV_SHARED_BYTES`] of dynamic shared memory, sm_90; `a`
+    /// holds `rows * n` floats; `x` holds `n` rounded up to a multiple of [`GEMV_TILE`] floats,
+    /// zeros past `n`, 16-byte aligned; `y` holds `rows` floats; `n >= 1`.
+    pub fn gemv_multicast(a: *const f32, x: *const f32, y: *mut f32, rows: u32, n: u32)
+        [max_threads = GEMV_THREADS]
+        [cluster = (GEMV_CLUSTER, 1, 1)]
+        [device if target_feature = "sm_90"]
+    {
+        // SAFETY: forwarded launch contract.
+        unsafe { crate::cluster_device::gemv(a, x, y, rows, n) }
+    }
+}
+
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+mod cluster_device {
+    use super::{GEMV_CLUSTER, GEMV_ROWS, GEMV_STAGES, GEMV_TILE};
+    use gpu::cluster::{Cluster, MulticastGroup};
+    use gpu::layout::PipelineSharedState;
+    use gpu::memcpy_async::{AlignedSize, bulk::memcpy_async_bulk_multicast};
+    use gpu::pipeline::{ClusterBulkPipeline, Consumer, Producer};
+    use gpu::ptx;
+    use gpu::shared::{Shared, dynamic_shared};
+
+    const STAGES: usize = GEMV_STAGES as usize;
+
+    /// Stage `s`'s copy of a tile of `x`.
+    fn stage(s: u32) -> Shared<f32> {
+        dynamic_shared().add(s * GEMV_TILE * 4).cast()
+    }
+
+    /// The sum of `value` over the warp, in every lane (a butterfly of shuffles).
+    fn warp_sum(mut value: f32) -> f32 {
+        let lane = ptx::thread_idx_x() % 32;
+        let mut offset = 16;
+        while offset > 0 {
+            value += f32::from_bits(ptx::shfl_sync_idx(value.to_bits(), lane ^ offset));
+            offset /= 2;
+        }
+        value
+    }
+
+    /// The body of [`gemv_multicast`](super::gemv_multicast).
+    ///
+    /// # Safety
+    /// Its launch contract.
+    #[inline(always)]
+    pub(super) unsafe fn gemv(a: *const f32, x: *const f32, y: *mut f32, rows: u32, n: u32) {
+        let cluster = Cluster::this();
+        let rank = cluster.rank();
+        let everyone = MulticastGroup::ranks(cluster, 0, GEMV_CLUSTER);
+        let barriers: Shared<PipelineSharedState<STAGES>> =
+            dynamic_shared().add(GEMV_STAGES * GEMV_TILE * 4).cast();
+        // SAFETY: every thread of the cluster calls it; thread 0 alone produces; each warp
+        // releases every stage once (`consumer_release_for_group`); both blocks walk the same
+        // stages (below); the cluster syncs at the end.
+        let mut pipeline =
+            unsafe { ClusterBulkPipeline::<STAGES>::init(barriers, GEMV_ROWS, cluster, everyone) };
+        let (mut producer, mut consumer) = pipeline.split();
+        let (warp, lane) = (ptx::thread_idx_x() / 32, ptx::thread_idx_x() % 32);
+        let tiles = n.div_ceil(GEMV_TILE);
+        let slice = GEMV_TILE / GEMV_CLUSTER;
+        // Clusters take pairs of adjacent batches of rows (`pair`: batches 2 pair, 2 pair + 1),
+        // the blocks one batch each; both walk the same pairs, so the same stages, even where
+        // one's batch is past the last row.
+        let pairs = rows.div_ceil(GEMV_ROWS).div_ceil(GEMV_CLUSTER);
+        // At least one cluster (the launch contract): `max(1)` says so to the compiler, which
+        // then leaves out a division-by-zero panic.
+        let (first, step) = (
+            ptx::block_idx_x() / GEMV_CLUSTER,
+            (ptx::grid_dim_x() / GEMV_CLUSTER).max(1),
+        );
+        let my_pairs = pairs.saturating_sub(first).div_ceil(step);
+        let fills = my_pairs * tiles;
+        let producing = ptx::thread_idx_x() == 0;
+        // The producer's place: fills made, and the tile of x the next one copies.
+        let (mut filled, mut next_tile) = (0, 0);
+        let mut fill_next = || {
+            if filled == fills {
+                return;
+            }
+            let t = next_tile;
+            next_tile = if t + 1 == tiles { 0 } else { t + 1 };
+            let s = producer.producer_acquire();
+            let share = rank * slice;
+            // SAFETY: this block's share of tile t of x (padded to whole tiles, 16-byte
+            // aligned; 4 KiB), into the same place of the stage in both blocks, which both
+            // released (the acquire); the other block copies the other share of the same
+            // stage.
+            unsafe {
+                memcpy_async_bulk_multicast(
+                    stage(s.index()).add(share),
+                    x.wrapping_add((t * GEMV_TILE + share) as usize),
+                    AlignedSize::<16>::of(slice * 4),
+                    &s,
+                    everyone,
+                )
+            };
+            s.producer_commit();
+            filled += 1;
+        };
+        if producing {
+            for _ in 0..STAGES - 1 {
+                fill_next();
+            }
+        }
+        for p in 0..my_pairs {
+            let batch = (first + p * step) * GEMV_CLUSTER + rank;
+            let row = batch * GEMV_ROWS + warp;
+            let mut sum = 0.0f32;
+            for t in 0..tiles {
+                let ready = consumer.consumer_wait();
+                if row < rows {
+                    let base = t * GEMV_TILE;
+                    let mut e = lane;
+                    while e < GEMV_TILE && base + e < n {
+                        // SAFETY: the stage landed; row < rows and base + e < n: inside A.
+                        unsafe {
+                            let xe = stage(ready.index()).add(e).read();
+                            sum += *a.add(row as usize * n as usize + (base + e) as usize) * xe;
+                        }
+                        e += 32;
+                    }
+                }
+                // The whole warp has read the stage before two of its lanes release it.
+                ptx::syncwarp();
+                ready.consumer_release_for_group(lane);
+                if producing {
+                    fill_next();
+                }
+            }
+            let sum = warp_sum(sum);
+            if lane == 0 && row < rows {
+                // SAFETY: row < rows.
+                unsafe { *y.add(row as usize) = sum };
+            }
+        }
+        // No block exits while the other may still copy into it or arrive on its barriers.
+        // SAFETY: every thread of the cluster, converged per warp.
+        unsafe { cluster.sync() };
     }
 }
