@@ -743,6 +743,28 @@ impl Problem<Bf16Experiment> for Bf16Problem {
     fn work(&self) -> Work {
         Work::Flops(self.size.flops())
     }
+
+    /// For a family that runs in clusters, its grid: how many clusters the GPU holds at once
+    /// can leave SMs without a block.
+    fn note(&mut self, gpu: &Gpu, experiment: &Bf16Experiment) -> Result<Option<String>> {
+        let Bf16Experiment::Kernel(kernel) = experiment else {
+            return Ok(None);
+        };
+        if kernel.cluster == TileCluster::NONE {
+            return Ok(None);
+        }
+        let Some((_, entry)) = self.entries.iter().find(|(f, _)| std::ptr::eq(*f, *kernel)) else {
+            return Ok(None);
+        };
+        let Mnk { m, n, .. } = self.size;
+        let blocks = launch_config(gpu, kernel, entry, m, n)?.grid.0;
+        let TileCluster { m: cm, n: cn } = kernel.cluster;
+        Ok(Some(format!(
+            "{blocks} blocks in {} clusters of {cm}x{cn} tiles ({} SMs)",
+            blocks / kernel.cluster.blocks(),
+            gpu.info().multiprocessors
+        )))
+    }
 }
 
 #[cfg(test)]
