@@ -735,8 +735,11 @@ impl<const STAGES: usize> ClusterBulkPipeline<STAGES> {
     ///
     /// # Safety
     /// 1. Every thread of every block of the cluster calls it (the cluster barrier), with the
-    ///    same `barriers` and `consumers`; `group` is the same set in every block of it, and
-    ///    the blocks of a group walk the same number of stages.
+    ///    same `barriers` and `consumers`. The groups are symmetric (block `y` is in `x`'s
+    ///    group exactly when `x` is in `y`'s; they may differ from block to block, a row and
+    ///    a column of a 2-D cluster say), each fill of a stage of `x` reaches every block of
+    ///    `x`'s group (the union of its copies' receivers is the group), and the blocks of a
+    ///    group walk the same number of stages.
     /// 2. As [`BulkPipeline::init`] (2) for each block, its consumers releasing with
     ///    [`ConsumerStage::consumer_release_for_group`] (every thread of a group, with its
     ///    index in the group: the first `group`'s highest rank + 1 of them arrive) or
@@ -756,6 +759,8 @@ impl<const STAGES: usize> ClusterBulkPipeline<STAGES> {
         // block that will copy into or arrive on them.
         unsafe {
             BlockPipeline::<STAGES, BulkOnly>::init_barriers(barriers, 1, consumers * group.len());
+            // Thread 0's warp converges after its initialization: the barrier is `.aligned`.
+            ptx::syncwarp();
             cluster.sync();
         }
         ClusterBulkPipeline {

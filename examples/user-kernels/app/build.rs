@@ -1,5 +1,6 @@
-//! Builds the device crate (`../kernels`) into PTX for sm_80 and sm_90 and leaves the modules
-//! in `OUT_DIR` for `main.rs` to embed.
+//! Builds the device crate (`../kernels`) into PTX for sm_80, sm_90 and sm_90a (the
+//! arch-specific module, which `gemv_multicast` is built for: multicast copies are optimized
+//! for it) and leaves the modules in `OUT_DIR` for `main.rs` to embed.
 
 use ptx_builder::{Arch, CudaBuilder};
 
@@ -9,6 +10,7 @@ fn main() {
     let result = CudaBuilder::new(manifest.join("../kernels"))
         .arch(Arch::Sm80)
         .arch(Arch::Sm90)
+        .arch(Arch::Sm90a)
         .target_dir(manifest.join("../target/device"))
         .copy_to(out_dir)
         .emit_rerun_if_changed()

@@ -137,7 +137,9 @@ pub unsafe fn memcpy_async_tensor<T, C: ptx::TensorCoords, B: BulkCompletion>(
 ///    same offset in every block of `receivers`.
 /// 2. Every block of `receivers` makes this call for the same stage (the same ring position,
 ///    the same `receivers`, `slice_bytes` and `dst` but its own slice), and `receivers` is a
-///    subset of the pipeline's group; slices of different calls do not overlap.
+///    subset of the pipeline's group of every one of them; slices of different calls do not
+///    overlap, and together a fill's copies reach every block of the group (the pipeline's
+///    contract).
 /// 3. Nothing in any of those blocks reads `dst` until its stage is waited for.
 ///
 /// [`ClusterBulkPipeline`]: crate::pipeline::ClusterBulkPipeline

@@ -837,8 +837,8 @@ mod tests {
         assert_eq!(two_by_one.a_box(g), [64, 128]);
         assert_eq!(one_by_two.a_box(g), [64, 64]);
         assert_eq!(one_by_two.b_box(), [64, 256]);
-        // 4096^2: 32 x 16 tiles, 256 patches of two; 300 x 8: 3 x 1 tiles, rounded up to 2
-        // patches of 2 x 1 (the last half past C), 1 of 1 x 2.
+        // 4096^2: 32 x 16 tiles, 256 patches of two; 300 x 8: 3 x 1 tiles, 2 patches of 2 x 1
+        // (the second half past C), 3 of 1 x 2 (each half past C).
         assert_eq!(two_by_one.cluster_tiles(g, 4096, 4096), 256);
         assert_eq!(two_by_one.cluster_tiles(g, 300, 8), 2);
         assert_eq!(one_by_two.cluster_tiles(g, 300, 8), 3);

@@ -153,7 +153,7 @@ pub(super) unsafe fn gemm<
 ) {
     const { assert!(SPECIALIZED || !PINGPONG) };
     const { assert!(STAGES as u32 == geometry(PINGPONG).stages) };
-    const { assert!(CM * CN == 1 || (SPECIALIZED && !PINGPONG && !B_KN)) };
+    const { assert!(CM * CN == 1 || (SPECIALIZED && !PINGPONG && !B_KN && !A_REGS)) };
     const { assert!(CM * CN <= 16 && BN.is_multiple_of(8 * CM) && BM.is_multiple_of(8 * CN)) };
     let g = geometry(PINGPONG);
     let thread = ptx::thread_idx_x();
@@ -231,7 +231,10 @@ pub(super) unsafe fn gemm<
                 producer, consumer, order, place, a, b, c, m, n, k,
             )
         };
-        // No block exits while a peer may still copy into it or arrive on its barriers.
+        // No block exits while a peer may still copy into it or arrive on its barriers. The
+        // warps converge first (the barrier is `.aligned`): one lane of the producer warp
+        // produced, and one of each consumer warpgroup's first warp waited for its stores.
+        ptx::syncwarp();
         // SAFETY: every thread of the cluster gets here once, converged per warp.
         unsafe { cluster.sync() };
     }

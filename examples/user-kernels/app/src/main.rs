@@ -28,6 +28,12 @@ const MODULES: &[Module] = &[
         ptx: include_str!(concat!(env!("OUT_DIR"), "/user_kernels_sm_90.ptx")),
         cubin: None,
     },
+    // Loaded beside sm_90 on compute capability 9.0: its kernels are found there first.
+    Module {
+        arch: Arch::Sm90a,
+        ptx: include_str!(concat!(env!("OUT_DIR"), "/user_kernels_sm_90a.ptx")),
+        cubin: None,
+    },
 ];
 
 fn main() -> ExitCode {

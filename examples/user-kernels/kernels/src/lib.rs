@@ -5,7 +5,7 @@
 //!   zero-filled by the copies (`memcpy_async_zfill`). Any grid of one-dimensional blocks
 //!   (block `b` takes tiles `b, b + grid, ...`), with [`SHARED_BYTES`] of dynamic shared
 //!   memory; `x` holds `n` floats and `y` `n` floats.
-//! - [`gemv_multicast`] (sm_90): `y = A x` in thread block clusters of [`GEMV_CLUSTER`]
+//! - [`gemv_multicast`] (sm_90a): `y = A x` in thread block clusters of [`GEMV_CLUSTER`]
 //!   blocks. Every block needs all of `x`, so the blocks of a cluster stream it through one
 //!   `ClusterBulkPipeline`: each copies its share of every tile to all of them at once (a
 //!   multicast bulk copy, one L2 read for the cluster), and a stage is refilled only when
@@ -132,20 +132,21 @@ gpu::kernel! {
     ///
     /// # Safety
     /// A 1-D grid of whole clusters ([`GEMV_CLUSTER`] blocks, declared by the kernel) of
-    /// [`GEMV_THREADS`] threads, [`GEMV_SHARED_BYTES`] of dynamic shared memory, sm_90; `a`
+    /// [`GEMV_THREADS`] threads, [`GEMV_SHARED_BYTES`] of dynamic shared memory, the sm_90a
+    /// module (multicast copies are optimized for it: PTX ISA); `a`
     /// holds `rows * n` floats; `x` holds `n` rounded up to a multiple of [`GEMV_TILE`] floats,
     /// zeros past `n`, 16-byte aligned; `y` holds `rows` floats; `n >= 1`.
     pub fn gemv_multicast(a: *const f32, x: *const f32, y: *mut f32, rows: u32, n: u32)
         [max_threads = GEMV_THREADS]
         [cluster = (GEMV_CLUSTER, 1, 1)]
-        [device if target_feature = "sm_90"]
+        [device if target_feature = "sm_90a"]
     {
         // SAFETY: forwarded launch contract.
         unsafe { crate::cluster_device::gemv(a, x, y, rows, n) }
     }
 }
 
-#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 mod cluster_device {
     use super::{GEMV_CLUSTER, GEMV_ROWS, GEMV_STAGES, GEMV_TILE};
     use gpu::cluster::{Cluster, MulticastGroup};
@@ -269,6 +270,8 @@ mod cluster_device {
             }
         }
         // No block exits while the other may still copy into it or arrive on its barriers.
+        // Thread 0's warp converges first (it alone produced): the barrier is `.aligned`.
+        ptx::syncwarp();
         // SAFETY: every thread of the cluster, converged per warp.
         unsafe { cluster.sync() };
     }
