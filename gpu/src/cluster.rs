@@ -153,6 +153,9 @@ impl Cluster {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MulticastGroup {
     mask: u16,
+    /// Ranks in `mask`: kept, not counted, so that a group of a constant size has a constant
+    /// length (a `popcount` of a rank-dependent mask does not fold).
+    len: u16,
 }
 
 impl MulticastGroup {
@@ -167,7 +170,10 @@ impl MulticastGroup {
         if (mask as u32) & !ranks != 0 || (mask as u32 >> cluster.rank) & 1 == 0 {
             ptx::trap();
         }
-        MulticastGroup { mask }
+        MulticastGroup {
+            mask,
+            len: mask.count_ones() as u16,
+        }
     }
 
     /// This block alone (in a launch without clusters, a cluster of one).
@@ -176,6 +182,7 @@ impl MulticastGroup {
     pub fn alone() -> MulticastGroup {
         MulticastGroup {
             mask: 1 << ptx::cluster_ctarank(),
+            len: 1,
         }
     }
 
@@ -188,7 +195,14 @@ impl MulticastGroup {
     #[must_use]
     pub fn ranks(cluster: Cluster, first: u32, count: u32) -> MulticastGroup {
         let bits = ((1u32 << count) - 1) << first;
-        MulticastGroup::new(cluster, bits as u16)
+        // Past rank 15 the bits would be cut off below: the range check of `new` sees them.
+        if first + count > 16 {
+            ptx::trap();
+        }
+        MulticastGroup {
+            len: count as u16,
+            ..MulticastGroup::new(cluster, bits as u16)
+        }
     }
 
     /// The ranks, as the `ctaMask` operand: bit r for rank r.
@@ -202,7 +216,7 @@ impl MulticastGroup {
     #[inline(always)]
     #[must_use]
     pub const fn len(self) -> u32 {
-        self.mask.count_ones()
+        self.len as u32
     }
 
     /// Always false: a group names at least this block.

@@ -1676,6 +1676,65 @@ fn cluster_bf16_kernels_multicast_their_shared_tile() {
     assert_eq!(clustered, 4);
 }
 
+/// Every tensor load of the cooperative `n x k` families is preceded by the `expect_tx` of the
+/// bytes it brings this block: a whole tile for a plain copy, every receiver's slice for a
+/// multicast one — so each stage expects its A tile (16 KiB) and its B tile (32 KiB) whichever
+/// block copies them. 2 x 1: A local (16 KiB), B multicast (2 x 16 KiB); 1 x 2: A multicast
+/// (2 x 8 KiB), B local; one block: both local.
+#[test]
+fn multicast_copies_expect_every_receivers_bytes() {
+    use workloads::bf16_gemm::{ASource, BLayout, Bf16Style, TileCluster};
+    let mut checked = 0;
+    for (family, entry, _, _) in bf16_entries() {
+        if family.style != Bf16Style::WsCooperative
+            || family.b_layout != BLayout::NK
+            || family.a_source != ASource::SharedMemory
+        {
+            continue;
+        }
+        let view = kernel(Arch::Sm90a, entry);
+        // Constants moved into registers, for the expect_tx operand.
+        let mut constants = std::collections::BTreeMap::new();
+        let mut expected: Option<u64> = None;
+        let mut loads = std::collections::BTreeSet::new();
+        for i in &view.ptx {
+            let ops = operands(i);
+            if i.opcode == "mov.b32" && ops.len() == 2 {
+                if let Ok(v) = ops[1].parse::<u64>() {
+                    constants.insert(ops[0].to_string(), v);
+                }
+            } else if i.opcode == "mbarrier.expect_tx.relaxed.cta.shared::cta.b64" {
+                let bytes = ops.last().expect("an operand");
+                expected = Some(
+                    bytes
+                        .parse()
+                        .ok()
+                        .or_else(|| constants.get(*bytes).copied())
+                        .unwrap_or_else(|| panic!("{entry}: expect_tx of {bytes}")),
+                );
+            } else if i
+                .opcode
+                .starts_with("cp.async.bulk.tensor.2d.shared::cluster.global")
+            {
+                let multicast = i.opcode.ends_with(".multicast::cluster");
+                let bytes = expected
+                    .take()
+                    .unwrap_or_else(|| panic!("{entry}: a tensor load without its expect_tx"));
+                loads.insert((multicast, bytes));
+            }
+        }
+        let want: std::collections::BTreeSet<(bool, u64)> = match family.cluster {
+            TileCluster { m: 2, n: 1 } => [(false, 16384), (true, 32768)].into(),
+            TileCluster { m: 1, n: 2 } => [(true, 16384), (false, 32768)].into(),
+            _ => [(false, 16384), (false, 32768)].into(),
+        };
+        assert_eq!(loads, want, "{entry}");
+        checked += 1;
+    }
+    // ws_cooperative, _2x1 and _1x2, two entry points each.
+    assert_eq!(checked, 6);
+}
+
 /// The accumulator rule (PTX ISA: no access to a `wgmma.mma_async`'s accumulator registers
 /// until a `wgmma.wait_group` covers it): in every sm_90a kernel, from each `wgmma.fence` to
 /// the `wgmma.wait_group 0` after it there is nothing but the four `wgmma.mma_async` of a
