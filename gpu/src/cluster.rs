@@ -194,10 +194,26 @@ impl MulticastGroup {
     #[inline(always)]
     #[must_use]
     pub fn ranks(cluster: Cluster, first: u32, count: u32) -> MulticastGroup {
-        let bits = ((1u32 << count) - 1) << first;
-        // Past rank 15 the bits would be cut off below: the range check of `new` sees them.
-        if first + count > 16 {
+        MulticastGroup::strided(cluster, first, count, 1)
+    }
+
+    /// The `count` ranks `first, first + stride, ...`: a column of a cluster of rows of
+    /// `stride` blocks. Its length is `count`, a constant where `count` is.
+    ///
+    /// # Panics
+    /// As [`MulticastGroup::new`], and where a rank would be past 15 (`count` or `stride` 0
+    /// names no rank, or only `first`'s: `count` 0 leaves out this block).
+    #[inline(always)]
+    #[must_use]
+    pub fn strided(cluster: Cluster, first: u32, count: u32, stride: u32) -> MulticastGroup {
+        if count > 0 && first + (count - 1) * stride > 15 {
             ptx::trap();
+        }
+        let mut bits = 0u32;
+        let mut i = 0;
+        while i < count {
+            bits |= 1 << (first + i * stride);
+            i += 1;
         }
         MulticastGroup {
             len: count as u16,

@@ -202,13 +202,7 @@ pub(super) unsafe fn gemm<
         let (rank_m, rank_n) = (rank / CN, rank % CN);
         // The cluster row's ranks, and the cluster column's (every CN-th from rank_n).
         let row = MulticastGroup::ranks(cluster, rank_m * CN, CN);
-        let mut column_mask = 0u32;
-        let mut i = 0;
-        while i < CM {
-            column_mask |= 1 << (i * CN + rank_n);
-            i += 1;
-        }
-        let column = MulticastGroup::new(cluster, column_mask as u16);
+        let column = MulticastGroup::strided(cluster, rank_n, CM, CN);
         let both = MulticastGroup::new(cluster, row.mask() | column.mask());
         // SAFETY: every thread of every block of the cluster calls it with the same
         // arguments, the group of each block being its row and column (symmetric: a block is
