@@ -419,68 +419,112 @@ unsafe fn gemm_roles<
                 let _ = unsafe { ptx::mbarrier_arrive(order.add(1 - consumer_index)) };
             }
         };
-        // SAFETY (both arms): the pipeline's stages in ring order, as the producer fills them;
-        // this warpgroup's own staging (1 KiB aligned, 32 KiB); C's map or C itself (launch
+        let out = TileOut {
+            c,
+            m,
+            n,
+            staging,
+            consumer_index,
+            row0,
+            col0,
+        };
+        // SAFETY (both): the pipeline's stages in ring order, as the producer fills them; this
+        // warpgroup's own staging (1 KiB aligned, 32 KiB); C's map or C itself (launch
         // contract); the whole warpgroup calls them.
         if inside && n - col0 <= NARROW_N {
             // A tile at C's right edge at most 64 wide: a quarter of the multiply.
-            let acc = unsafe {
-                warpgroup_mainloop::<64, 32, PINGPONG, B_KN, A_REGS, STAGES, _, _>(
+            unsafe {
+                multiply_and_store::<64, 32, PINGPONG, B_KN, A_REGS, STAGES, _, _, _>(
                     &mut consumer,
                     &mut after_k_tile,
+                    mainloop_done,
                     g,
                     k_tiles,
                     a_row,
                     wg_thread,
-                )
-            };
-            mainloop_done();
-            unsafe {
-                store_tile(
-                    c,
-                    m,
-                    n,
-                    staging,
-                    consumer_index,
-                    row0,
-                    col0,
-                    wg_thread,
-                    &acc,
+                    Some(&out),
                 )
             };
         } else {
-            let acc = unsafe {
-                warpgroup_mainloop::<256, 128, PINGPONG, B_KN, A_REGS, STAGES, _, _>(
+            unsafe {
+                multiply_and_store::<256, 128, PINGPONG, B_KN, A_REGS, STAGES, _, _, _>(
                     &mut consumer,
                     &mut after_k_tile,
+                    mainloop_done,
                     g,
                     k_tiles,
                     a_row,
                     wg_thread,
+                    inside.then_some(&out),
                 )
             };
-            mainloop_done();
-            if inside {
-                unsafe {
-                    store_tile(
-                        c,
-                        m,
-                        n,
-                        staging,
-                        consumer_index,
-                        row0,
-                        col0,
-                        wg_thread,
-                        &acc,
-                    )
-                };
-            }
         }
     }
     if matches!(c, COut::TensorMap(_)) && wg_thread == 0 {
         // The last stores must have read the staging before the block's shared memory goes
         // away.
         ptx::bulk_wait_group_read::<0>();
+    }
+}
+
+/// Where a warpgroup's tile of C goes: C (its map or itself) and its size, the warpgroup's
+/// staging, the tile's first row and column.
+#[derive(Clone, Copy)]
+struct TileOut {
+    c: COut,
+    m: u32,
+    n: u32,
+    staging: Shared<u8>,
+    consumer_index: u32,
+    row0: u32,
+    col0: u32,
+}
+
+/// A warpgroup's tile: [`warpgroup_mainloop`] over `N` columns, `mainloop_done`, then
+/// [`store_tile`] to `out` (`None`: a tile past C, multiplied and not stored).
+///
+/// # Safety
+/// As [`warpgroup_mainloop`] and, with `out`, [`store_tile`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn multiply_and_store<
+    const N: u32,
+    const REGS: usize,
+    const PINGPONG: bool,
+    const B_KN: bool,
+    const A_REGS: bool,
+    const STAGES: usize,
+    C: GroupConsumer,
+    F: FnMut(),
+    D: FnOnce(),
+>(
+    consumer: &mut C,
+    after_k_tile: &mut F,
+    mainloop_done: D,
+    g: Geometry,
+    k_tiles: u32,
+    a_row: u32,
+    wg_thread: u32,
+    out: Option<&TileOut>,
+) where
+    Bf16Mma<N>: WarpgroupMma<BTile, Acc = Accumulator<REGS>>
+        + WarpgroupMma<BKnTile, Acc = Accumulator<REGS>>,
+{
+    // SAFETY: forwarded contract.
+    let acc = unsafe {
+        warpgroup_mainloop::<N, REGS, PINGPONG, B_KN, A_REGS, STAGES, _, _>(
+            consumer,
+            after_k_tile,
+            g,
+            k_tiles,
+            a_row,
+            wg_thread,
+        )
+    };
+    mainloop_done();
+    if let Some(out) = out {
+        // SAFETY: forwarded contract.
+        unsafe { store_tile(out, wg_thread, &acc) };
     }
 }
 
@@ -593,22 +637,20 @@ fn warpgroup_barrier(consumer_index: u32) {
 ///   row shares with its neighbours' tiles, one each.
 ///
 /// # Safety
-/// `staging` is this warpgroup's 1 KiB aligned [`WARPGROUP_STAGING_BYTES`] of shared memory,
-/// used for nothing else; `c` is C's tensor map with box [`CBox::BOX`] and 128-byte swizzle,
-/// or points to C's `m * n` BF16, 16-byte aligned; the whole warpgroup calls it.
+/// `out.staging` is this warpgroup's 1 KiB aligned [`WARPGROUP_STAGING_BYTES`] of shared
+/// memory, used for nothing else; `out.c` is C's tensor map with box [`CBox::BOX`] and 128-byte
+/// swizzle, or points to C's `m * n` BF16, 16-byte aligned; the whole warpgroup calls it.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn store_tile<const REGS: usize>(
-    c: COut,
-    m: u32,
-    n: u32,
-    staging: Shared<u8>,
-    consumer_index: u32,
-    row0: u32,
-    col0: u32,
-    t: u32,
-    acc: &Accumulator<REGS>,
-) {
+unsafe fn store_tile<const REGS: usize>(out: &TileOut, t: u32, acc: &Accumulator<REGS>) {
+    let TileOut {
+        c,
+        m,
+        n,
+        staging,
+        consumer_index,
+        row0,
+        col0,
+    } = *out;
     // The accumulators' columns: 256, or 64 for a narrow edge tile.
     let width = Accumulator::<REGS>::N;
     if t == 0 && matches!(c, COut::TensorMap(_)) {
@@ -860,13 +902,15 @@ pub(super) unsafe fn gemm_cp_async<const STAGES: usize>(
         // SAFETY: as in `gemm`.
         unsafe {
             store_tile(
-                c,
-                m,
-                n,
-                staging,
-                consumer_index,
-                row0,
-                col0,
+                &TileOut {
+                    c,
+                    m,
+                    n,
+                    staging,
+                    consumer_index,
+                    row0,
+                    col0,
+                },
                 wg_thread,
                 &acc,
             )
