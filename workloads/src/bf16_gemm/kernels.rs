@@ -480,11 +480,21 @@ struct TileOut {
     col0: u32,
 }
 
-/// A warpgroup's tile: [`warpgroup_mainloop`] over `N` columns, `mainloop_done`, then
-/// [`store_tile`] to `out` (`None`: a tile past C, multiplied and not stored).
+/// Tiles at C's right edge at most this wide multiply only their first 64 columns
+/// (`m64n64`): with N = 4097 or 4104 the 17th column of tiles would otherwise cost a full
+/// 256-wide multiply for 1 or 8 columns, a wave of its own.
+const NARROW_N: u32 = 64;
+
+/// A warpgroup's tile: its multiply over all `k_tiles` stages of the ring, `N` columns of B
+/// (its first `N` rows or columns in the stage) into `REGS = N / 2` accumulators
+/// (`after_k_tile` runs after each stage is released: the multistage producer's next copy),
+/// then `mainloop_done`, then [`store_tile`] to `out` (`None`: a tile past C, multiplied and
+/// not stored).
 ///
 /// # Safety
-/// As [`warpgroup_mainloop`] and, with `out`, [`store_tile`].
+/// The whole warpgroup calls it, converged, at the same ring position; the next `k_tiles`
+/// fills of the ring are this tile's (A's rows `a_row..a_row + 64` for this warpgroup); with
+/// `out`, [`store_tile`]'s contract.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn multiply_and_store<
@@ -507,58 +517,6 @@ unsafe fn multiply_and_store<
     wg_thread: u32,
     out: Option<&TileOut>,
 ) where
-    Bf16Mma<N>: WarpgroupMma<BTile, Acc = Accumulator<REGS>>
-        + WarpgroupMma<BKnTile, Acc = Accumulator<REGS>>,
-{
-    // SAFETY: forwarded contract.
-    let acc = unsafe {
-        warpgroup_mainloop::<N, REGS, PINGPONG, B_KN, A_REGS, STAGES, _, _>(
-            consumer,
-            after_k_tile,
-            g,
-            k_tiles,
-            a_row,
-            wg_thread,
-        )
-    };
-    mainloop_done();
-    if let Some(out) = out {
-        // SAFETY: forwarded contract.
-        unsafe { store_tile(out, wg_thread, &acc) };
-    }
-}
-
-/// Tiles at C's right edge at most this wide multiply only their first 64 columns
-/// (`m64n64`): with N = 4097 or 4104 the 17th column of tiles would otherwise cost a full
-/// 256-wide multiply for 1 or 8 columns, a wave of its own.
-const NARROW_N: u32 = 64;
-
-/// A warpgroup's multiply of one tile over all `k_tiles` stages of the ring, `N` columns of B
-/// (its first `N` rows or columns in the stage) into `REGS = N / 2` accumulators;
-/// `after_k_tile` runs after each stage is released (the multistage producer's next copy).
-///
-/// # Safety
-/// The whole warpgroup calls it, converged, at the same ring position; the next `k_tiles`
-/// fills of the ring are this tile's (A's rows `a_row..a_row + 64` for this warpgroup).
-#[inline(always)]
-unsafe fn warpgroup_mainloop<
-    const N: u32,
-    const REGS: usize,
-    const PINGPONG: bool,
-    const B_KN: bool,
-    const A_REGS: bool,
-    const STAGES: usize,
-    C: GroupConsumer,
-    F: FnMut(),
->(
-    consumer: &mut C,
-    after_k_tile: &mut F,
-    g: Geometry,
-    k_tiles: u32,
-    a_row: u32,
-    wg_thread: u32,
-) -> Accumulator<REGS>
-where
     Bf16Mma<N>: WarpgroupMma<BTile, Acc = Accumulator<REGS>>
         + WarpgroupMma<BKnTile, Acc = Accumulator<REGS>>,
 {
@@ -609,7 +567,11 @@ where
         ready.consumer_release_for_group(wg_thread);
         after_k_tile();
     }
-    acc
+    mainloop_done();
+    if let Some(out) = out {
+        // SAFETY: forwarded contract.
+        unsafe { store_tile(out, wg_thread, &acc) };
+    }
 }
 
 /// The warpgroup's named barrier (1 or 2; 0 is the block's).
