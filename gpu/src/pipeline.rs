@@ -1,13 +1,13 @@
 //! Pipelines: a ring of `STAGES` shared-memory buffers that producers fill with async copies
 //! while consumers read older ones — `cuda::pipeline`, with its four operations:
 //!
-//! | operation | [`ThreadPipeline`] (thread scope) | [`BlockPipeline`] (block scope) | `BulkPipeline` (sm_90, copy engine) |
-//! |---|---|---|---|
-//! | `producer_acquire` | nothing to wait for | loop on parity wait of `empty[s]` (none on the first pass) | as block scope |
-//! | copies bound to the stage | `cp.async` | `cp.async` | `mbarrier.expect_tx` + `cp.async.bulk` on `full[s]` |
-//! | `producer_commit` | `cp.async.commit_group` | `cp.async.mbarrier.arrive.noinc` on `full[s]` | `mbarrier.arrive` on `full[s]` |
-//! | `consumer_wait` | `cp.async.wait_group N` | loop on parity wait of `full[s]` | as block scope |
-//! | `consumer_release` | nothing | `mbarrier.arrive` on `empty[s]` | as block scope |
+//! | operation | [`ThreadPipeline`] (thread scope) | [`BlockPipeline`] (block scope) | `BulkPipeline` (sm_90, copy engine) | `ClusterBulkPipeline` (sm_90, multicast) |
+//! |---|---|---|---|---|
+//! | `producer_acquire` | nothing to wait for | loop on parity wait of `empty[s]` (none on the first pass) | as block scope | as block scope (this block's `empty[s]`, which every receiving block's consumers release) |
+//! | copies bound to the stage | `cp.async` | `cp.async` | `mbarrier.expect_tx` + `cp.async.bulk` on `full[s]` | as bulk, or `expect_tx` of every receiver's slice + `.multicast::cluster` |
+//! | `producer_commit` | `cp.async.commit_group` | `cp.async.mbarrier.arrive.noinc` on `full[s]` | `mbarrier.arrive` on `full[s]` | as bulk |
+//! | `consumer_wait` | `cp.async.wait_group N` | loop on parity wait of `full[s]` | as block scope | as block scope |
+//! | `consumer_release` | nothing | `mbarrier.arrive` on `empty[s]` | as block scope | `mapa` + `mbarrier.arrive.release.cta.shared::cluster` on `empty[s]` of each block of the group |
 //!
 //! A pipeline is [`split`](ThreadPipeline::split) into a producer and a consumer side, so a
 //! thread can fill one stage while it holds another for reading (the point of a pipeline),
