@@ -1158,7 +1158,7 @@ fn split_k_reduces_through_the_cluster() {
             );
         }
     }
-    assert_eq!(families, 10);
+    assert_eq!(families, 11);
 }
 
 /// The multiply is unrolled into registers: the kernel's FFMAs are whole rank-1 updates

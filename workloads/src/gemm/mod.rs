@@ -275,8 +275,9 @@ macro_rules! gemm_entry_points {
 // fills the GPU (results.md), so the skinny shapes also get tiles with the 128x128 tile's
 // 16x8 per thread and 64x64 per warp, cut to fit: 64x256 (1 x 4 warps) for 64x8192 in clusters
 // of 8, and 128x64 / 64x128 blocks of two warps (`_2w`: four blocks per SM, 512 blocks in
-// clusters of 8 for 8192x64 and 64x8192; 128x64 also in clusters of 4). Two stages for the
-// two-warp tiles at split 8: a third or fourth made ptxas spill the 128x64 one (8-byte
+// clusters of 8 for 8192x64 and 64x8192; 128x64 also in clusters of 4 and 2, for 1000^3:
+// 512 or 256 blocks where the 128x128 tile's split 2 has 128). Two stages for the
+// two-warp tiles at splits 8 and 2: a third or fourth made ptxas spill (8 to 32 bytes of
 // stores), and each stage is 2048 FFMA cycles of a sub-partition, past a DRAM round trip. A
 // 256x64 tile (4 x 1 warps of 16x8) spilled 64-88 bytes in its 4-byte entry point at 2 to 5
 // stages and is not built.
@@ -316,6 +317,7 @@ gemm_kernels! {
     gemm_split_k_8_128x64_2w => SplitK { stages: 2, split: 8 } tile (2 x 1 warps of 16 x 8) by split_k,
     gemm_split_k_8_64x128_2w => SplitK { stages: 2, split: 8 } tile (1 x 2 warps of 16 x 8) by split_k,
     gemm_split_k_4_128x64_2w => SplitK { stages: 4, split: 4 } tile (2 x 1 warps of 16 x 8) by split_k,
+    gemm_split_k_2_128x64_2w => SplitK { stages: 2, split: 2 } tile (2 x 1 warps of 16 x 8) by split_k,
 }
 
 #[cfg(test)]
