@@ -132,6 +132,13 @@ pub unsafe fn memcpy_async_group<G: Group, T, U, C: Completion, const ALIGN: u32
 /// `dst` (up to `size`) is filled with zeros by the copy instructions themselves. For ragged
 /// tails: `size` is the padded tile, `src_bytes` what is left of the input.
 ///
+/// A chunk that is only partly inside the source is one `ALIGN`-byte `cp.async` with a smaller
+/// `src-size`; ptxas makes it `LDGSTS.128.ZFILL` at an address offset by the bytes to zero, and
+/// compute-sanitizer's memcheck (2025.3.1) reports it as an `ALIGN`-byte read: where the
+/// allocation ends inside the chunk (1025 floats read in 16-byte chunks) that is an
+/// out-of-bounds error, although the zeros land as PTX says. Allocate the source in whole
+/// chunks to run under memcheck.
+///
 /// # Safety
 /// As [`memcpy_async_group`], except that only `min(src_bytes, size)` bytes of `src` need be
 /// readable; `src` must still be aligned to `ALIGN`.

@@ -870,7 +870,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(clustered, 3);
+        assert_eq!(clustered, 2);
     }
 
     #[test]

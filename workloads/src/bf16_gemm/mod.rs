@@ -368,9 +368,6 @@ impl Bf16Kernel {
             (_, TileCluster { m: 1, n: 2 }) => {
                 "as ws_cooperative, in 1x2 clusters: two blocks on adjacent tile columns, each multicasting half of A's tile to both"
             }
-            (_, TileCluster { m: 2, n: 2 }) => {
-                "as ws_cooperative, in 2x2 clusters: each block multicasts half of its A tile along its tile row and half of its B tile along its tile column"
-            }
             _ => self.style.summary(),
         }
     }
@@ -412,7 +409,6 @@ pub static BF16_KERNELS: &[Bf16Kernel] = &[
     family!(WsCooperative, NK, Registers, TensorMaps: bf16_gemm_ws_cooperative_rs, bf16_gemm_ws_cooperative_rs_direct),
     family!(WsCooperative, NK, SharedMemory, 2 x 1, TensorMaps: bf16_gemm_ws_cooperative_2x1, bf16_gemm_ws_cooperative_2x1_direct),
     family!(WsCooperative, NK, SharedMemory, 1 x 2, TensorMaps: bf16_gemm_ws_cooperative_1x2, bf16_gemm_ws_cooperative_1x2_direct),
-    family!(WsCooperative, NK, SharedMemory, 2 x 2, TensorMaps: bf16_gemm_ws_cooperative_2x2, bf16_gemm_ws_cooperative_2x2_direct),
     family!(WsPingpong, NK, SharedMemory, TensorMaps: bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct),
     family!(WsPingpong, KN, SharedMemory, TensorMaps: bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct),
     family!(Multistage, NK, SharedMemory, TensorMaps: bf16_gemm_multistage, bf16_gemm_multistage_direct),
@@ -482,7 +478,6 @@ bf16_entry_points! {
     "`C = A B` (B `k x n`), a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: 384, true, false, true, false, 1 x 1;
     "`C = A B^T`, a producer warpgroup and two consumer warpgroups, in 2 x 1 clusters sharing B's tile by multicast" bf16_gemm_ws_cooperative_2x1, bf16_gemm_ws_cooperative_2x1_direct: 384, true, false, false, false, 2 x 1 [cluster = (2, 1, 1)];
     "`C = A B^T`, a producer warpgroup and two consumer warpgroups, in 1 x 2 clusters sharing A's tile by multicast" bf16_gemm_ws_cooperative_1x2, bf16_gemm_ws_cooperative_1x2_direct: 384, true, false, false, false, 1 x 2 [cluster = (2, 1, 1)];
-    "`C = A B^T`, a producer warpgroup and two consumer warpgroups, in 2 x 2 clusters sharing A's and B's tiles by multicast" bf16_gemm_ws_cooperative_2x2, bf16_gemm_ws_cooperative_2x2_direct: 384, true, false, false, false, 2 x 2 [cluster = (4, 1, 1)];
     "`C = A B^T`, a producer warpgroup and two consumer warpgroups multiplying A from registers" bf16_gemm_ws_cooperative_rs, bf16_gemm_ws_cooperative_rs_direct: 384, true, false, false, true, 1 x 1;
     "`C = A B^T`, ping-pong consumer warpgroups" bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct: 384, true, true, false, false, 1 x 1;
     "`C = A B` (B `k x n`), ping-pong consumer warpgroups" bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct: 384, true, true, true, false, 1 x 1;

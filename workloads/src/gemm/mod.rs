@@ -271,16 +271,9 @@ macro_rules! gemm_entry_points {
 // Split K over a cluster (sm_90), for problems only a few tiles wide (8192x64, 64x8192,
 // 1024^3): the 128x128 tile in clusters of 2 and 4, the 64x64 one in clusters of 2 and 4, and
 // a 128x64 tile (4 warps of 32x64, 8x8 outputs per thread: N = 64 in one tile) in clusters of
-// 4 and 8. The 64x64 tile's 8x4 outputs per thread cap it near 76% of cuBLAS even where it
-// fills the GPU (results.md), so the skinny shapes also get tiles with the 128x128 tile's
-// 16x8 per thread and 64x64 per warp, cut to fit: 64x256 (1 x 4 warps) for 64x8192 in clusters
-// of 8, and 128x64 / 64x128 blocks of two warps (`_2w`: four blocks per SM, 512 blocks in
-// clusters of 8 for 8192x64 and 64x8192; 128x64 also in clusters of 4 and 2, for 1000^3:
-// 512 or 256 blocks where the 128x128 tile's split 2 has 128). Two stages for the
-// two-warp tiles at splits 8 and 2: a third or fourth made ptxas spill (8 to 32 bytes of
-// stores), and each stage is 2048 FFMA cycles of a sub-partition, past a DRAM round trip. A
-// 256x64 tile (4 x 1 warps of 16x8) spilled 64-88 bytes in its 4-byte entry point at 2 to 5
-// stages and is not built.
+// 4 and 8. Tiles with the 128x128 tile's 16x8 outputs per thread cut to fit the skinny shapes
+// (64x256 in clusters of 8, two-warp 128x64 and 64x128 blocks in clusters of 2 to 8) were
+// built, verified and timed, and lost to these at every size (results.md): not built.
 gemm_kernels! {
     gemm_sync => Sync {} tile (2 x 2 warps of 16 x 8) by sync,
     gemm_thread_pipeline_2 => ThreadPipeline { stages: 2 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
@@ -313,11 +306,6 @@ gemm_kernels! {
     gemm_split_k_4 => SplitK { stages: 4, split: 4 } tile (2 x 2 warps of 16 x 8) by split_k,
     gemm_split_k_4_128x64 => SplitK { stages: 4, split: 4 } tile (4 x 1 warps of 8 x 8) by split_k,
     gemm_split_k_8_128x64 => SplitK { stages: 4, split: 8 } tile (4 x 1 warps of 8 x 8) by split_k,
-    gemm_split_k_8_64x256 => SplitK { stages: 4, split: 8 } tile (1 x 4 warps of 16 x 8) by split_k,
-    gemm_split_k_8_128x64_2w => SplitK { stages: 2, split: 8 } tile (2 x 1 warps of 16 x 8) by split_k,
-    gemm_split_k_8_64x128_2w => SplitK { stages: 2, split: 8 } tile (1 x 2 warps of 16 x 8) by split_k,
-    gemm_split_k_4_128x64_2w => SplitK { stages: 4, split: 4 } tile (2 x 1 warps of 16 x 8) by split_k,
-    gemm_split_k_2_128x64_2w => SplitK { stages: 2, split: 2 } tile (2 x 1 warps of 16 x 8) by split_k,
 }
 
 #[cfg(test)]
