@@ -776,6 +776,7 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
         ("lane_id", Reads("%laneid"), BOTH),
         ("barrier_sync", OpWith("barrier.sync", 1), BOTH),
         ("barrier_sync_threads", OpWith("barrier.sync", 2), BOTH),
+        ("barrier_sync_named", OpWith("barrier.sync", 2), SM90),
         ("shfl_sync_idx", Op("shfl.sync.idx.b32"), BOTH),
         ("syncwarp", Op("bar.warp.sync"), SM90),
         (
@@ -1116,17 +1117,30 @@ fn gemm_styles_wait_as_documented() {
 }
 
 /// Split K (sm_90): each entry point runs the thread pipeline's mainloop (its
-/// `cp.async.wait_group STAGES - 2`) and reduces through the cluster — cluster barriers, `mapa`
-/// and DSMEM loads, in SASS `UCGABAR_*` — with no local memory; the sm_80 PTX has none of them.
+/// `cp.async.wait_group STAGES - 2`) with no local memory, and the sm_80 PTX has none of them.
+/// Over a cluster it reduces through it — cluster barriers, `mapa` and DSMEM loads, in SASS
+/// `UCGABAR_*`; a kernel that splits K within the block alone has none of them. K groups of
+/// one warp wait on a warp barrier, larger ones on a named barrier each, and only a block
+/// whose K is not split within it waits on the block's barrier in its mainloop (k groups
+/// meet there twice, to sum their partials).
 #[test]
 fn split_k_reduces_through_the_cluster() {
     use workloads::gemm::{GEMM_KERNELS, GemmStyle};
     let mut families = 0;
+    let mut in_block = 0;
     for family in GEMM_KERNELS {
-        let GemmStyle::SplitK { stages, .. } = family.style else {
+        let GemmStyle::SplitK {
+            stages,
+            split,
+            k_groups,
+        } = family.style
+        else {
             continue;
         };
         families += 1;
+        if k_groups > 1 {
+            in_block += 1;
+        }
         let (aligned, any) = family.entry_names();
         for entry in [aligned, any.expect("a 4-byte entry point")] {
             assert!(
@@ -1134,15 +1148,17 @@ fn split_k_reduces_through_the_cluster() {
                 "{entry} in the sm_80 PTX"
             );
             let view = kernel(Arch::Sm90, entry);
-            for op in [
+            let cluster_ops = [
                 "barrier.cluster.arrive.release.aligned",
                 "barrier.cluster.wait.acquire.aligned",
                 "mapa.shared::cluster.u32",
                 "ld.shared::cluster.v4.b32",
-                "cp.async.commit_group",
-            ] {
-                assert!(view.has_ptx(op), "{entry} lacks {op}");
+            ];
+            for op in cluster_ops {
+                assert_eq!(view.has_ptx(op), split > 1, "{entry}: {op}");
             }
+            assert_eq!(has_sass(view, "UCGABAR_ARV"), split > 1, "{entry}");
+            assert!(view.has_ptx("cp.async.commit_group"), "{entry}");
             let expected = (stages - 2).to_string();
             assert!(
                 view.ptx
@@ -1151,14 +1167,34 @@ fn split_k_reduces_through_the_cluster() {
                     .all(|i| i.operands == expected),
                 "{entry}: waits other than {expected}"
             );
-            assert!(has_sass(view, "UCGABAR_ARV"), "{entry}");
+            let group_warps = family.tile.warps_m * family.tile.warps_n;
+            let named = view
+                .ptx
+                .iter()
+                .filter(|i| i.opcode == "barrier.sync" && i.operands.contains(','))
+                .count();
+            let block_barriers = view
+                .ptx
+                .iter()
+                .filter(|i| i.opcode == "barrier.sync" && i.operands == "0")
+                .count();
+            let warp_barrier = view.has_ptx("bar.warp.sync");
+            if k_groups == 1 {
+                assert!(named == 0 && !warp_barrier && block_barriers > 0, "{entry}");
+            } else {
+                // Two block barriers around the groups' partial tiles, per body (interior
+                // and edge).
+                assert_eq!(block_barriers, 4, "{entry}");
+                assert_eq!(warp_barrier, group_warps == 1, "{entry}");
+                assert_eq!(named > 0, group_warps > 1, "{entry}");
+            }
             assert!(
                 !view.has_ptx("ld.local") && !view.has_ptx("st.local"),
                 "{entry}"
             );
         }
     }
-    assert_eq!(families, 6);
+    assert_eq!((families, in_block), (4, 3));
 }
 
 /// The multiply is unrolled into registers: the kernel's FFMAs are whole rank-1 updates

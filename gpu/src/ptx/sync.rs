@@ -42,6 +42,25 @@ pub fn barrier_sync_threads<const ID: u32>(threads: u32) {
     }
 }
 
+/// `barrier.sync id, threads;` with the barrier chosen at run time: named barrier `id`
+/// (1..16) joining `threads` threads (a multiple of 32) — one per group when a block's warps
+/// split into groups that each synchronize alone (the group's index picks its barrier).
+///
+/// Every thread of the group must reach it with the same `id` and `threads`; an `id` of 0 or
+/// 16 and more is outside the contract (0 is the block's `__syncthreads` barrier).
+#[inline(always)]
+pub fn barrier_sync_named(id: u32, threads: u32) {
+    // SAFETY: as for `barrier_sync`.
+    unsafe {
+        asm!(
+            "barrier.sync {id}, {n};",
+            id = in(reg32) id,
+            n = in(reg32) threads,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
 /// `bar.warp.sync 0xffffffff;` — waits until all 32 lanes of the warp reach it
 /// (`__syncwarp()`): reconverges a warp after one lane ran alone (an elected lane issuing a
 /// copy), so the warp's next work runs once for all lanes instead of once per diverged path.

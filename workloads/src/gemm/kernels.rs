@@ -17,7 +17,9 @@
 //! [`GemmKernel::threads`]: super::GemmKernel::threads
 //! [`GemmKernel::layout`]: super::GemmKernel::layout
 
-use super::shapes::{ALayout, BK, GemmStyle, GemmTile, LANES_M, LANES_N, REFERENCE_TILE};
+use super::shapes::{
+    ALayout, BK, GemmStyle, GemmTile, LANES_M, LANES_N, REFERENCE_TILE, staged_layout,
+};
 use crate::Quad;
 use gpu::collective::StageMma;
 use gpu::group::{Group, Threads, Warp};
@@ -52,15 +54,19 @@ struct Problem {
     /// Whether every k-tile of this block lies inside both matrices: then no copy needs a
     /// bound check or a zero fill, and the clipping below folds away.
     interior: bool,
-    /// Blocks of the cluster that share this block's tile of C, each with its share of the
-    /// k-tiles (1: K is not split, and every split term folds away where it was).
-    split: u32,
+    /// Shares the k-tiles of this tile of C are cut into: the cluster's blocks times each
+    /// block's k groups (1: K is not split, and every split term folds away where it was).
+    parts: u32,
+    /// Which share this thread's group multiplies: its block's rank in the cluster times the
+    /// block's k groups, plus its group.
+    part: u32,
 }
 
 impl Problem {
-    /// The problem as this block sees it (grid x over n, y over m). With K split `split` ways
-    /// (a cluster of `split` consecutive blocks along x per tile of C), block `x` takes tile
-    /// column `x / split` and the `x % split`-th share of the k-tiles.
+    /// The problem as group `group` of this block sees it (grid x over n, y over m). With K
+    /// split `split` ways over a cluster (`split` consecutive blocks along x per tile of C) and
+    /// `k_groups` ways in each block, block `x` takes tile column `x / split`, and its group
+    /// `g` the `(x % split) k_groups + g`-th share of the k-tiles.
     #[inline(always)]
     fn for_block(
         a: *const f32,
@@ -69,7 +75,7 @@ impl Problem {
         (m, n, k): (u32, u32, u32),
         (bm, bn): (u32, u32),
         interior: bool,
-        split: u32,
+        (split, k_groups, group): (u32, u32, u32),
     ) -> Problem {
         Problem {
             a,
@@ -81,29 +87,30 @@ impl Problem {
             m0: ptx::block_idx_y() * bm,
             n0: ptx::block_idx_x() / split * bn,
             interior,
-            split,
+            parts: split * k_groups,
+            part: (ptx::block_idx_x() % split) * k_groups + group,
         }
     }
 
-    /// The first k-tile of this block's share (0 unless K is split).
+    /// The first k-tile of this group's share (0 unless K is split).
     #[inline(always)]
     fn k_first(&self) -> u32 {
-        if self.split == 1 {
+        if self.parts == 1 {
             return 0;
         }
-        (ptx::block_idx_x() % self.split) * self.k.div_ceil(BK).div_ceil(self.split)
+        self.part * self.k.div_ceil(BK).div_ceil(self.parts)
     }
 
-    /// K-tiles to walk: all of them, or this block's share (possibly none when K has fewer
-    /// k-tiles than the cluster has blocks).
+    /// K-tiles to walk: all of them, or this group's share (possibly none when K has fewer
+    /// k-tiles than there are shares).
     #[inline(always)]
     fn k_tiles(&self) -> u32 {
         let tiles = self.k.div_ceil(BK);
-        if self.split == 1 {
+        if self.parts == 1 {
             return tiles;
         }
         tiles
-            .div_ceil(self.split)
+            .div_ceil(self.parts)
             .min(tiles.saturating_sub(self.k_first()))
     }
 
@@ -187,11 +194,7 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> Geometry<TM
     ///
     /// [`GemmKernel::layout`]: super::GemmKernel::layout
     const fn layout(style: GemmStyle) -> StagedLayout {
-        StagedLayout::new(
-            Self::TILE.stage_bytes(style.a_layout()),
-            style.stages(),
-            style.has_stage_barriers(),
-        )
+        staged_layout(style, Self::TILE)
     }
 }
 
@@ -579,6 +582,9 @@ struct BlockTile<const TM: usize, const TN: usize, const WM: u32, const WN: u32>
     p: Problem,
     layout: StagedLayout,
     a_layout: ALayout,
+    /// The first of this group's stages in the layout (0 but for k groups: group `g` owns
+    /// stages `g STAGES ..`).
+    first_stage: u32,
 }
 
 impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<TM, TN, WM, WN> {
@@ -586,19 +592,34 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
     #[inline(always)]
     fn new(
         style: GemmStyle,
+        ptrs: (*const f32, *const f32, *mut f32),
+        mnk: (u32, u32, u32),
+        interior: bool,
+    ) -> Self {
+        Self::for_group(style, ptrs, mnk, interior, 0)
+    }
+
+    /// This block's tile of the problem as k group `group` of `style` sees it: its share of
+    /// the k-tiles, its own stages.
+    #[inline(always)]
+    fn for_group(
+        style: GemmStyle,
         (a, b, c): (*const f32, *const f32, *mut f32),
         mnk: (u32, u32, u32),
         interior: bool,
+        group: u32,
     ) -> Self {
         let () = Geometry::<TM, TN, WM, WN>::VALID;
         let bm_bn = (
             Geometry::<TM, TN, WM, WN>::BM,
             Geometry::<TM, TN, WM, WN>::BN,
         );
+        let split = (style.split(), style.k_groups(), group);
         BlockTile {
-            p: Problem::for_block(a, b, c, mnk, bm_bn, interior, style.split()),
+            p: Problem::for_block(a, b, c, mnk, bm_bn, interior, split),
             layout: Geometry::<TM, TN, WM, WN>::layout(style),
             a_layout: style.a_layout(),
+            first_stage: group * style.stages(),
         }
     }
 
@@ -618,7 +639,7 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> BlockTile<T
     #[inline(always)]
     fn stage(&self, s: u32) -> (Shared<f32>, Shared<f32>) {
         let a_bytes = Geometry::<TM, TN, WM, WN>::TILE.a_tile_bytes(self.a_layout);
-        stage_tiles(self.layout, a_bytes, s)
+        stage_tiles(self.layout, a_bytes, self.first_stage + s)
     }
 
     /// The pipeline's mbarriers, after the stages.
@@ -749,19 +770,21 @@ pub unsafe fn thread_pipeline<
     };
     // SAFETY: forwarded launch contract.
     unsafe {
-        thread_pipeline_mainloop::<TM, TN, WM, WN, STAGES, 1, ALIGN, INTERIOR>(
+        thread_pipeline_mainloop::<TM, TN, WM, WN, STAGES, 1, 1, ALIGN, INTERIOR>(
             style, a, b, c, m, n, k,
         )
     }
 }
 
-/// [`GemmStyle::SplitK`] (sm_90): the thread pipeline's mainloop over this block's share of
-/// the k-tiles, then the cluster's `SPLIT` partial tiles reduced through distributed shared
-/// memory ([`reduce_split_k`]).
+/// [`GemmStyle::SplitK`] (sm_90): each of the block's `K_GROUPS` groups of compute warps runs
+/// the thread pipeline's mainloop over its share of the k-tiles, through its own stages and
+/// its own barrier; then the groups' partial tiles are summed through shared memory and the
+/// cluster's `SPLIT` partial tiles through distributed shared memory ([`reduce_split_k`]).
 ///
 /// # Safety
 /// The GEMM launch contract (module docs), in clusters of `SPLIT` blocks along x (the grid
 /// [`GemmKernel::grid`](super::GemmKernel::grid) gives), with
+/// [`GemmKernel::threads`](super::GemmKernel::threads) threads and
 /// [`GemmKernel::shared_bytes`](super::GemmKernel::shared_bytes) of dynamic shared memory.
 #[cfg(target_feature = "sm_90")]
 pub unsafe fn split_k<
@@ -771,6 +794,7 @@ pub unsafe fn split_k<
     const WN: u32,
     const STAGES: usize,
     const SPLIT: u32,
+    const K_GROUPS: u32,
     const ALIGN: u32,
     const INTERIOR: bool,
 >(
@@ -781,25 +805,31 @@ pub unsafe fn split_k<
     n: u32,
     k: u32,
 ) {
-    const { assert!(SPLIT >= 2) };
+    const {
+        assert!(
+            SPLIT * K_GROUPS >= 2 && K_GROUPS <= 15,
+            "K split at least two ways, and a named barrier per k group"
+        )
+    };
     let style = GemmStyle::SplitK {
         stages: STAGES as u32,
         split: SPLIT,
+        k_groups: K_GROUPS,
     };
     // SAFETY: forwarded launch contract.
     unsafe {
-        thread_pipeline_mainloop::<TM, TN, WM, WN, STAGES, SPLIT, ALIGN, INTERIOR>(
+        thread_pipeline_mainloop::<TM, TN, WM, WN, STAGES, SPLIT, K_GROUPS, ALIGN, INTERIOR>(
             style, a, b, c, m, n, k,
         )
     }
 }
 
 /// The thread pipeline's body for `style` (its stages, and K split `SPLIT` ways over a
-/// cluster: 1 for the plain thread pipeline, whose code the split terms leave unchanged — the
-/// PTX fingerprints say so).
+/// cluster and `K_GROUPS` ways over the block's warps: 1 and 1 for the plain thread pipeline,
+/// whose code the split terms leave unchanged — the PTX fingerprints say so).
 ///
 /// # Safety
-/// The launch contract of [`thread_pipeline`] (`SPLIT = 1`) or [`split_k`].
+/// The launch contract of [`thread_pipeline`] (`SPLIT = K_GROUPS = 1`) or [`split_k`].
 #[inline(always)]
 unsafe fn thread_pipeline_mainloop<
     const TM: usize,
@@ -808,6 +838,7 @@ unsafe fn thread_pipeline_mainloop<
     const WN: u32,
     const STAGES: usize,
     const SPLIT: u32,
+    const K_GROUPS: u32,
     const ALIGN: u32,
     const INTERIOR: bool,
 >(
@@ -822,15 +853,41 @@ unsafe fn thread_pipeline_mainloop<
     const { assert!(STAGES >= 2) };
     const {
         assert!(
-            SPLIT == 1 || cfg!(target_feature = "sm_90"),
-            "split K needs clusters"
+            (SPLIT == 1 && K_GROUPS == 1) || cfg!(target_feature = "sm_90"),
+            "split K is the sm_90 style"
         )
     };
-    let block = BlockTile::<TM, TN, WM, WN>::new(style, (a, b, c), (m, n, k), INTERIOR);
-    let tiles = block.p.k_tiles();
+    let group_threads = Geometry::<TM, TN, WM, WN>::COMPUTE_THREADS;
+    // One group: the block (its thread index read after its tile, so the whole-K kernels keep
+    // their code). A group is the same across a warp; saying so (a shuffle from lane 0) lets
+    // ptxas keep what derives from it — the share of K, the stages' addresses — in uniform
+    // registers.
+    let group_index = if K_GROUPS == 1 {
+        0
+    } else {
+        ptx::shfl_sync_idx(ptx::thread_idx_x() / group_threads, 0)
+    };
+    let block =
+        BlockTile::<TM, TN, WM, WN>::for_group(style, (a, b, c), (m, n, k), INTERIOR, group_index);
     let thread = ptx::thread_idx_x();
-    let group = BlockTile::<TM, TN, WM, WN>::compute_group(thread);
-    let f = block.fragment(thread);
+    let group_thread = if K_GROUPS == 1 {
+        thread
+    } else {
+        thread % group_threads
+    };
+    let tiles = block.p.k_tiles();
+    let group = BlockTile::<TM, TN, WM, WN>::compute_group(group_thread);
+    let f = block.fragment(group_thread);
+    // The group's barrier: the block's, a warp's, or the group's named one.
+    let group_barrier = || {
+        if K_GROUPS == 1 {
+            ptx::barrier_sync();
+        } else if group_threads == 32 {
+            ptx::syncwarp();
+        } else {
+            ptx::barrier_sync_named(1 + group_index, group_threads);
+        }
+    };
 
     let mut pipeline = ThreadPipeline::<STAGES>::new();
     let (mut producer, mut consumer) = pipeline.split();
@@ -838,13 +895,13 @@ unsafe fn thread_pipeline_mainloop<
         let stage = producer.producer_acquire();
         if t < tiles {
             // SAFETY: the stage is free: fresh, or every read of it was issued before a
-            // barrier every thread has passed (see the loop).
+            // barrier every thread of the group has passed (see the loop).
             unsafe { block.copy::<_, _, ALIGN>(&group, t, stage.index(), &stage) };
         }
         stage.producer_commit();
     };
-    // A share of K can be empty (more blocks than k-tiles): its partial is zeros.
-    let multiplies = SPLIT == 1 || tiles > 0;
+    // A share of K can be empty (more shares than k-tiles): its partial is zeros.
+    let multiplies = (SPLIT == 1 && K_GROUPS == 1) || tiles > 0;
     if multiplies {
         for t in 0..STAGES as u32 - 1 {
             produce(t);
@@ -852,7 +909,7 @@ unsafe fn thread_pipeline_mainloop<
     }
     let mut acc = [[0.0f32; TN]; TM];
     if multiplies {
-        // SAFETY: every stage is read after its wait and the block barrier (after_wait);
+        // SAFETY: every stage is read after its wait and the group barrier (after_wait);
         // `tiles >= 1` stages are committed (produce commits a stage per k-tile and beyond).
         unsafe {
             gpu::consume_k_tiles! {
@@ -863,7 +920,7 @@ unsafe fn thread_pipeline_mainloop<
                 acc: &mut acc,
                 // Everyone's copies of the stage are visible, and everyone's reads of the one
                 // before it are issued.
-                after_wait: { ptx::barrier_sync(); },
+                after_wait: { group_barrier(); },
                 // The stage of k-tile t - 1, all of whose reads were issued before the barrier
                 // that made k-tile t visible.
                 before_multiply(t): { produce(t + STAGES as u32 - 1); },
@@ -871,26 +928,82 @@ unsafe fn thread_pipeline_mainloop<
             }
         }
     }
-    if SPLIT == 1 {
+    if SPLIT == 1 && K_GROUPS == 1 {
         // SAFETY: launch contract.
         unsafe { block.store::<ALIGN>(f, &acc) };
     } else {
         #[cfg(target_feature = "sm_90")]
-        // SAFETY: launch contract (split_k's).
+        // SAFETY: launch contract (split_k's); every copy of this group landed (each k-tile
+        // was waited for before its multiply), so its stages are free once the block is past
+        // a barrier.
         unsafe {
-            reduce_split_k::<TM, TN, WM, WN, SPLIT, ALIGN>(&block, f, thread, &acc)
+            reduce_split_k::<TM, TN, WM, WN, SPLIT, K_GROUPS, ALIGN>(
+                &block,
+                style,
+                f,
+                (thread, group_index),
+                &acc,
+            )
         };
     }
 }
 
-/// The split-K epilogue: each block of the cluster writes its partial tile (`bm x bn` floats,
-/// row-major) into its own shared memory after the stages; after a cluster barrier, block `r`
-/// sums rows `r bm / SPLIT ..` of every block's partial (DSMEM loads, in rank order, so the
-/// result does not depend on timing) and stores them; a last cluster barrier keeps every
+/// Writes a thread's fragment `f` of a partial tile into `partial` (`bm x bn` floats,
+/// row-major, as quads).
+///
+/// # Safety
+/// `partial` is a `bm x bn` tile in shared memory that no one else touches meanwhile.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+unsafe fn write_partial<const TM: usize, const TN: usize>(
+    partial: Shared<[f32; 4]>,
+    quads_per_row: u32,
+    f: Fragment,
+    acc: &[[f32; TN]; TM],
+) {
+    for (i, out) in acc.iter().enumerate() {
+        let row = f.row_of(i as u32);
+        for g in 0..TN / 4 {
+            let col = f.col + 32 * g as u32;
+            let v = [out[4 * g], out[4 * g + 1], out[4 * g + 2], out[4 * g + 3]];
+            // SAFETY: this thread's quad of the tile (caller).
+            unsafe { partial.add(row * quads_per_row + col / 4).write(v) };
+        }
+    }
+}
+
+/// `sum + v`, element by element (written out: an iterator over the arrays would put them in
+/// local memory).
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+fn add_quad(sum: [f32; 4], v: [f32; 4]) -> [f32; 4] {
+    [sum[0] + v[0], sum[1] + v[1], sum[2] + v[2], sum[3] + v[3]]
+}
+
+/// The four floats whose bits a DSMEM load returned.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+fn quad_from_bits(v: [u32; 4]) -> [f32; 4] {
+    [
+        f32::from_bits(v[0]),
+        f32::from_bits(v[1]),
+        f32::from_bits(v[2]),
+        f32::from_bits(v[3]),
+    ]
+}
+
+/// The split-K epilogue. With k groups, every group writes its partial tile (`bm x bn` floats,
+/// row-major) over the block's stages, and after a block barrier the block's threads sum the
+/// groups' partials quad by quad, in group order, into the block's partial tile (or, with no
+/// cluster, straight to C). Each block of the cluster then holds its partial tile in its own
+/// shared memory ([`partial_offset`](super::partial_offset)); after a cluster barrier, block
+/// `r` sums rows `r bm / SPLIT ..` of every block's partial (DSMEM loads, in rank order, so
+/// the result does not depend on timing) and stores them; a last cluster barrier keeps every
 /// block's partial alive until all have read it.
 ///
 /// # Safety
-/// [`split_k`]'s launch contract; every thread of the block calls it.
+/// [`split_k`]'s launch contract; every thread of the block calls it, once every copy it
+/// issued landed.
 #[cfg(target_feature = "sm_90")]
 #[inline(always)]
 unsafe fn reduce_split_k<
@@ -899,29 +1012,64 @@ unsafe fn reduce_split_k<
     const WM: u32,
     const WN: u32,
     const SPLIT: u32,
+    const K_GROUPS: u32,
     const ALIGN: u32,
 >(
     block: &BlockTile<TM, TN, WM, WN>,
+    style: GemmStyle,
     f: Fragment,
-    thread: u32,
+    (thread, group_index): (u32, u32),
     acc: &[[f32; TN]; TM],
 ) {
     type G<const TM: usize, const TN: usize, const WM: u32, const WN: u32> =
         Geometry<TM, TN, WM, WN>;
     let (bm, bn) = (G::<TM, TN, WM, WN>::BM, G::<TM, TN, WM, WN>::BN);
     const { assert!(G::<TM, TN, WM, WN>::BM.is_multiple_of(SPLIT)) };
-    let partial = gpu::shared::dynamic_shared()
-        .add(block.layout.bytes)
-        .cast::<[f32; 4]>();
+    let threads = G::<TM, TN, WM, WN>::COMPUTE_THREADS * K_GROUPS;
     let quads_per_row = bn / 4;
-    for (i, out) in acc.iter().enumerate() {
-        let row = f.row_of(i as u32);
-        for g in 0..TN / 4 {
-            let col = f.col + 32 * g as u32;
-            let v = [out[4 * g], out[4 * g + 1], out[4 * g + 2], out[4 * g + 3]];
-            // SAFETY: the partial tile's region (GemmKernel::shared_bytes), this thread's
-            // quad of it; no one reads it before the cluster barrier below.
-            unsafe { partial.add(row * quads_per_row + col / 4).write(v) };
+    let tile_quads = bm * quads_per_row;
+    let partial = gpu::shared::dynamic_shared()
+        .add(super::partial_offset(style, G::<TM, TN, WM, WN>::TILE))
+        .cast::<[f32; 4]>();
+    let p = &block.p;
+    if K_GROUPS == 1 {
+        // SAFETY: the partial tile's region (GemmKernel::shared_bytes), this thread's quads of
+        // it; no one reads it before the cluster barrier below.
+        unsafe { write_partial(partial, quads_per_row, f, acc) };
+    } else {
+        let groups = gpu::shared::dynamic_shared().cast::<[f32; 4]>();
+        // Every group is done with its stages.
+        ptx::barrier_sync();
+        // SAFETY: group g's tile of the region before the partial (partial_offset), over the
+        // stages no one reads any more; read only after the barrier below.
+        unsafe { write_partial(groups.add(group_index * tile_quads), quads_per_row, f, acc) };
+        ptx::barrier_sync();
+        let mut q = thread;
+        while q < tile_quads {
+            let mut sum = [0.0f32; 4];
+            for g in 0..K_GROUPS {
+                // SAFETY: written before the barrier above.
+                let v = unsafe { groups.add(g * tile_quads + q).read() };
+                sum = add_quad(sum, v);
+            }
+            if SPLIT == 1 {
+                let row = q / quads_per_row;
+                if p.interior || p.m0 + row < p.m {
+                    // SAFETY: launch contract; the row is inside C, the quad clipped to its
+                    // columns.
+                    unsafe {
+                        store_quad::<ALIGN>(p, p.m0 + row, p.n0 + 4 * (q % quads_per_row), sum)
+                    };
+                }
+            } else {
+                // SAFETY: the partial tile's region, past the groups' tiles; this thread's
+                // quad; read by others only after the cluster barrier below.
+                unsafe { partial.add(q).write(sum) };
+            }
+            q += threads;
+        }
+        if SPLIT == 1 {
+            return;
         }
     }
     let cluster = gpu::cluster::Cluster::this();
@@ -930,7 +1078,6 @@ unsafe fn reduce_split_k<
     unsafe { cluster.sync() };
     let rows = bm / SPLIT;
     let first_row = cluster.rank() * rows;
-    let p = &block.p;
     let mut q = thread;
     while q < rows * quads_per_row {
         let (row, quad) = (first_row + q / quads_per_row, q % quads_per_row);
@@ -941,19 +1088,13 @@ unsafe fn reduce_split_k<
             // SAFETY: block j's partial, written before the barrier above and read-only until
             // the one below.
             let v = unsafe { remote.add(at).read() };
-            // Written out: an iterator over the array would put it in local memory.
-            sum = [
-                sum[0] + f32::from_bits(v[0]),
-                sum[1] + f32::from_bits(v[1]),
-                sum[2] + f32::from_bits(v[2]),
-                sum[3] + f32::from_bits(v[3]),
-            ];
+            sum = add_quad(sum, quad_from_bits(v));
         }
         if p.interior || p.m0 + row < p.m {
             // SAFETY: launch contract; the row is inside C, the quad clipped to its columns.
             unsafe { store_quad::<ALIGN>(p, p.m0 + row, p.n0 + 4 * quad, sum) };
         }
-        q += G::<TM, TN, WM, WN>::COMPUTE_THREADS;
+        q += threads;
     }
     // No block exits while another may still read its partial.
     // SAFETY: as above.

@@ -196,7 +196,7 @@ macro_rules! gemm_entry_points {
         }
     };
     (@split_copies $name:ident :: $entry:ident, $suffix:literal, $align:literal, $body:ident
-        ($tm:literal, $tn:literal, $wm:literal, $wn:literal) [$stages:literal, $split:literal], $doc:literal) => {
+        ($tm:literal, $tn:literal, $wm:literal, $wn:literal) [$stages:literal, $split:literal, $groups:literal], $doc:literal) => {
         gpu::kernel! {
             #[doc = $doc]
             ///
@@ -212,15 +212,15 @@ macro_rules! gemm_entry_points {
                 // SAFETY: forwarded launch contract; INTERIOR only for an interior block.
                 unsafe {
                     if split_block_is_interior::<$tm, $tn, $wm, $wn, $split>(m, n, k) {
-                        body::<$tm, $tn, $wm, $wn, $stages, $split, $align, true>(a, b, c, m, n, k)
+                        body::<$tm, $tn, $wm, $wn, $stages, $split, $groups, $align, true>(a, b, c, m, n, k)
                     } else {
-                        body::<$tm, $tn, $wm, $wn, $stages, $split, $align, false>(a, b, c, m, n, k)
+                        body::<$tm, $tn, $wm, $wn, $stages, $split, $groups, $align, false>(a, b, c, m, n, k)
                     }
                 }
             }
         }
     };
-    (SplitK $name:ident { stages: $stages:literal, split: $split:literal } ($tm:literal, $tn:literal, $wm:literal, $wn:literal) $body:ident) => {
+    (SplitK $name:ident { stages: $stages:literal, split: $split:literal, k_groups: $groups:literal } ($tm:literal, $tn:literal, $wm:literal, $wn:literal) $body:ident) => {
         #[allow(non_snake_case)]
         #[doc = concat!("The entry points of the family `", stringify!($name), "`.")]
         pub mod $name {
@@ -229,12 +229,12 @@ macro_rules! gemm_entry_points {
                 allow(dead_code)
             )]
             const THREADS: u32 = gemm_entry_points!(
-                @threads SplitK { stages: $stages, split: $split } ($tm, $tn, $wm, $wn)
+                @threads SplitK { stages: $stages, split: $split, k_groups: $groups } ($tm, $tn, $wm, $wn)
             );
 
-            gemm_entry_points!(@split_copies $name::aligned, "_a16", 16, $body ($tm, $tn, $wm, $wn) [$stages, $split],
+            gemm_entry_points!(@split_copies $name::aligned, "_a16", 16, $body ($tm, $tn, $wm, $wn) [$stages, $split, $groups],
                 "GEMM kernel, split K, 16-byte copies: `k % 4 == 0` and `n % 4 == 0`, every buffer 16-byte aligned.");
-            gemm_entry_points!(@split_copies $name::any, "_a4", 4, $body ($tm, $tn, $wm, $wn) [$stages, $split],
+            gemm_entry_points!(@split_copies $name::any, "_a4", 4, $body ($tm, $tn, $wm, $wn) [$stages, $split, $groups],
                 "GEMM kernel, split K, 4-byte copies: any size.");
         }
     };
@@ -268,12 +268,16 @@ macro_rules! gemm_entry_points {
 //   `setmaxnreg`, which would hand the producers' registers to the compute warps, needs sm_90a.
 // - 64x64 (`_64x64`, 4 warps of 32x32): small and skinny problems, where bigger tiles leave SMs
 //   idle.
-// Split K over a cluster (sm_90), for problems only a few tiles wide (8192x64, 64x8192,
-// 1024^3): the 128x128 tile in clusters of 2 and 4, the 64x64 one in clusters of 2 and 4, and
-// a 128x64 tile (4 warps of 32x64, 8x8 outputs per thread: N = 64 in one tile) in clusters of
-// 4 and 8. Tiles with the 128x128 tile's 16x8 outputs per thread cut to fit the skinny shapes
-// (64x256 in clusters of 8, two-warp 128x64 and 64x128 blocks in clusters of 2 to 8) were
-// built, verified and timed, and lost to these at every size (results.md): not built.
+// Split K (sm_90), for problems only a few tiles wide (8192x64, 64x8192, 1024^3): the
+// 128x128 tile's 16x8 outputs per thread, with K split over a cluster of blocks, over groups
+// of a block's warps (a block of 8 warps, all 255 registers, one per SM: two warps per
+// scheduler with no block barrier in the mainloop), or both. `_2`: the 128x128 tile in
+// clusters of 2 (4 warps); `_2x2`: the same with two k groups of 4 warps; `_1x8_64x64`: 64x64
+// tiles of one warp, 8 k groups, no cluster (N = 64 or M = 64 in one tile, 128 blocks for
+// 132 SMs); `_2x4_64x128`: 64x128 tiles of two warps, 4 k groups, clusters of 2. Smaller
+// thread tiles (8x4, 8x8: 64x64 and 128x64 blocks in clusters of 2 to 8), one-warp-per-block
+// splits, and the 128x64 mirror of `_2x4_64x128` were built, verified and timed, and lost to
+// these at every size (results.md): not built.
 gemm_kernels! {
     gemm_sync => Sync {} tile (2 x 2 warps of 16 x 8) by sync,
     gemm_thread_pipeline_2 => ThreadPipeline { stages: 2 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
@@ -300,12 +304,10 @@ gemm_kernels! {
     gemm_tma_4 => Tma { stages: 4 } tile (2 x 2 warps of 16 x 8) by tma,
     gemm_tma_b_3 => TmaB { stages: 3 } tile (2 x 2 warps of 16 x 8) by tma_b,
     gemm_tma_b_4 => TmaB { stages: 4 } tile (2 x 2 warps of 16 x 8) by tma_b,
-    gemm_split_k_2 => SplitK { stages: 4, split: 2 } tile (2 x 2 warps of 16 x 8) by split_k,
-    gemm_split_k_2_64x64 => SplitK { stages: 4, split: 2 } tile (2 x 2 warps of 8 x 4) by split_k,
-    gemm_split_k_4_64x64 => SplitK { stages: 4, split: 4 } tile (2 x 2 warps of 8 x 4) by split_k,
-    gemm_split_k_4 => SplitK { stages: 4, split: 4 } tile (2 x 2 warps of 16 x 8) by split_k,
-    gemm_split_k_4_128x64 => SplitK { stages: 4, split: 4 } tile (4 x 1 warps of 8 x 8) by split_k,
-    gemm_split_k_8_128x64 => SplitK { stages: 4, split: 8 } tile (4 x 1 warps of 8 x 8) by split_k,
+    gemm_split_k_2 => SplitK { stages: 4, split: 2, k_groups: 1 } tile (2 x 2 warps of 16 x 8) by split_k,
+    gemm_split_k_2x2 => SplitK { stages: 4, split: 2, k_groups: 2 } tile (2 x 2 warps of 16 x 8) by split_k,
+    gemm_split_k_1x8_64x64 => SplitK { stages: 4, split: 1, k_groups: 8 } tile (1 x 1 warps of 16 x 8) by split_k,
+    gemm_split_k_2x4_64x128 => SplitK { stages: 4, split: 2, k_groups: 4 } tile (1 x 2 warps of 16 x 8) by split_k,
 }
 
 #[cfg(test)]

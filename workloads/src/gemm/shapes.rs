@@ -135,17 +135,21 @@ pub enum GemmStyle {
         /// Buffers in the ring.
         stages: u32,
     },
-    /// K split over a thread block cluster (sm_90): `split` consecutive blocks along x share
-    /// one tile of C, each multiplying `1 / split` of the k-tiles with the thread pipeline's
-    /// mainloop; then each block writes its partial tile to its own shared memory, and block
-    /// `r` sums rows `r bm / split ..` of every block's partial through distributed shared
-    /// memory and stores them. For problems a few tiles wide, where whole-K tiles leave SMs
-    /// idle.
+    /// K split over a thread block cluster (sm_90), and within a block over `k_groups` groups
+    /// of the tile's warps: `split` consecutive blocks along x share one tile of C, and each
+    /// block's `k_groups` groups of `warps_m x warps_n` warps multiply `1 / (split k_groups)`
+    /// of the k-tiles each with the thread pipeline's mainloop, every group through its own
+    /// stages and its own barrier (a warp barrier for one-warp groups, a named one for more).
+    /// The groups' partial tiles are summed through the block's shared memory, then block `r`
+    /// sums rows `r bm / split ..` of every block's partial through distributed shared memory
+    /// and stores them. For problems a few tiles wide, where whole-K tiles leave SMs idle.
     SplitK {
-        /// Buffers in the ring.
+        /// Buffers in each group's ring.
         stages: u32,
-        /// Blocks per cluster, each with its share of K.
+        /// Blocks per cluster, each with its share of K (1: no cluster).
         split: u32,
+        /// Groups of warps per block, each with its share of the block's K.
+        k_groups: u32,
     },
 }
 
@@ -167,6 +171,15 @@ impl GemmStyle {
     pub const fn split(self) -> u32 {
         match self {
             GemmStyle::SplitK { split, .. } => split,
+            _ => 1,
+        }
+    }
+
+    /// Groups of compute warps per block, each with a share of the block's K and its own
+    /// stages (1 but for split K over warps).
+    pub const fn k_groups(self) -> u32 {
+        match self {
+            GemmStyle::SplitK { k_groups, .. } => k_groups,
             _ => 1,
         }
     }
@@ -239,7 +252,7 @@ impl GemmStyle {
                 "sm_90: B by tensor copy (one thread), A by all threads' cp.async, one BlockPipeline"
             }
             GemmStyle::SplitK { .. } => {
-                "sm_90: K split over a cluster, thread-pipeline mainloops, partial tiles reduced through DSMEM"
+                "sm_90: K split over a cluster and over warp groups, thread-pipeline mainloops, partials reduced in shared memory and DSMEM"
             }
         }
     }
@@ -273,10 +286,33 @@ impl GemmEntry {
     }
 }
 
-/// The threads of a block of `style` cutting C by `tile`: the compute warps, then the
-/// producer warps.
+/// The threads of a block of `style` cutting C by `tile`: the compute warps (of every k
+/// group), then the producer warps.
 pub const fn block_threads(style: GemmStyle, tile: GemmTile) -> u32 {
-    tile.compute_threads() + 32 * style.producer_warps()
+    tile.compute_threads() * style.k_groups() + 32 * style.producer_warps()
+}
+
+/// The shared-memory layout of `style` with `tile`: each k group's `stages` buffers, one group
+/// after another, then the stage mbarriers if the style has them.
+pub const fn staged_layout(style: GemmStyle, tile: GemmTile) -> StagedLayout {
+    StagedLayout::new(
+        tile.stage_bytes(style.a_layout()),
+        style.stages() * style.k_groups(),
+        style.has_stage_barriers(),
+    )
+}
+
+/// Bytes from the start of dynamic shared memory to a split-K block's partial tile of C:
+/// after the stages, or after the k groups' partial tiles (summed there once every group's
+/// stages are free) where those take more room.
+pub const fn partial_offset(style: GemmStyle, tile: GemmTile) -> u32 {
+    let stages = staged_layout(style, tile).bytes;
+    let groups = if style.k_groups() > 1 {
+        style.k_groups() * tile.bm() * tile.bn() * 4
+    } else {
+        0
+    };
+    if groups > stages { groups } else { stages }
 }
 
 /// One GEMM kernel family: a style and a tile, built twice — with 16-byte copies for
@@ -303,13 +339,10 @@ impl GemmKernel {
         block_threads(self.style, self.tile)
     }
 
-    /// Its dynamic shared memory: the stage buffers, then the stage mbarriers if it has them.
+    /// Its dynamic shared memory: the stage buffers (each k group's in turn), then the stage
+    /// mbarriers if it has them.
     pub const fn layout(&self) -> StagedLayout {
-        StagedLayout::new(
-            self.tile.stage_bytes(self.style.a_layout()),
-            self.style.stages(),
-            self.style.has_stage_barriers(),
-        )
+        staged_layout(self.style, self.tile)
     }
 
     /// Blocks for an `m x n` C: `(n tiles, m tiles)`, times the split along x (a cluster of
@@ -326,15 +359,16 @@ impl GemmKernel {
         [self.style.split(), 1, 1]
     }
 
-    /// Dynamic shared memory of a launch: the [`GemmKernel::layout`], then, for split K, the
-    /// block's partial tile of C (`bm x bn` floats).
+    /// Dynamic shared memory of a launch: the [`GemmKernel::layout`] (for k groups, at least
+    /// their partial tiles), then, for split K over a cluster, the block's partial tile of C
+    /// (`bm x bn` floats; [`partial_offset`]).
     pub const fn shared_bytes(&self) -> u32 {
         let partial = if self.style.split() > 1 {
             self.tile.bm() * self.tile.bn() * 4
         } else {
             0
         };
-        self.layout().bytes + partial
+        partial_offset(self.style, self.tile) + partial
     }
 
     /// The entry point for `n` columns of B and `k` columns of A: the aligned one when every
