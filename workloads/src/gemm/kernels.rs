@@ -987,6 +987,20 @@ unsafe fn write_partial<const TM: usize, const TN: usize>(
     }
 }
 
+/// Writes quad `quad` of row `row` of this block's tile of C (both counted in the tile), if
+/// the row is inside C; [`store_quad`] clips the columns.
+///
+/// # Safety
+/// The launch contract.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+unsafe fn store_tile_quad<const ALIGN: u32>(p: &Problem, row: u32, quad: u32, v: [f32; 4]) {
+    if p.interior || p.m0 + row < p.m {
+        // SAFETY: launch contract; the row is inside C.
+        unsafe { store_quad::<ALIGN>(p, p.m0 + row, p.n0 + 4 * quad, v) };
+    }
+}
+
 /// `sum + v`, element by element (written out: an iterator over the arrays would put them in
 /// local memory).
 #[cfg(target_feature = "sm_90")]
@@ -1068,14 +1082,8 @@ unsafe fn reduce_split_k<
                 sum = add_quad(sum, v);
             }
             if SPLIT == 1 {
-                let row = q / quads_per_row;
-                if p.interior || p.m0 + row < p.m {
-                    // SAFETY: launch contract; the row is inside C, the quad clipped to its
-                    // columns.
-                    unsafe {
-                        store_quad::<ALIGN>(p, p.m0 + row, p.n0 + 4 * (q % quads_per_row), sum)
-                    };
-                }
+                // SAFETY: launch contract.
+                unsafe { store_tile_quad::<ALIGN>(p, q / quads_per_row, q % quads_per_row, sum) };
             } else {
                 // SAFETY: the partial tile's region, past the groups' tiles; this thread's
                 // quad; read by others only after the cluster barrier below.
@@ -1105,10 +1113,8 @@ unsafe fn reduce_split_k<
             let v = unsafe { remote.add(at).read() };
             sum = add_quad(sum, quad_from_bits(v));
         }
-        if p.interior || p.m0 + row < p.m {
-            // SAFETY: launch contract; the row is inside C, the quad clipped to its columns.
-            unsafe { store_quad::<ALIGN>(p, p.m0 + row, p.n0 + 4 * quad, sum) };
-        }
+        // SAFETY: launch contract.
+        unsafe { store_tile_quad::<ALIGN>(p, row, quad, sum) };
         q += threads;
     }
     // No block exits while another may still read its partial.
