@@ -19,12 +19,8 @@ fn main() {
             std::process::exit(1);
         }
     };
-    // The device crate's own sources are watched by the builder; the library it is built on
-    // (a path dependency) is watched here.
-    let library = ptx_builder::workspace_root().join("gpu");
-    for path in [library.join("src"), library.join("Cargo.toml")] {
-        println!("cargo:rerun-if-changed={}", path.display());
-    }
+    // The builder watches the device crate and its path dependencies (the `gpu` library) and
+    // passes the device build's warnings on.
     let ptxas = nvtools::find(Tool::Ptxas);
     watch_for_ptxas(ptxas.as_deref());
     if ptxas.is_none() {
@@ -48,9 +44,6 @@ fn main() {
         "/// Every module the host carries, one per arch.\npub const MODULES: &[gpu_runtime::Module] = &[\n",
     );
     for (artifact, cubin) in artifacts.iter().zip(cubins) {
-        for warning in &artifact.warnings {
-            println!("cargo:warning=device code ({}): {warning}", artifact.arch);
-        }
         let cubin = match cubin {
             Some(cubin) => format!("Some(include_bytes!({:?}))", cubin.display().to_string()),
             None => "None".to_string(),

@@ -56,7 +56,9 @@
 //! | shared memory | [`layout`], [`shared`] | `__shared__` | `.shared` declarations, typed 32-bit addresses |
 //! | tensor maps (sm_90) | [`tensor_map`] | `const __grid_constant__ CUtensorMap` | a kernel parameter, `cvta.param` |
 //! | kernel declarations | [`kernel`](mod@kernel) | `__global__ void f(...)` + its host-side stub | an `extern "ptx-kernel"` entry point, and an [`EntryPoint`](kernel::EntryPoint) the host launches |
+//! | math | [`math`] | `exp2f`, `__expf`, `__log2f`, `rsqrtf`, `tanhf` | `ex2` / `lg2` / `rcp` / `rsqrt` / `tanh.approx`, accurate forms beside them |
 //! | thread groups | [`group`] | cooperative groups (`thread_block`, `tiled_partition<32>`) | `%tid.x`, `%laneid` read once |
+//! | warp and block collectives | [`reduce`] | `__shfl_xor_sync`, `cg::reduce`, CUB's `BlockReduce` | `shfl.sync`, `redux.sync`, a shared partial per warp |
 //! | split barrier | [`barrier`] | `cuda::barrier<thread_scope_block>` | `mbarrier.*` |
 //! | clusters (sm_90) | `cluster` | cooperative groups' `cluster_group`, `cuda::ptx` cluster functions | `%cluster_ctarank`, `barrier.cluster.*`, `mapa`, `ld`/`st.shared::cluster`, `st.async`, remote `mbarrier.arrive` |
 //! | pipelines | [`pipeline_state`], [`pipeline`] | `cuda::pipeline<thread_scope_thread / _block>` | `cp.async.commit_group` / `wait_group`, or `cp.async.mbarrier.arrive.noinc` + parity waits |
@@ -99,9 +101,13 @@ pub mod collective;
 #[cfg(target_arch = "nvptx64")]
 pub mod group;
 #[cfg(target_arch = "nvptx64")]
+pub mod math;
+#[cfg(target_arch = "nvptx64")]
 pub mod memcpy_async;
 #[cfg(target_arch = "nvptx64")]
 pub mod pipeline;
+#[cfg(target_arch = "nvptx64")]
+pub mod reduce;
 #[cfg(target_arch = "nvptx64")]
 pub mod shared;
 pub mod tensor_map;

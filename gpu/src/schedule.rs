@@ -94,15 +94,23 @@ impl GridStride {
 /// (the rasterization of CUTLASS's and Triton's GEMMs). `group = 1` is row-major order.
 #[inline]
 pub const fn grouped_tile(index: u32, tiles_m: u32, tiles_n: u32, group: u32) -> (u32, u32) {
-    let per_group = group * tiles_n;
+    // Both divisors are at least 1 for any index of the grid; saying so keeps a division
+    // check (a panic path) out of every kernel that walks its tiles this way.
+    let per_group = at_least_one(group * tiles_n);
     let first_m = (index / per_group) * group;
-    let rows = if tiles_m - first_m < group {
+    let rows = at_least_one(if tiles_m - first_m < group {
         tiles_m - first_m
     } else {
         group
-    };
+    });
     let within = index % per_group;
     (first_m + within % rows, within / rows)
+}
+
+/// `x`, or 1 where it is 0.
+#[inline(always)]
+const fn at_least_one(x: u32) -> u32 {
+    if x == 0 { 1 } else { x }
 }
 
 /// Tiles `0..count` handed out in order to whichever block asks next, from a

@@ -153,11 +153,21 @@ impl Work {
     }
 }
 
+/// A fault [`Problem::plant`] puts into an experiment's output, to show its check fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// One element, chosen by the problem, is given a wrong but finite value.
+    WrongElement,
+    /// One tile of the output (as the experiment's kernel writes it; a row or a slice for
+    /// outputs without tiles) is put back to the poison, as if no block had written it.
+    UnwrittenTile,
+}
+
 /// A problem of one size, prepared on the GPU for every experiment of its workload.
 pub trait Problem<E> {
-    /// Why `experiment` cannot run here (a library that is not installed, say), if it
-    /// cannot. Its row then says so, and the run goes on.
-    fn unavailable(&self, _experiment: &E) -> Option<String> {
+    /// Why `experiment` cannot run here (a library that is not installed, a size it is not
+    /// defined at), if it cannot. Its row then says so, and the run goes on.
+    fn unavailable(&self, _experiment: &E) -> Option<Unavailable> {
         None
     }
     /// Fills the outputs `experiment` writes with poison.
@@ -166,6 +176,10 @@ pub trait Problem<E> {
     fn launch(&mut self, gpu: &Gpu, experiment: &E) -> Result<()>;
     /// Downloads what `experiment` wrote and compares it with the reference.
     fn check(&mut self, gpu: &Gpu, experiment: &E) -> Result<CheckReport>;
+    /// Plants `fault` in what the last launch of `experiment` wrote, on the GPU, so that a
+    /// test can show that [`Problem::check`] fails on it: returns the index the check must
+    /// name as its first failure. Called between a launch (synchronized) and the check.
+    fn plant(&mut self, gpu: &Gpu, experiment: &E, fault: Fault) -> Result<usize>;
     /// What one launch computes or moves.
     fn work(&self) -> Work;
     /// A line on what the last launch of `experiment` measured besides its time (the
@@ -189,6 +203,11 @@ pub trait Workload: Sync + 'static {
     fn experiments(&self) -> &'static [Self::Experiment];
     /// Kernels its problems launch besides the experiments (references, say).
     fn helper_kernels(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The helper kernels (of [`Workload::helper_kernels`]) that run inside an experiment's
+    /// timed launches, such as a padding copy: their code is part of what is measured.
+    fn timed_helper_kernels(&self) -> &'static [&'static str] {
         &[]
     }
     /// The PTX modules that hold helper kernel `name` (sm_90-only instructions: only the
@@ -255,13 +274,32 @@ impl Timing {
     }
 }
 
+/// Why an experiment did not run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// It is not defined at this problem's size (a tensor map's row-alignment rule, say): a
+    /// visible row anywhere, never a fault of the machine.
+    AtThisSize(String),
+    /// What it needs is missing here: a library (cuBLAS), a PTX module, the GPU's arch. On
+    /// the GPU the project is built for (compute capability 9.0) nothing may be missing.
+    Missing(String),
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unavailable::AtThisSize(reason) | Unavailable::Missing(reason) => f.write_str(reason),
+        }
+    }
+}
+
 /// What running one experiment gave.
 #[derive(Clone, Debug)]
 // A measurement is made once per experiment and size: the size of the variant costs nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum Outcome {
-    /// It could not run here; the reason.
-    Unavailable(String),
+    /// It could not run here; why.
+    Unavailable(Unavailable),
     /// It ran.
     Ran(Ran),
 }
@@ -287,14 +325,26 @@ pub struct Measurement {
 }
 
 impl Measurement {
-    /// Whether every check passed (an experiment that could not run fails nothing).
+    /// Whether it ran and every check passed: an experiment that could not run has not
+    /// passed (see [`Measurement::failed`] for "no check failed").
     pub fn passed(&self) -> bool {
         match &self.outcome {
-            Outcome::Unavailable(_) => true,
+            Outcome::Unavailable(_) => false,
             Outcome::Ran(ran) => {
                 ran.check.passed && ran.check_after_timing.as_ref().is_none_or(|c| c.passed)
             }
         }
+    }
+
+    /// Whether it ran and a check failed. An unavailable experiment has not failed: a run
+    /// on a GPU that lacks what it needs reports it as a row and goes on.
+    pub fn failed(&self) -> bool {
+        matches!(self.outcome, Outcome::Ran(_)) && !self.passed()
+    }
+
+    /// Whether it ran.
+    pub fn ran(&self) -> bool {
+        matches!(self.outcome, Outcome::Ran(_))
     }
 
     /// The median time of the timed launches.
@@ -316,7 +366,7 @@ impl Measurement {
     /// One line on the checks: "ok (...)", "FAILED: ...", or why it did not run.
     pub fn check_summary(&self) -> String {
         match &self.outcome {
-            Outcome::Unavailable(reason) => format!("unavailable: {reason}"),
+            Outcome::Unavailable(why) => format!("unavailable: {why}"),
             Outcome::Ran(ran) => match &ran.check_after_timing {
                 Some(after) if ran.check.passed && !after.passed => {
                     format!("after timing: {}", after.summary())
@@ -369,11 +419,11 @@ pub fn measure<E: Experiment, P: Problem<E>>(
         problem.unavailable(experiment)
     } else {
         let needs: Vec<_> = experiment.archs().iter().map(|a| a.name()).collect();
-        Some(format!(
+        Some(Unavailable::Missing(format!(
             "needs {}; this is the {} code",
             needs.join(" or "),
             info.code_label()
-        ))
+        )))
     };
     if let Some(reason) = unavailable {
         for _ in 0..timing.launches() {
@@ -395,8 +445,19 @@ pub fn measure<E: Experiment, P: Problem<E>>(
         gpu.synchronize(|| format!("warming up `{name}`"))?;
         progress();
     }
-    let times_ms = timed(gpu, problem, experiment, timing.reps, progress)?;
+    // The check after timing reads the last timed launch's output: poisoned again before it
+    // (outside the timed region), so it proves the timed launches wrote the result rather
+    // than finding the warm-up's.
+    let mut times_ms = timed(
+        gpu,
+        problem,
+        experiment,
+        timing.reps.saturating_sub(1),
+        progress,
+    )?;
     let check_after_timing = if timing.reps > 0 {
+        problem.poison(gpu, experiment)?;
+        times_ms.extend(timed(gpu, problem, experiment, 1, progress)?);
         Some(problem.check(gpu, experiment)?)
     } else {
         None
@@ -411,6 +472,35 @@ pub fn measure<E: Experiment, P: Problem<E>>(
             note,
         }),
     })
+}
+
+/// Shows that `problem`'s check can fail: poisons, launches `experiment` once, plants `fault`
+/// in its output ([`Problem::plant`]) and checks it. Returns the index the fault was planted
+/// at and the check's report (which a sound check marks failed, naming that index first), or
+/// `None` if the experiment cannot run here.
+pub fn check_with_fault<E: Experiment, P: Problem<E>>(
+    gpu: &Gpu,
+    problem: &mut P,
+    experiment: &'static E,
+    fault: Fault,
+) -> Result<Option<(usize, CheckReport)>> {
+    let info = gpu.info();
+    let loaded = std::iter::once(info.arch).chain(info.specific.map(|(arch, _)| arch));
+    if !loaded
+        .into_iter()
+        .any(|arch| experiment.archs().contains(&arch))
+        || problem.unavailable(experiment).is_some()
+    {
+        return Ok(None);
+    }
+    let _limit = gpu.time_limit_for(problem.work().time_limit());
+    let name = experiment.name();
+    problem.poison(gpu, experiment)?;
+    problem.launch(gpu, experiment)?;
+    gpu.synchronize(|| format!("running `{name}`"))?;
+    let index = problem.plant(gpu, experiment, fault)?;
+    gpu.synchronize(|| format!("planting {fault:?} in `{name}`'s output"))?;
+    Ok(Some((index, problem.check(gpu, experiment)?)))
 }
 
 /// Times `reps` launches of `experiment` with CUDA events, nothing else: no poisoning, no

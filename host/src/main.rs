@@ -264,7 +264,7 @@ fn selftest(args: SelftestArgs) -> Result<ExitCode> {
                 problem.size,
                 m.check_summary()
             );
-            if !m.passed() {
+            if m.failed() {
                 failed.push(m.experiment.name());
             }
         }

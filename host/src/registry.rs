@@ -6,9 +6,10 @@
 
 use anyhow::{Context as _, Result};
 use gpu_runtime::Gpu;
+use harness::check::CheckReport;
 use harness::experiment::{
-    Experiment, Inputs, Measurement, Problem, Role, Timing, Values, Work, Workload, measure, same,
-    time_launches,
+    Experiment, Fault, Inputs, Measurement, Problem, Role, Timing, Values, Work, Workload,
+    check_with_fault, measure, same, time_launches,
 };
 
 /// Every workload; `host run` without `--workload` runs the first.
@@ -60,6 +61,9 @@ pub trait AnyWorkload: Sync {
     fn helper_kernels(&self) -> &'static [&'static str];
     /// The PTX modules that hold helper kernel `name`.
     fn helper_kernel_archs(&self, name: &str) -> &'static [ptx_builder::Arch];
+    /// The helper kernels that run inside an experiment's timed launches (a padding copy,
+    /// say): measured with it, so fingerprinted with it.
+    fn timed_helper_kernels(&self) -> &'static [&'static str];
     /// Parses `sizes` (the defaults when empty) into a plan, or says which one is wrong.
     fn plan(&'static self, sizes: &[String]) -> Result<Box<dyn Plan>, String>;
     /// The plans the GPU tests run, with the inputs each is checked on.
@@ -153,6 +157,15 @@ pub trait Prepared {
         experiment: &'static dyn Experiment,
         reps: u32,
     ) -> Result<Vec<f64>>;
+    /// Launches `experiment` once, plants `fault` in its output and checks it: the index the
+    /// fault is at and the check's report, or `None` if it cannot run here
+    /// ([`check_with_fault`]).
+    fn check_with_fault(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &'static dyn Experiment,
+        fault: Fault,
+    ) -> Result<Option<(usize, CheckReport)>>;
 }
 
 /// One workload at one size: what a launch does, and every selected experiment's result.
@@ -229,6 +242,10 @@ impl<W: Workload> AnyWorkload for W {
 
     fn helper_kernel_archs(&self, name: &str) -> &'static [ptx_builder::Arch] {
         Workload::helper_kernel_archs(self, name)
+    }
+
+    fn timed_helper_kernels(&self) -> &'static [&'static str] {
+        Workload::timed_helper_kernels(self)
     }
 
     fn experiments(&self) -> Vec<&'static dyn Experiment> {
@@ -348,6 +365,17 @@ impl<W: Workload> Prepared for TypedPrepared<W> {
     ) -> Result<Vec<f64>> {
         let typed = self.typed(experiment)?;
         time_launches(gpu, &mut self.problem, typed, reps, &mut || {})
+            .with_context(|| format!("{} at {}", self.workload(), self.size))
+    }
+
+    fn check_with_fault(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &'static dyn Experiment,
+        fault: Fault,
+    ) -> Result<Option<(usize, CheckReport)>> {
+        let typed = self.typed(experiment)?;
+        check_with_fault(gpu, &mut self.problem, typed, fault)
             .with_context(|| format!("{} at {}", self.workload(), self.size))
     }
 }

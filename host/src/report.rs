@@ -56,7 +56,13 @@ pub struct Row {
     pub summary: &'static str,
     /// Why it did not run, if it did not.
     pub unavailable: Option<String>,
+    /// It ran and every check passed.
     pub passed: bool,
+    /// It ran and a check failed.
+    pub failed: bool,
+    /// A library's result (cuBLAS), not a kernel of ours: a reference that fails our check
+    /// is reported under the table and does not fail the run.
+    pub external_reference: bool,
     /// One line on the checks ([`Measurement::check_summary`]).
     pub check_summary: String,
     /// What the problem measured besides the time (cycles a kernel counted, say).
@@ -77,6 +83,33 @@ pub struct Row {
 }
 
 impl ProblemReport {
+    /// One line for each library reference whose result is outside our tolerance: its row
+    /// stays FAILED in the table, and this says by how much and that it fails nothing.
+    pub fn references_outside_tolerance(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter(|r| r.failed && r.external_reference)
+            .map(|r| {
+                let report = r
+                    .check_after_timing
+                    .as_ref()
+                    .filter(|c| !c.passed)
+                    .or(r.check.as_ref());
+                let by = report.map_or(String::new(), |c| {
+                    format!(
+                        ": {} elements outside, {} NaN/inf, {} unwritten; largest error {:.2e}                          of max|ref| (norm-wise {:.1e})",
+                        c.wrong, c.non_finite, c.unwritten, c.max_scaled_err, c.norm_rel_err
+                    )
+                });
+                format!(
+                    "note: the reference `{}` is outside our tolerance here{by}; our kernels' \
+                     checks decide the exit status",
+                    r.name
+                )
+            })
+            .collect()
+    }
+
     /// The rows of one problem, with comparisons from its own measurements.
     pub fn new(problem: &ProblemResult) -> ProblemReport {
         let all = &problem.measurements;
@@ -110,7 +143,9 @@ impl ProblemReport {
                         ran.times_ms.clone(),
                         None,
                     ),
-                    Outcome::Unavailable(reason) => (None, None, Vec::new(), Some(reason.clone())),
+                    Outcome::Unavailable(reason) => {
+                        (None, None, Vec::new(), Some(reason.to_string()))
+                    }
                 };
                 Row {
                     name: e.name(),
@@ -122,6 +157,8 @@ impl ProblemReport {
                     summary: e.summary(),
                     unavailable,
                     passed: m.passed(),
+                    failed: m.failed(),
+                    external_reference: is_external_reference(e),
                     check_summary: m.check_summary(),
                     note: match &m.outcome {
                         Outcome::Ran(ran) => ran.note.clone(),
@@ -196,7 +233,15 @@ impl ProblemReport {
                 }
             );
         }
+        for line in self.references_outside_tolerance() {
+            let _ = writeln!(out, "{line}");
+        }
     }
+}
+
+/// A baseline that is a library call rather than a kernel of ours (no threads of ours).
+fn is_external_reference(e: &dyn Experiment) -> bool {
+    e.role() == Role::Baseline && e.threads().is_none()
 }
 
 /// `reference / x`, when both are known.
@@ -220,20 +265,24 @@ impl RunReport {
             command,
             inputs,
             timing,
-            passed: problems.iter().all(|p| p.rows.iter().all(|r| r.passed)),
+            passed: problems
+                .iter()
+                .all(|p| p.rows.iter().all(|r| !r.failed || r.external_reference)),
             interrupted: outcome.interrupted,
             problems,
         }
     }
 
-    /// `workload/size/name` of every row that failed a check.
+    /// `name (workload, size)` of every row of ours that failed a check: what decides the
+    /// run's exit status. A library reference outside our tolerance is not among them
+    /// ([`ProblemReport::references_outside_tolerance`]).
     pub fn failed(&self) -> Vec<String> {
         self.problems
             .iter()
             .flat_map(|p| {
                 p.rows
                     .iter()
-                    .filter(|r| !r.passed)
+                    .filter(|r| r.failed && !r.external_reference)
                     .map(move |r| format!("{} ({}, {})", r.name, p.workload, p.size))
             })
             .collect()
@@ -1029,6 +1078,72 @@ mod tests {
             },
             &outcome,
         )
+    }
+
+    /// A library reference outside our tolerance keeps its FAILED row and a note under the
+    /// table, and fails nothing; a kernel of ours that fails decides the exit status.
+    #[test]
+    fn a_reference_outside_tolerance_is_reported_not_failed() {
+        let experiments = crate::registry::find("gemm").unwrap().experiments();
+        let cublas = experiments
+            .iter()
+            .copied()
+            .find(|e| e.role() == Role::Baseline)
+            .unwrap();
+        let ours = experiments
+            .iter()
+            .copied()
+            .find(|e| e.threads().is_some())
+            .unwrap();
+        let checked = |got: f32| {
+            let c = check(&[got, 2.0], &[1.0, 2.0], Tolerance::F32_DOT);
+            Measurement {
+                experiment: cublas,
+                outcome: Outcome::Ran(Ran {
+                    check: c.clone(),
+                    times_ms: vec![1.0],
+                    check_after_timing: Some(c),
+                    note: None,
+                }),
+            }
+        };
+        let report_of = |measurements: Vec<Measurement>| {
+            let mut r = report();
+            r.problems = vec![ProblemReport::new(&ProblemResult {
+                workload: "gemm",
+                size: "8191".into(),
+                work: Work::Flops(1),
+                measurements,
+            })];
+            r.passed = r.problems[0]
+                .rows
+                .iter()
+                .all(|row| !row.failed || row.external_reference);
+            r
+        };
+        let ours_ok = Measurement {
+            experiment: ours,
+            ..checked(1.0)
+        };
+        let r = report_of(vec![checked(1.5), ours_ok.clone()]);
+        assert!(r.failed().is_empty(), "{:?}", r.failed());
+        assert!(r.passed);
+        let table = r.table();
+        assert!(table.contains("FAILED"), "{table}");
+        let note = table
+            .lines()
+            .find(|l| l.starts_with("note: the reference"))
+            .unwrap_or_else(|| panic!("{table}"));
+        assert!(note.contains(cublas.name()), "{note}");
+        assert!(note.contains("1 elements outside"), "{note}");
+        // Ours failing is a failure whatever the reference did.
+        let ours_bad = Measurement {
+            experiment: ours,
+            ..checked(1.5)
+        };
+        let r = report_of(vec![checked(1.0), ours_bad]);
+        assert_eq!(r.failed().len(), 1, "{:?}", r.failed());
+        assert!(!r.table().contains("note: the reference"));
     }
 
     #[test]

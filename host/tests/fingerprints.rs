@@ -11,9 +11,10 @@
 //! [`archs`]), fingerprinted in the PTX the host embeds for that arch
 //! ([`host::device_code::module_text`]); [`ptx_builder::fingerprint`] says what a fingerprint
 //! covers and what it is blind to (register and label numbering, names, comments, layout).
-//! Not in the table: the `selftest` workload (its kernels are tests, never timed) and the
-//! workloads' helper kernels ([`helper_kernels`]: references and hang reports, launched
-//! outside the timed launches). The test fails, naming each kernel, when
+//! Helper kernels that run inside the timed launches ([`timed_helper_kernels`]: a padding
+//! copy) are in it too. Not in the table: the `selftest` workload (its kernels are tests,
+//! never timed) and the other helper kernels ([`helper_kernels`]: references and hang
+//! reports, launched outside the timed launches). The test fails, naming each kernel, when
 //!
 //! - a kernel's fingerprint differs from its row (arch, name, both fingerprints);
 //! - a measured kernel has no row (new), or a row names a kernel that is no longer measured
@@ -50,6 +51,7 @@
 //! [`entry_points`]: harness::experiment::Experiment::entry_points
 //! [`archs`]: harness::experiment::Experiment::archs
 //! [`helper_kernels`]: host::registry::AnyWorkload::helper_kernels
+//! [`timed_helper_kernels`]: host::registry::AnyWorkload::timed_helper_kernels
 
 use ptx_builder::Arch;
 use ptx_builder::fingerprint::{Fingerprint, ModuleFingerprints, fnv1a64, kernel_fingerprints};
@@ -221,6 +223,13 @@ fn measured_kernels() -> Vec<(Arch, &'static str, &'static str)> {
                     if !kernels.contains(&key) {
                         kernels.push(key);
                     }
+                }
+            }
+            // Helpers launched inside the timed launches are measured with the experiments.
+            for &kernel in workload.timed_helper_kernels() {
+                let key = (arch, kernel, workload.name());
+                if workload.helper_kernel_archs(kernel).contains(&arch) && !kernels.contains(&key) {
+                    kernels.push(key);
                 }
             }
         }

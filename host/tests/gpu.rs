@@ -25,12 +25,19 @@ fn gpus() -> Vec<Gpu> {
 
 /// Every experiment of every workload, at each of the workload's test sizes, with each PTX
 /// module the GPU takes, on fresh inputs: random values checked against the reference's
-/// tolerance, small integers checked bit for bit.
+/// tolerance, small integers checked bit for bit. On compute capability 9.0 with its own
+/// modules (the GPU the project is built for) every experiment must run: cuBLAS, cuBLASLt,
+/// the sm_90a module and every kernel, unless the experiment is not defined at the test size
+/// (a tensor map's alignment rule) — "missing" is a failure there, not a pass.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_experiment_of_every_workload_verifies() {
+    use harness::experiment::{Outcome, Unavailable};
     for gpu in gpus() {
         let arch = gpu.info().arch;
+        // The sm_80 module run on an H200 lacks the sm_90 kernels by design; the native one
+        // lacks nothing (the sm_90a module loads beside it).
+        let everything_must_run = gpu.info().compute_capability == (9, 0) && arch == Arch::Sm90;
         for workload in WORKLOADS {
             for (values, plan) in workload.test_plans() {
                 let inputs = Inputs {
@@ -49,8 +56,16 @@ fn every_experiment_of_every_workload_verifies() {
                 assert!(!outcome.interrupted);
                 for problem in outcome.results {
                     for m in &problem.measurements {
+                        if let Outcome::Unavailable(Unavailable::Missing(why)) = &m.outcome {
+                            assert!(
+                                !everything_must_run,
+                                "{} ({arch}) at {}: must run on compute capability 9.0, but {why}",
+                                m.experiment.name(),
+                                problem.size,
+                            );
+                        }
                         assert!(
-                            m.passed(),
+                            !m.failed(),
                             "{} ({arch}) at {} with {values:?} (seed {}): {}",
                             m.experiment.name(),
                             problem.size,
@@ -345,4 +360,76 @@ fn ctrl_c_stops_at_a_launch_boundary_and_reports_what_finished() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["interrupted"], true);
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Each workload's own check fails on a fault planted in what an experiment wrote, naming
+/// it: one element given a wrong value, and separately one tile (as the kernel writes them)
+/// put back to the poison, planted on the GPU between the launch and the check — for every
+/// experiment, library calls included (the check is the workload's, whoever wrote the
+/// output), at every test size. The first failure must be the planted element (the tile's
+/// first), so a check that reads the wrong buffer, or only part of the output, fails here;
+/// the sizes past one tile put the planted element away from element 0.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn each_workload_check_fails_on_a_planted_fault_and_names_it() {
+    use harness::experiment::Fault;
+    let gpu = gpu();
+    let info = gpu.info();
+    let loaded: Vec<Arch> = std::iter::once(info.arch)
+        .chain(info.specific.map(|(arch, _)| arch))
+        .collect();
+    for workload in WORKLOADS {
+        let (mut ran, mut unavailable) = (0, 0);
+        for (values, plan) in workload.test_plans() {
+            let inputs = Inputs {
+                seed: fresh_seed(),
+                values,
+            };
+            let mut problem = plan
+                .prepare(&gpu, 0, inputs)
+                .unwrap_or_else(|e| panic!("{}: {e:#}", workload.name()));
+            let size = problem.size();
+            for experiment in problem.experiments() {
+                for fault in [Fault::WrongElement, Fault::UnwrittenTile] {
+                    let what = format!(
+                        "{} at {size} with {values:?} (seed {}): {} with {fault:?}",
+                        workload.name(),
+                        inputs.seed,
+                        experiment.name()
+                    );
+                    let Some((index, report)) = problem
+                        .check_with_fault(&gpu, experiment, fault)
+                        .unwrap_or_else(|e| panic!("{what}: {e:#}"))
+                    else {
+                        unavailable += 1;
+                        continue;
+                    };
+                    ran += 1;
+                    assert!(!report.passed, "{what}: passed: {}", report.summary());
+                    assert_eq!(
+                        report.first_failure.as_ref().map(|m| m.index),
+                        Some(index),
+                        "{what}: the fault is at [{index}]: {}",
+                        report.summary()
+                    );
+                }
+            }
+        }
+        eprintln!(
+            "{}: {ran} planted faults failed the check, {unavailable} not run here",
+            workload.name()
+        );
+        // Only a workload none of whose experiments the loaded modules hold (the sm_90-only
+        // DSMEM workloads on an sm_80 GPU) may run nothing.
+        let runs_here = workload
+            .experiments()
+            .iter()
+            .any(|e| e.archs().iter().any(|arch| loaded.contains(arch)));
+        assert!(
+            ran > 0 || !runs_here,
+            "{}: no experiment ran on {}",
+            workload.name(),
+            info.code_label()
+        );
+    }
 }

@@ -389,21 +389,6 @@ fn aligned_sizes_select_the_copy_instruction() {
                 "cp.async.cg.shared.global 16",
                 "LDGSTS.E.BYPASS.128",
             ),
-            (
-                "copy_zfill_4",
-                "cp.async.ca.shared.global 4, src-size",
-                "LDGSTS.E.ZFILL",
-            ),
-            (
-                "copy_zfill_8",
-                "cp.async.ca.shared.global 8, src-size",
-                "LDGSTS.E.64.ZFILL",
-            ),
-            (
-                "copy_zfill_16",
-                "cp.async.cg.shared.global 16, src-size",
-                "LDGSTS.E.BYPASS.128.ZFILL",
-            ),
         ];
         for (name, ptx, sass) in cases {
             let view = kernel(arch, name);
@@ -426,6 +411,42 @@ fn aligned_sizes_select_the_copy_instruction() {
             assert!(
                 ldgsts.iter().all(|o| o == sass),
                 "{name} ({arch}): {ldgsts:?}"
+            );
+        }
+    }
+    // The zero-filling copies: whole chunks plain (from the source, or from the zero chunk
+    // past its end), and the chunk the source ends in one 4-byte word at a time, the last
+    // word with `src-size` — so no copy reads past the source (memcheck-clean).
+    for arch in Arch::PORTABLE {
+        for (name, whole) in [
+            ("copy_zfill_4", "cp.async.ca.shared.global 4"),
+            ("copy_zfill_8", "cp.async.ca.shared.global 8"),
+            ("copy_zfill_16", "cp.async.cg.shared.global 16"),
+        ] {
+            let view = kernel(arch, name);
+            let copies: Vec<String> = view
+                .ptx
+                .iter()
+                .filter(|i| i.opcode.starts_with("cp.async.c"))
+                .map(host::inspect::ptx_key)
+                .collect();
+            let word = "cp.async.ca.shared.global 4, src-size";
+            // 4-byte chunks of whole floats never end inside the source: no word copies.
+            let words_expected = whole != "cp.async.ca.shared.global 4";
+            assert!(
+                copies.iter().any(|c| c == whole)
+                    && copies.iter().any(|c| c == word) == words_expected,
+                "{name} ({arch}): {copies:?}"
+            );
+            assert!(
+                copies.iter().all(|c| c == whole || c == word),
+                "{name} ({arch}): {copies:?}"
+            );
+            assert!(
+                view.ptx
+                    .iter()
+                    .any(|i| i.opcode == "cvta.global.u64" && i.operands.contains("GPU_ZERO_CHUNK")),
+                "{name} ({arch}) never reads the zero chunk"
             );
         }
     }
@@ -773,6 +794,29 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
         ("block_idx_x", Reads("%ctaid.x"), BOTH),
         ("block_idx_y", Reads("%ctaid.y"), BOTH),
         ("grid_dim_x", Reads("%nctaid.x"), BOTH),
+        ("block_dim_y", Reads("%ntid.y"), BOTH),
+        ("block_dim_z", Reads("%ntid.z"), BOTH),
+        ("grid_dim_y", Reads("%nctaid.y"), BOTH),
+        ("grid_dim_z", Reads("%nctaid.z"), BOTH),
+        // gpu::math's instructions and gpu::reduce's, in the self-test's kernels.
+        ("ex2_approx_ftz_f32", Op("ex2.approx.ftz.f32"), BOTH),
+        ("ex2_approx_f32", Op("ex2.approx.f32"), BOTH),
+        ("lg2_approx_ftz_f32", Op("lg2.approx.ftz.f32"), BOTH),
+        ("rcp_approx_ftz_f32", Op("rcp.approx.ftz.f32"), BOTH),
+        ("rcp_rn_f32", Op("rcp.rn.f32"), BOTH),
+        ("rsqrt_approx_ftz_f32", Op("rsqrt.approx.ftz.f32"), BOTH),
+        ("sqrt_rn_f32", Op("sqrt.rn.f32"), BOTH),
+        ("tanh_approx_f32", Op("tanh.approx.f32"), BOTH),
+        ("div_rn_f32", Op("div.rn.f32"), BOTH),
+        ("shfl_sync_bfly_b32", Op("shfl.sync.bfly.b32"), BOTH),
+        ("shfl_sync_down_b32", Op("shfl.sync.down.b32"), BOTH),
+        ("redux_sync_add_u32", Op("redux.sync.add.u32"), BOTH),
+        ("redux_sync_min_u32", Op("redux.sync.min.u32"), BOTH),
+        ("redux_sync_max_u32", Op("redux.sync.max.u32"), BOTH),
+        ("redux_sync_add_s32", Op("redux.sync.add.s32"), BOTH),
+        ("redux_sync_min_s32", Op("redux.sync.min.s32"), BOTH),
+        ("redux_sync_max_s32", Op("redux.sync.max.s32"), BOTH),
+        ("zero_chunk", Op("cvta.global.u64"), BOTH),
         ("lane_id", Reads("%laneid"), BOTH),
         ("barrier_sync", OpWith("barrier.sync", 1), BOTH),
         ("barrier_sync_threads", OpWith("barrier.sync", 2), BOTH),
@@ -960,8 +1004,8 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
                 .or_else(|| line.strip_prefix("unsafe fn "))
             {
                 rest
-            } else if line.contains(" => \"%") || line.contains(") => \"mbarrier.") {
-                line // special_register! / wait_instruction! invocations
+            } else if line.contains(" => \"") {
+                line // special_register! / wait_instruction! / unary_f32! / shfl! / redux!
             } else {
                 continue;
             };
@@ -969,6 +1013,10 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
+            // `scalar_shared_value!`'s rows name types, not wrappers.
+            if matches!(name.as_str(), "u32" | "i32" | "f32") {
+                continue;
+            }
             // Constructors and plain address arithmetic emit nothing of their own; `load` /
             // `store` / `load_multicast` are the per-rank halves of the tensor-copy wrappers.
             if ![

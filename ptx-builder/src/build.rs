@@ -18,6 +18,10 @@
 //! for the pinned nightly; doing it here keeps the build inside the repository and registries.
 
 use crate::Arch;
+pub use crate::patch::{
+    CLUSTER_DIMS_MARKER, CLUSTER_PTX_ISA, MAX_THREADS_MARKER, TENSOR_MAP_PARAM_MARKER,
+    apply_cluster_dims, apply_max_threads, apply_tensor_map_params,
+};
 use anyhow::{Context, Result, bail, ensure};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -131,14 +135,19 @@ impl CudaBuilder {
         self
     }
 
-    /// Also copies each module to `dir` as `<crate>_<arch>.ptx` (a build script's `OUT_DIR`).
+    /// Also copies each module to `dir` as `<crate>_<arch>.ptx` (a build script's `OUT_DIR`),
+    /// and writes `<crate>_modules.rs` there: the `&[gpu_runtime::Module]` over them
+    /// ([`module_table`]) for the host crate to `include!`.
     pub fn copy_to(mut self, dir: impl Into<PathBuf>) -> Self {
         self.copy_to = Some(dir.into());
         self
     }
 
-    /// Tells cargo (from a build script) to rerun when the device crate's sources, its
-    /// `Cargo.toml` or the toolchain file change.
+    /// For a build script: tells cargo to rerun it when the sources, `Cargo.toml` or build
+    /// script of the device crate or of any local package it depends on (the `gpu` library
+    /// by path, say) change, or the toolchain file does; and passes the device build's
+    /// warnings on as `cargo:warning` lines (compiler warnings, and kernels that can panic),
+    /// each once with the archs it came from.
     pub fn emit_rerun_if_changed(mut self) -> Self {
         self.rerun_if_changed = true;
         self
@@ -182,17 +191,8 @@ impl CudaBuilder {
         let package = self.package()?;
         let toolchain = Toolchain::check(&self.rustc, &self.crate_dir)?;
         if self.rerun_if_changed {
-            // Only paths that exist: cargo reruns a build script whenever a watched path is
-            // missing.
-            for path in [
-                self.crate_dir.join("src"),
-                self.crate_dir.join("Cargo.toml"),
-                self.crate_dir.join("build.rs"),
-            ] {
-                if path.exists() {
-                    println!("cargo:rerun-if-changed={}", path.display());
-                }
-            }
+            // The crate itself even if its build fails, so that an edit reruns the script.
+            watch_package(&self.crate_dir);
             if let Some(file) = find_upwards(&self.crate_dir, "rust-toolchain.toml") {
                 println!("cargo:rerun-if-changed={}", file.display());
             }
@@ -207,6 +207,43 @@ impl CudaBuilder {
                     .with_context(|| format!("copying the PTX to {}", to.display()))?;
             }
             artifacts.push(artifact);
+        }
+        if let Some(dir) = &self.copy_to {
+            let table = dir.join(format!("{}_modules.rs", lib_name(&package)));
+            let copied: Vec<(Arch, PathBuf)> = artifacts
+                .iter()
+                .map(|a| {
+                    let name = format!("{}_{}.ptx", lib_name(&package), a.arch.name());
+                    (a.arch, dir.join(name))
+                })
+                .collect();
+            std::fs::write(&table, module_table(&copied))
+                .with_context(|| format!("writing {}", table.display()))?;
+        }
+        if self.rerun_if_changed {
+            let mut watched: Vec<&PathBuf> = Vec::new();
+            for dir in artifacts.iter().flat_map(|a| &a.local_packages) {
+                if !watched.contains(&dir) {
+                    watch_package(dir);
+                    watched.push(dir);
+                }
+            }
+            // Each warning once, with the archs it came from.
+            let mut seen: Vec<(&str, Vec<&str>)> = Vec::new();
+            for artifact in &artifacts {
+                for warning in &artifact.warnings {
+                    match seen.iter_mut().find(|(w, _)| *w == warning.as_str()) {
+                        Some((_, archs)) => archs.push(artifact.arch.name()),
+                        None => seen.push((warning, vec![artifact.arch.name()])),
+                    }
+                }
+            }
+            for (warning, archs) in seen {
+                println!(
+                    "cargo:warning=device code ({}): {warning}",
+                    archs.join(", ")
+                );
+            }
         }
         Ok(artifacts)
     }
@@ -257,7 +294,11 @@ impl CudaBuilder {
 
     fn build_arch(&self, llvm: &LlvmTools, package: &str, arch: Arch) -> Result<PtxArtifact> {
         let out_dir = self.target_root().join("ptx").join(arch.name());
-        let DeviceBuild { rlibs, warnings } = self.cargo_build(package, arch, &out_dir)?;
+        let DeviceBuild {
+            rlibs,
+            warnings,
+            local_packages,
+        } = self.cargo_build(package, arch, &out_dir)?;
         let lib = lib_name(package);
 
         // Unpack every rlib's bitcode members; each rlib gets its own folder since member
@@ -316,15 +357,24 @@ impl CudaBuilder {
         .context("opt")?;
 
         let ptx = out_dir.join(format!("{lib}.ptx"));
-        run(llvm
+        let llc = llvm
             .cmd("llc")
             .arg("-O3")
             .arg(format!("-mcpu={}", arch.name()))
             .arg(format!("-mattr=+ptx{}", self.ptx_isa))
             .arg(&optimized)
             .arg("-o")
-            .arg(&ptx))
-        .context("llc")?;
+            .arg(&ptx)
+            .output()
+            .context("could not run llc")?;
+        if !llc.status.success() {
+            let stderr = String::from_utf8_lossy(&llc.stderr);
+            // An abort's stack dump says nothing a user can act on; its first lines do.
+            match crate::diagnose::llc_failure(&stderr) {
+                Some(line) => bail!("{line} (device code of `{package}` for {arch})"),
+                None => bail!("llc failed ({}):\n{}", llc.status, stderr.trim_end()),
+            }
+        }
 
         let text = std::fs::read_to_string(&ptx)?;
         let text = apply_max_threads(&text, &kernels)
@@ -333,11 +383,16 @@ impl CudaBuilder {
             .with_context(|| format!("patching {}", ptx.display()))?;
         std::fs::write(&ptx, &text)?;
         check_ptx(&text, &kernels).with_context(|| format!("checking {}", ptx.display()))?;
+        let mut warnings = warnings;
+        warnings.extend(crate::diagnose::panic_paths(&text, &kernels));
+        let explicit_traps = crate::diagnose::explicit_traps(&text, &kernels);
         Ok(PtxArtifact {
             arch,
             path: ptx,
             kernels,
             warnings,
+            explicit_traps,
+            local_packages,
         })
     }
 
@@ -357,12 +412,25 @@ impl CudaBuilder {
             );
         }
         let mut rlibs = Vec::new();
+        let mut local_packages = Vec::new();
         for line in stdout.lines() {
             let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
                 continue;
             };
             if msg["reason"] != "compiler-artifact" {
                 continue;
+            }
+            // Path dependencies (the `gpu` library, a user's own crates), not `core` and
+            // friends, which -Zbuild-std builds from the toolchain's rust-src.
+            if let (Some(id), Some(manifest)) = (
+                msg["package_id"].as_str(),
+                msg["manifest_path"].as_str().map(Path::new),
+            ) && id.starts_with("path+file://")
+                && !manifest.components().any(|c| c.as_os_str() == "rustlib")
+                && let Some(dir) = manifest.parent()
+                && !local_packages.iter().any(|d: &PathBuf| d == dir)
+            {
+                local_packages.push(dir.to_path_buf());
             }
             let name = msg["target"]["name"]
                 .as_str()
@@ -383,6 +451,7 @@ impl CudaBuilder {
         Ok(DeviceBuild {
             rlibs,
             warnings: warnings(&String::from_utf8_lossy(&output.stderr)),
+            local_packages,
         })
     }
 }
@@ -394,8 +463,16 @@ pub struct PtxArtifact {
     pub path: PathBuf,
     /// Kernel entry points, sorted.
     pub kernels: Vec<String>,
-    /// Compiler warnings about the device code (first line and location of each).
+    /// Compiler warnings about the device code (first line and location of each), and one
+    /// for each kernel that can panic (a check the optimizer could not prove away, which
+    /// traps at run time).
     pub warnings: Vec<String>,
+    /// Kernels with an explicit `trap` in their own body (`gpu::ptx::trap()`: the code's own
+    /// checks, such as the library's on a pipeline's use): listed, not warned about.
+    pub explicit_traps: Vec<String>,
+    /// The folders of the local packages the device build compiled: the device crate and
+    /// its path dependencies (what a build script must watch).
+    pub local_packages: Vec<PathBuf>,
 }
 
 /// The toolchain checked for what the device build needs.
@@ -492,16 +569,51 @@ fn package_name(manifest: &str) -> Option<String> {
     None
 }
 
+/// Tells cargo to rerun the build script when a package's sources, manifest or build script
+/// change: only paths that exist (cargo reruns whenever a watched path is missing).
+fn watch_package(dir: &Path) {
+    for path in [
+        dir.join("src"),
+        dir.join("Cargo.toml"),
+        dir.join("build.rs"),
+    ] {
+        if path.exists() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
+}
+
+/// The Rust expression of a `&[gpu_runtime::Module]` over `modules` (arch, PTX file): what a
+/// host crate includes instead of writing its module table by hand,
+/// `const MODULES: &[Module] = include!(concat!(env!("OUT_DIR"), "/<crate>_modules.rs"));`.
+/// PTX only: the driver compiles it when it loads the module.
+pub fn module_table(modules: &[(Arch, PathBuf)]) -> String {
+    let mut out = String::from(
+        "// Written by ptx-builder: one module per arch, PTX the driver compiles at load.\n&[\n",
+    );
+    for (arch, path) in modules {
+        out.push_str(&format!(
+            "    gpu_runtime::Module {{ arch: gpu_runtime::Arch::{arch:?}, ptx: include_str!({:?}), \
+             cubin: None }},\n",
+            path.display().to_string()
+        ));
+    }
+    out.push_str("]\n");
+    out
+}
+
 /// `name` in `dir` or the nearest folder above it that has one.
 fn find_upwards(dir: &Path, name: &str) -> Option<PathBuf> {
     let dir = std::fs::canonicalize(dir).ok()?;
     dir.ancestors().map(|d| d.join(name)).find(|p| p.is_file())
 }
 
-/// What the device build produced: `(crate name, rlib)` for every crate, and its warnings.
+/// What the device build produced: `(crate name, rlib)` for every crate, its warnings, and
+/// the folders of the local packages it compiled (the crate and its path dependencies).
 struct DeviceBuild {
     rlibs: Vec<(String, PathBuf)>,
     warnings: Vec<String>,
+    local_packages: Vec<PathBuf>,
 }
 
 /// The warnings in rustc's rendered output, one line each (`message (file:line)`), without
@@ -545,233 +657,6 @@ fn kernel_symbols(llvm: &LlvmTools, objects: &[PathBuf]) -> Result<Vec<String>> 
     kernels.sort();
     kernels.dedup();
     Ok(kernels)
-}
-
-/// The `MARKER KERNEL VALUE...` comment lines (left by module-level asm of the `gpu` macros)
-/// of the kernels in `kernels`, as `(kernel, values, line)`; markers of kernels the link
-/// dropped are skipped, a line with other than one field per name of `values` is an error.
-fn kernel_markers<'a>(
-    ptx: &'a str,
-    marker: &str,
-    values: &[&str],
-    kernels: &[String],
-) -> Result<Vec<(&'a str, Vec<&'a str>, &'a str)>> {
-    let mut found = Vec::new();
-    for line in ptx.lines() {
-        let Some(rest) = line.trim_start().strip_prefix(marker) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let kernel = fields.next();
-        let given: Vec<&str> = fields.collect();
-        let Some(kernel) = kernel.filter(|_| given.len() == values.len()) else {
-            bail!(
-                "malformed marker `{line}`: expected `{marker}KERNEL {}`",
-                values.join(" ")
-            );
-        };
-        if kernels.iter().any(|k| k == kernel) {
-            found.push((kernel, given, line));
-        }
-    }
-    Ok(found)
-}
-
-/// The marker `gpu::max_threads!` leaves in the PTX (a comment line from module-level asm):
-/// `// max-threads KERNEL N`.
-pub const MAX_THREADS_MARKER: &str = "// max-threads ";
-
-/// Gives every kernel of `kernels` named by a `// max-threads KERNEL N` line the directive
-/// `.maxntid N, 1, 1` (inserted after its parameter list): ptxas then keeps the kernel's
-/// registers within what `N` threads of a block may have. rustc has no launch-bounds
-/// attribute; this is how `gpu::max_threads!` reaches the PTX. Markers of kernels that are not
-/// in the module (a dependency's, dropped by the link) are ignored.
-pub fn apply_max_threads(ptx: &str, kernels: &[String]) -> Result<String> {
-    let mut bounds = Vec::new();
-    for (name, values, line) in kernel_markers(ptx, MAX_THREADS_MARKER, &["N"], kernels)? {
-        let threads: u32 = values[0]
-            .parse()
-            .ok()
-            .filter(|t| (1..=1024).contains(t))
-            .with_context(|| format!("`{line}`: threads must be 1..=1024"))?;
-        bounds.push((name.to_string(), threads));
-    }
-    if bounds.is_empty() {
-        return Ok(ptx.to_string());
-    }
-    let mut out = String::with_capacity(ptx.len() + 32 * bounds.len());
-    let mut pending: Option<u32> = None;
-    let mut applied = 0;
-    let mut lines = ptx.lines().peekable();
-    while let Some(line) = lines.next() {
-        out.push_str(line);
-        out.push('\n');
-        if let Some(name) = crate::ptx_text::entry_name(line) {
-            pending = bounds.iter().find(|(k, _)| *k == name).map(|(_, t)| *t);
-        }
-        // The parameter list ends with `)`; a body `{` follows a definition, `;` a
-        // declaration (which needs no directive).
-        if let Some(threads) = pending
-            && line.trim_start().starts_with(')')
-        {
-            if lines
-                .peek()
-                .is_some_and(|next| next.trim_start().starts_with('{'))
-            {
-                out.push_str(&format!(".maxntid {threads}, 1, 1\n"));
-                applied += 1;
-            }
-            pending = None;
-        }
-    }
-    ensure!(
-        applied == bounds.len(),
-        "{} launch-bounds markers, but {applied} of their kernels found",
-        bounds.len()
-    );
-    Ok(out)
-}
-
-/// The marker `gpu::cluster_dims!` leaves in the PTX: `// cluster-dims KERNEL X Y Z`.
-pub const CLUSTER_DIMS_MARKER: &str = "// cluster-dims ";
-
-/// The PTX ISA version that introduced `.reqnctapercluster` (7.8).
-pub const CLUSTER_PTX_ISA: u32 = 78;
-
-/// Gives every kernel of `kernels` named by a `// cluster-dims KERNEL X Y Z` line the
-/// directive `.reqnctapercluster X, Y, Z` (before its body, after any `.maxntid`): the kernel
-/// then always runs in clusters of that shape, as CUDA C++'s `__cluster_dims__(X, Y, Z)`.
-/// This is how `gpu::cluster_dims!` reaches the PTX. Fails on a zero dimension, a kernel named
-/// twice or without a body, and for an `arch` or `ptx_isa` older than the directive (sm_90,
-/// PTX 7.8); markers of kernels not in the module are ignored.
-pub fn apply_cluster_dims(
-    ptx: &str,
-    kernels: &[String],
-    arch: Arch,
-    ptx_isa: u32,
-) -> Result<String> {
-    let mut shapes: Vec<(&str, [u32; 3])> = Vec::new();
-    for (name, values, line) in kernel_markers(ptx, CLUSTER_DIMS_MARKER, &["X", "Y", "Z"], kernels)?
-    {
-        let mut dims = [0u32; 3];
-        for (dim, value) in dims.iter_mut().zip(&values) {
-            *dim = value
-                .parse()
-                .ok()
-                .filter(|d| *d >= 1)
-                .with_context(|| format!("`{line}`: cluster dimensions must be at least 1"))?;
-        }
-        ensure!(
-            shapes.iter().all(|(k, _)| *k != name),
-            "kernel `{name}` declares its cluster shape twice (`{line}`)"
-        );
-        shapes.push((name, dims));
-    }
-    let Some((first, _)) = shapes.first() else {
-        return Ok(ptx.to_string());
-    };
-    ensure!(
-        arch.compute_capability() >= (9, 0) && ptx_isa >= CLUSTER_PTX_ISA,
-        "kernel `{first}` declares a cluster shape, which needs sm_90 and PTX ISA 7.8; this \
-         build is {arch} with PTX ISA {}.{} (declare the kernel \
-         `[device if target_feature = \"sm_90\"]`)",
-        ptx_isa / 10,
-        ptx_isa % 10
-    );
-    let mut out = String::with_capacity(ptx.len() + 40 * shapes.len());
-    // The shape of the entry whose header is being read, and whether its parameter list has
-    // ended (directives such as `.maxntid` may follow it before the body's `{`).
-    let mut pending: Option<[u32; 3]> = None;
-    let mut params_done = false;
-    let mut applied = 0;
-    for line in ptx.lines() {
-        let text = line.trim_start();
-        if let Some(name) = crate::ptx_text::entry_name(line) {
-            pending = shapes.iter().find(|(k, _)| *k == name).map(|(_, d)| *d);
-            let code = line.split("//").next().unwrap_or(line);
-            params_done = code.trim_end().ends_with(')');
-        } else if let Some([x, y, z]) = pending {
-            if !params_done {
-                params_done = text.starts_with(')');
-            } else if text.starts_with('{') {
-                out.push_str(&format!(".reqnctapercluster {x}, {y}, {z}\n"));
-                applied += 1;
-                pending = None;
-            } else if !text.starts_with('.') {
-                // `;`: a declaration, which takes no directive.
-                pending = None;
-            }
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    ensure!(
-        applied == shapes.len(),
-        "{} cluster-shape markers, but {applied} of their kernels found",
-        shapes.len()
-    );
-    Ok(out)
-}
-
-/// The marker `gpu::tensor_map_param!` leaves in the PTX: `// tensor-map-param KERNEL INDEX`.
-pub const TENSOR_MAP_PARAM_MARKER: &str = "// tensor-map-param ";
-
-/// Declares every kernel parameter named by a `// tensor-map-param KERNEL INDEX` line
-/// `.align 64`: the copy engine reads a tensor map (128 bytes) only at a 64-byte aligned
-/// address, and rustc cannot align a kernel parameter past 16 bytes (ptxas places a parameter
-/// at the alignment it is declared with). Fails when the parameter is not 128 bytes (the
-/// macro was given the wrong index); markers of kernels not in the module are ignored.
-pub fn apply_tensor_map_params(ptx: &str, kernels: &[String]) -> Result<String> {
-    let mut params = Vec::new();
-    for (kernel, values, line) in kernel_markers(ptx, TENSOR_MAP_PARAM_MARKER, &["INDEX"], kernels)?
-    {
-        let index: u32 = values[0]
-            .parse()
-            .with_context(|| format!("`{line}`: the parameter index is not a number"))?;
-        params.push((kernel.to_string(), format!("{kernel}_param_{index}")));
-    }
-    params.sort();
-    params.dedup();
-    if params.is_empty() {
-        return Ok(ptx.to_string());
-    }
-    let mut found = vec![false; params.len()];
-    let mut out = String::with_capacity(ptx.len() + 16 * params.len());
-    for line in ptx.lines() {
-        let declaration = line.trim_start().strip_prefix(".param ");
-        let hit = declaration.and_then(|decl| {
-            let name = decl.split_whitespace().last()?;
-            let name = name.trim_end_matches(',');
-            let (symbol, _) = name.split_once('[').unwrap_or((name, ""));
-            params
-                .iter()
-                .position(|(_, p)| p == symbol)
-                .map(|i| (i, decl, name))
-        });
-        match hit {
-            Some((i, decl, name)) => {
-                let (kernel, param) = &params[i];
-                ensure!(
-                    name.starts_with(&format!("{param}[128]")) && decl.contains(".align 16 .b8 "),
-                    "`tensor_map_param!({kernel}, ..)` names `{param}`, which is not a 128-byte \
-                     TensorMap parameter: `{}` (is the index the parameter's position?)",
-                    line.trim()
-                );
-                out.push_str(&line.replacen(".align 16 ", ".align 64 ", 1));
-                found[i] = true;
-            }
-            None => out.push_str(line),
-        }
-        out.push('\n');
-    }
-    if let Some(i) = found.iter().position(|f| !f) {
-        bail!(
-            "`tensor_map_param!({}, ..)` names `{}`, which the kernel does not have",
-            params[i].0,
-            params[i].1
-        );
-    }
-    Ok(out)
 }
 
 /// A PTX module ptxas can take on its own: every kernel is an entry, nothing is left external.
@@ -856,121 +741,6 @@ warning: `gpu` (lib) generated 2 warnings
             warnings(stderr),
             ["unused variable: `x` (gpu/src/lib.rs:3:9)"]
         );
-    }
-
-    #[test]
-    fn tensor_map_markers_align_their_parameters() {
-        let k = vec!["k".to_string()];
-        let ptx = "// tensor-map-param k 1\n.visible .entry k(\n\t.param .u32 k_param_0,\n\t.param .align 16 .b8 k_param_1[128]\n)\n{\nret;\n}\n";
-        let patched = apply_tensor_map_params(ptx, &k).unwrap();
-        assert!(
-            patched.contains(".param .align 64 .b8 k_param_1[128]\n"),
-            "{patched}"
-        );
-        assert!(patched.contains(".param .u32 k_param_0,"));
-        let wrong_index = ptx.replace("k 1", "k 0");
-        let err = apply_tensor_map_params(&wrong_index, &k)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("not a 128-byte"), "{err}");
-        let missing = ptx.replace("k 1", "k 2");
-        let err = apply_tensor_map_params(&missing, &k)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("does not have"), "{err}");
-        let other = ptx.replace("param k 1", "param gone 1");
-        assert_eq!(apply_tensor_map_params(&other, &k).unwrap(), other);
-        assert!(apply_tensor_map_params("// tensor-map-param k x\n", &k).is_err());
-    }
-
-    #[test]
-    fn max_threads_markers_become_maxntid() {
-        let ptx = "// max-threads k 288\n.visible .entry k\n(\n\t.param .u32 k_param_0\n)\n;\n.visible .entry k(\n\t.param .u32 k_param_0\n)\n{\nret;\n}\n.visible .entry other(\n)\n{\nret;\n}\n";
-        let k = ["k".to_string(), "other".to_string()];
-        let patched = apply_max_threads(ptx, &k).unwrap();
-        assert!(patched.contains(")\n.maxntid 288, 1, 1\n{"), "{patched}");
-        assert_eq!(patched.matches(".maxntid").count(), 1);
-        // A marker whose kernel the link dropped is ignored; one whose kernel has no body fails.
-        let dropped = "// max-threads gone 64\n.visible .entry k(\n)\n{\n}\n";
-        assert_eq!(apply_max_threads(dropped, &k).unwrap(), dropped);
-        let bodiless = "// max-threads k 64\n.visible .entry k\n(\n)\n;\n";
-        let err = apply_max_threads(bodiless, &k).unwrap_err().to_string();
-        assert!(err.contains("1 launch-bounds markers"), "{err}");
-        assert!(apply_max_threads("// max-threads k 0\n", &k).is_err());
-        assert_eq!(
-            apply_max_threads(".entry k(\n)\n", &k).unwrap(),
-            ".entry k(\n)\n"
-        );
-    }
-
-    #[test]
-    fn cluster_markers_become_reqnctapercluster() {
-        let ptx = "// cluster-dims k 2 1 1\n.visible .entry k\n(\n\t.param .u32 k_param_0\n)\n;\n.visible .entry k(\n\t.param .u32 k_param_0\n)\n{\nret;\n}\n.visible .entry other()\n{\nret;\n}\n";
-        let k = ["k".to_string(), "other".to_string()];
-        let patched = apply_cluster_dims(ptx, &k, Arch::Sm90, 80).unwrap();
-        assert!(
-            patched.contains(")\n.reqnctapercluster 2, 1, 1\n{"),
-            "{patched}"
-        );
-        assert_eq!(patched.matches(".reqnctapercluster").count(), 1);
-        // A kernel without parameters (`()` on its `.entry` line) gets it too.
-        let bare = ptx
-            .replace("cluster-dims k", "cluster-dims other")
-            .replace("other()", "other() // @other");
-        let patched = apply_cluster_dims(&bare, &k, Arch::Sm90a, 80).unwrap();
-        assert!(
-            patched.contains("other() // @other\n.reqnctapercluster 2, 1, 1\n{"),
-            "{patched}"
-        );
-        // After the launch bounds: both directives precede the body.
-        let both = apply_max_threads(&format!("// max-threads k 128\n{ptx}"), &k).unwrap();
-        let patched = apply_cluster_dims(&both, &k, Arch::Sm90, 80).unwrap();
-        assert!(
-            patched.contains(")\n.maxntid 128, 1, 1\n.reqnctapercluster 2, 1, 1\n{"),
-            "{patched}"
-        );
-        // No marker: the PTX is unchanged, whatever the arch.
-        let plain = ".visible .entry k(\n)\n{\n}\n";
-        assert_eq!(
-            apply_cluster_dims(plain, &k, Arch::Sm80, 71).unwrap(),
-            plain
-        );
-        // A marker whose kernel the link dropped is ignored.
-        let dropped = format!("// cluster-dims gone 2 1 1\n{plain}");
-        assert_eq!(
-            apply_cluster_dims(&dropped, &k, Arch::Sm80, 71).unwrap(),
-            dropped
-        );
-    }
-
-    #[test]
-    fn cluster_markers_are_refused_when_wrong() {
-        let k = ["k".to_string()];
-        let body = ".visible .entry k(\n)\n{\n}\n";
-        let err = |ptx: &str, arch, isa| {
-            apply_cluster_dims(ptx, &k, arch, isa)
-                .unwrap_err()
-                .to_string()
-        };
-        let zero = format!("// cluster-dims k 2 0 1\n{body}");
-        assert!(
-            err(&zero, Arch::Sm90, 80).contains("at least 1"),
-            "{}",
-            err(&zero, Arch::Sm90, 80)
-        );
-        let short = format!("// cluster-dims k 2 1\n{body}");
-        assert!(err(&short, Arch::Sm90, 80).contains("KERNEL X Y Z"));
-        let twice = format!("// cluster-dims k 2 1 1\n// cluster-dims k 4 1 1\n{body}");
-        assert!(err(&twice, Arch::Sm90, 80).contains("twice"));
-        let bodiless = "// cluster-dims k 2 1 1\n.visible .entry k\n(\n)\n;\n";
-        assert!(
-            err(bodiless, Arch::Sm90, 80).contains("1 cluster-shape markers, but 0"),
-            "{}",
-            err(bodiless, Arch::Sm90, 80)
-        );
-        let fine = format!("// cluster-dims k 2 1 1\n{body}");
-        assert!(err(&fine, Arch::Sm80, 80).contains("needs sm_90"));
-        assert!(err(&fine, Arch::Sm90, 77).contains("PTX ISA 7.7"));
     }
 
     #[test]

@@ -9,8 +9,10 @@
 //! - [`ptx_text`]: splits a PTX module into kernels and their instructions.
 
 pub mod build;
+mod diagnose;
 pub mod fingerprint;
 pub mod nvtools;
+mod patch;
 pub mod ptx_text;
 
 pub use build::{CudaBuilder, PtxArtifact};

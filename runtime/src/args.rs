@@ -86,6 +86,10 @@ impl ArgList {
     /// # Panics
     /// Past [`MAX_PARAMS`] arguments (a [`Params`](crate::Params) tuple has at most that many).
     pub fn push(&mut self, arg: KernelArg) {
+        assert!(
+            self.len < MAX_PARAMS,
+            "a kernel takes at most {MAX_PARAMS} parameters"
+        );
         self.args[self.len] = arg;
         self.len += 1;
     }
@@ -226,7 +230,7 @@ mod tests {
     }
 
     #[test]
-    #[should_panic]
+    #[should_panic(expected = "a kernel takes at most 8 parameters")]
     fn an_arg_list_refuses_more_than_its_capacity() {
         let mut args = ArgList::new();
         for i in 0..=MAX_PARAMS as u32 {

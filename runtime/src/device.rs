@@ -287,6 +287,26 @@ impl Gpu {
             .during(|| format!("copying {what} to the GPU"))
     }
 
+    /// Copies `data` into `buffer` from element `offset` on (queued on the stream; `data` may
+    /// be dropped when this returns). Panics if it does not fit, as slicing does.
+    pub fn upload_into<T: DeviceRepr>(
+        &self,
+        data: &[T],
+        buffer: &mut CudaSlice<T>,
+        offset: usize,
+        what: &str,
+    ) -> Result<(), GpuError> {
+        let end = offset + data.len();
+        assert!(
+            end <= buffer.len(),
+            "{what}: elements {offset}..{end} of a buffer of {}",
+            buffer.len()
+        );
+        self.stream
+            .memcpy_htod(data, &mut buffer.slice_mut(offset..end))
+            .during(|| format!("copying {what} [{offset}..{end}] to the GPU"))
+    }
+
     /// A new device buffer of `len` zeros.
     pub fn zeros<T: DeviceRepr + ValidAsZeroBits>(
         &self,

@@ -216,6 +216,14 @@ impl<P: Params> Kernel<P> {
 
     /// Queues one launch on `gpu`'s stream: the one path every kernel launch takes.
     ///
+    /// # Dynamic shared memory
+    /// `config.shared_bytes` may exceed the 48 KiB a kernel gets by default, up to the GPU's
+    /// opt-in limit (227 KiB on sm_90, 163 KiB on sm_80: `GpuInfo::max_shared_bytes_per_block`):
+    /// the launch raises the kernel's `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` to it
+    /// first (once per new maximum), so no setup call is needed. Past the opt-in limit the
+    /// driver refuses the attribute and the launch returns that error in one line, naming the
+    /// kernel, the bytes asked for and the GPU's limit.
+    ///
     /// # Clusters
     /// A `config.cluster` other than [`NO_CLUSTER`] launches thread block clusters of that
     /// shape: it lowers to `cuLaunchKernelEx` with the attribute

@@ -15,7 +15,8 @@
 //! [`ThreadPipeline`](crate::pipeline::ThreadPipeline) or
 //! [`BlockPipeline`](crate::pipeline::BlockPipeline) — the stage acquired and not yet committed.
 //! [`memcpy_async_zfill`] adds what `cuda::memcpy_async` lacks: a ragged source whose tail is
-//! filled with zeros by the copy itself (`cp.async`'s `src-size` operand), with no branch; and
+//! filled with zeros by the copies themselves, none reading past the source's end (memcheck
+//! sees only valid reads); and
 //! [`memcpy_async_tile`] copies a 2-D tile of strided rows (a GEMM operand tile) the same way,
 //! zero-filling whatever hangs over the edge of its matrix, and
 //! [`memcpy_async_tile_transposed`] lands such a tile transposed, one element per copy (a GEMM
@@ -62,18 +63,86 @@ unsafe fn copy_chunk<const ALIGN: u32>(dst: u32, src: *const u8) {
     }
 }
 
-/// Copies one chunk of which only the first `src_bytes` come from `src`; the rest is zeroed.
+/// Copies one `ALIGN`-byte chunk of which only the first `src_bytes` come from `src`; the
+/// rest is zeroed. No copy reads a byte outside `src`'s first `src_bytes` (rounded up to a
+/// word) nor outside the 16 bytes of [`ptx::zero_chunk`], so a memory checker sees only valid
+/// reads:
+///
+/// - a whole chunk (`src_bytes >= ALIGN`) is the plain copy from `src`, and a chunk past the
+///   source (`src_bytes == 0`) the same plain copy from the zero chunk: one instruction,
+///   its source chosen without a branch;
+/// - the chunk the source ends in is cut into 4-byte words (see [`copy_partial_chunk`]).
+///
+/// `cp.async`'s own `src-size` form would do all three in one instruction, but memcheck
+/// counts it as a read of the whole `ALIGN` bytes, an error where the allocation ends inside
+/// the chunk.
 ///
 /// # Safety
-/// As [`copy_chunk`], except that only the first `src_bytes` (at most `ALIGN`) of `src` need
-/// be readable.
+/// As [`copy_chunk`], except that only the first `src_bytes` of `src` need be readable (any
+/// `src` when `src_bytes == 0`).
 #[inline(always)]
 unsafe fn copy_chunk_zfill<const ALIGN: u32>(dst: u32, src: *const u8, src_bytes: u32) {
-    // SAFETY (both arms): the caller guarantees the addresses and the readable prefix.
-    if ALIGN == 16 {
-        unsafe { ptx::cp_async_cg_zfill(dst, src, src_bytes) }
+    if src_bytes >= ALIGN || src_bytes == 0 {
+        let from = if src_bytes == 0 {
+            ptx::zero_chunk()
+        } else {
+            src
+        };
+        // SAFETY: `from` has ALIGN readable bytes: the whole chunk (caller) or the zeros.
+        unsafe { copy_chunk::<ALIGN>(dst, from) }
     } else {
-        unsafe { ptx::cp_async_ca_zfill::<ALIGN>(dst, src, src_bytes) }
+        // SAFETY: forwarded contract.
+        unsafe { copy_partial_chunk::<ALIGN>(dst, src, src_bytes) }
+    }
+}
+
+/// A chunk of a 2-D tile at its matrix's edge: one `ALIGN`-byte copy with `src-size` =
+/// `src_bytes` (`... .ZFILL` in SASS; 0 for a chunk past the edge, which reads nothing), the
+/// same single instruction as inside the matrix. memcheck counts it as a read of all `ALIGN`
+/// bytes from its source, so it may report the chunk where the matrix's allocation ends
+/// inside it (the last row, when a row is not a multiple of `ALIGN` bytes: the GEMMs choose
+/// `ALIGN` so that rows are) or a tile whose first valid row is shorter than `ALIGN`. Kept to
+/// one instruction because a tile copy is unrolled into kernels that use every register:
+/// splitting the chunk here (as [`memcpy_async_zfill`] does) made the 255-register GEMM
+/// mainloops spill.
+///
+/// # Safety
+/// As [`copy_chunk_zfill`].
+#[inline(always)]
+unsafe fn copy_tile_chunk<const ALIGN: u32>(dst: u32, src: *const u8, src_bytes: u32) {
+    // SAFETY: `src` has `src_bytes` readable bytes (caller).
+    unsafe {
+        if ALIGN == 16 {
+            ptx::cp_async_cg_zfill(dst, src, src_bytes)
+        } else {
+            ptx::cp_async_ca_zfill::<ALIGN>(dst, src, src_bytes)
+        }
+    }
+}
+
+/// The chunk a source ends in (`0 < src_bytes < ALIGN`), one 4-byte `cp.async.ca` per word
+/// (`LDGSTS.E`, at most `ALIGN / 4`; only tails take it): a word wholly inside the source
+/// copies from it, a word past it copies zeros from the zero chunk, and the word the source
+/// ends inside — only when `src_bytes` is not a multiple of 4 — copies its 1 to 3 valid bytes
+/// and zero-fills the rest (`src-size`), which memcheck still counts as a 4-byte read: a
+/// byte-granular source must be allocated in whole words to run under memcheck.
+///
+/// # Safety
+/// As [`copy_chunk_zfill`], with `0 < src_bytes < ALIGN`.
+#[inline(always)]
+unsafe fn copy_partial_chunk<const ALIGN: u32>(dst: u32, src: *const u8, src_bytes: u32) {
+    for word in 0..ALIGN / 4 {
+        let at = word * 4;
+        let valid = src_bytes.saturating_sub(at).min(4);
+        let from = if valid == 0 {
+            ptx::zero_chunk()
+        } else {
+            src.wrapping_add(at as usize)
+        };
+        // SAFETY: `dst + at` is a 4-byte aligned word of the chunk (caller); `from` holds the
+        // bytes the copy reads: `valid` of `src`, or 4 of the zero chunk (read with
+        // `src-size` 4, whole).
+        unsafe { ptx::cp_async_ca_zfill::<4>(dst + at, from, if valid == 0 { 4 } else { valid }) };
     }
 }
 
@@ -132,12 +201,12 @@ pub unsafe fn memcpy_async_group<G: Group, T, U, C: Completion, const ALIGN: u32
 /// `dst` (up to `size`) is filled with zeros by the copy instructions themselves. For ragged
 /// tails: `size` is the padded tile, `src_bytes` what is left of the input.
 ///
-/// A chunk that is only partly inside the source is one `ALIGN`-byte `cp.async` with a smaller
-/// `src-size`; ptxas makes it `LDGSTS.128.ZFILL` at an address offset by the bytes to zero, and
-/// compute-sanitizer's memcheck (2025.3.1) reports it as an `ALIGN`-byte read: where the
-/// allocation ends inside the chunk (1025 floats read in 16-byte chunks) that is an
-/// out-of-bounds error, although the zeros land as PTX says. Allocate the source in whole
-/// chunks to run under memcheck.
+/// Every chunk wholly inside the source is one plain `ALIGN`-byte copy (the aligned body is
+/// the same code as [`memcpy_async_group`]'s); the chunk the source ends in is copied a
+/// 4-byte word at a time and the chunks past it copy zeros from a zero chunk in global
+/// memory, so no copy reads outside the source: memcheck-clean at any length that is a
+/// multiple of 4 bytes (a source ending inside a word still has one 4-byte read over its
+/// end: allocate byte-granular sources in whole words to run under memcheck).
 ///
 /// # Safety
 /// As [`memcpy_async_group`], except that only `min(src_bytes, size)` bytes of `src` need be
@@ -157,14 +226,8 @@ pub unsafe fn memcpy_async_zfill<G: Group, T, U, C: Completion, const ALIGN: u32
     while chunk < size.chunks() {
         let offset = chunk * ALIGN;
         let valid = src_bytes.saturating_sub(offset).min(ALIGN);
-        // A chunk entirely past the source reads nothing; point it at the (valid) start so no
-        // out-of-range address is ever formed.
-        let from = if valid == 0 {
-            src
-        } else {
-            // SAFETY: offset < src_bytes, inside the readable range.
-            unsafe { src.add(offset as usize) }
-        };
+        // No out-of-range address is formed for a chunk past the source (it reads zeros).
+        let from = src.wrapping_add(offset as usize);
         // SAFETY: dst + offset is inside `size`; `from` has `valid` readable bytes.
         unsafe { copy_chunk_zfill::<ALIGN>(dst + offset, from, valid) };
         chunk += group.size();
@@ -206,7 +269,10 @@ pub struct GlobalTile<U> {
 /// `src` is written as zeros by the copies themselves (`cp.async`'s `src-size`), so a tile at
 /// the edge of a matrix of any size needs no other code. A tile entirely inside takes the
 /// plain copies (`LDGSTS.E.BYPASS.128` for 16 bytes), one at an edge the zero-filling ones
-/// (`... .ZFILL`); the branch is uniform across the group.
+/// (`... .ZFILL`); the branch is uniform across the group. memcheck counts each of those as
+/// a read of all `ALIGN` bytes, so it reports the chunk where the matrix's allocation ends
+/// inside it: rows that are a multiple of `ALIGN` bytes (what the GEMMs choose `ALIGN` by)
+/// have none.
 ///
 /// # Safety
 /// 1. Every row `r < valid_rows` of `src` has `valid_row_bytes` readable bytes of global
@@ -255,7 +321,7 @@ pub unsafe fn memcpy_async_tile<G: Group, T, U, L: TileLayout, C: Completion, co
             // address outside the matrix is ever given to the copy.
             let from = if valid == 0 { base } else { from };
             // SAFETY: `from` has `valid` readable bytes (caller, 1); `to` is inside `dst`.
-            unsafe { copy_chunk_zfill::<ALIGN>(to, from, valid) };
+            unsafe { copy_tile_chunk::<ALIGN>(to, from, valid) };
         }
     }
     // SAFETY: the completion is open (caller, 3).
@@ -312,7 +378,7 @@ pub unsafe fn memcpy_async_tile_transposed<G: Group, T, C: Completion, const ALI
             // An element past the edge reads nothing: point it at the tile's (valid) base.
             let (from, bytes) = if valid { (from, ALIGN) } else { (base, 0) };
             // SAFETY: `from` has `bytes` readable bytes (caller); `to` is inside `dst`.
-            unsafe { copy_chunk_zfill::<ALIGN>(to, from, bytes) };
+            unsafe { copy_tile_chunk::<ALIGN>(to, from, bytes) };
         }
     }
     // SAFETY: the completion is open (caller).

@@ -68,8 +68,24 @@ impl<const ALIGN: u32> AlignedSize<ALIGN> {
         }
     }
 
+    /// `bytes` rounded up to a multiple of `ALIGN`: the size that cannot fail at run time (a
+    /// tile of `cols * 4` bytes for 4-byte copies, say). The copy moves the rounded size: pair
+    /// it with [`memcpy_async_zfill`](cp_async::memcpy_async_zfill) and the true count where
+    /// the source ends before it. Saturates at the largest multiple of `ALIGN` below 2^32.
+    #[inline(always)]
+    #[must_use]
+    pub const fn round_up(bytes: u32) -> Self {
+        let () = Self::VALID;
+        let bytes = match bytes.checked_next_multiple_of(ALIGN) {
+            Some(b) => b,
+            None => u32::MAX / ALIGN * ALIGN,
+        };
+        AlignedSize { bytes }
+    }
+
     /// `bytes` for a count known at compile time; a count that is not a multiple of `ALIGN`
-    /// fails to compile when used in a `const`.
+    /// fails to compile when used in a `const`; at run time use [`AlignedSize::new`] (an
+    /// `Option`) or [`AlignedSize::round_up`] (infallible).
     #[inline(always)]
     pub const fn of(bytes: u32) -> Self {
         match Self::new(bytes) {

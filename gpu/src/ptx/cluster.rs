@@ -102,7 +102,7 @@ special_register!(
 );
 special_register!(
     /// The number of blocks in this block's cluster (1 without a cluster launch).
-    cluster_nctarank => "%cluster_nctarank", below 17
+    cluster_nctarank => "%cluster_nctarank", in 1..17
 );
 special_register!(
     /// This cluster's index in the grid of clusters, x dimension.

@@ -94,3 +94,27 @@ pub unsafe fn ld_global_cg_v4(addr: *const [u32; 4]) -> [u32; 4] {
     }
     [a, b, c, d]
 }
+
+// Sixteen bytes of zeros in global memory, in every module that links this crate: the source
+// of a copy that only zero-fills. `.global` variables start as zeros, and nothing writes it.
+core::arch::global_asm!(".global .align 16 .b8 GPU_ZERO_CHUNK[16];");
+
+/// `cvta.global.u64 p, GPU_ZERO_CHUNK;` — the generic address of 16 bytes of zeros in global
+/// memory (16-byte aligned, never written): what a copy that only zero-fills reads, so that
+/// every byte a copy reads lies inside memory a memory checker knows is valid.
+#[inline(always)]
+#[must_use]
+pub fn zero_chunk() -> *const u8 {
+    let p: *const u8;
+    // SAFETY: takes the address of a module variable; reads and writes nothing. Not `pure`
+    // on purpose: where it is used (the edge of a tile) it is formed again, one instruction,
+    // instead of being hoisted and holding two registers across a kernel that needs them all.
+    unsafe {
+        asm!(
+            "cvta.global.u64 {p}, GPU_ZERO_CHUNK;",
+            p = out(reg64) p,
+            options(nomem, nostack, preserves_flags)
+        )
+    }
+    p
+}

@@ -20,6 +20,9 @@
 #[cfg(target_arch = "nvptx64")]
 macro_rules! special_register {
     ($(#[$doc:meta])* $name:ident => $reg:literal, below $bound:expr) => {
+        special_register!($(#[$doc])* $name => $reg, in 0..$bound);
+    };
+    ($(#[$doc:meta])* $name:ident => $reg:literal, in $low:literal..$bound:expr) => {
         $(#[$doc])*
         #[doc = concat!("\n\nLowers to `mov.u32 r, ", $reg, ";`.")]
         #[inline(always)]
@@ -35,7 +38,9 @@ macro_rules! special_register {
             }
             // SAFETY: the hardware bounds this register; telling LLVM lets it drop range
             // checks (e.g. a warp's loop over 32 chunks with one lane per chunk).
-            unsafe { core::hint::assert_unchecked(value < $bound) };
+            // A size is at least 1: a division by it needs no zero check (and no panic path).
+            // (`value - low < bound - low`: `low <= value < bound` in one unsigned compare.)
+            unsafe { core::hint::assert_unchecked(value.wrapping_sub($low) < $bound - $low) };
             value
         }
     };
@@ -55,6 +60,8 @@ mod cp_async;
 #[cfg(target_arch = "nvptx64")]
 mod global;
 #[cfg(target_arch = "nvptx64")]
+mod math;
+#[cfg(target_arch = "nvptx64")]
 mod matrix;
 #[cfg(target_arch = "nvptx64")]
 mod mbarrier;
@@ -66,6 +73,8 @@ mod sreg;
 mod sync;
 #[cfg(target_feature = "sm_90")]
 mod tensor;
+#[cfg(target_arch = "nvptx64")]
+mod warp;
 #[cfg(target_feature = "sm_90a")]
 mod wgmma;
 
@@ -80,6 +89,8 @@ pub use cp_async::*;
 #[cfg(target_arch = "nvptx64")]
 pub use global::*;
 #[cfg(target_arch = "nvptx64")]
+pub use math::*;
+#[cfg(target_arch = "nvptx64")]
 pub use matrix::*;
 #[cfg(target_arch = "nvptx64")]
 pub use mbarrier::*;
@@ -91,6 +102,8 @@ pub use sreg::*;
 pub use sync::*;
 #[cfg(target_feature = "sm_90")]
 pub use tensor::*;
+#[cfg(target_arch = "nvptx64")]
+pub use warp::*;
 #[cfg(target_feature = "sm_90a")]
 pub use wgmma::*;
 

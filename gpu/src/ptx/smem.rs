@@ -158,6 +158,7 @@ macro_rules! scalar_shared_value {
 
 scalar_shared_value! {
     u32 => "ld.shared.b32", "st.shared.b32", reg32;
+    i32 => "ld.shared.b32", "st.shared.b32", reg32;
     f32 => "ld.shared.b32", "st.shared.b32", reg32;
 }
 

@@ -8,7 +8,7 @@ special_register!(
 );
 special_register!(
     /// The block's size, x dimension.
-    block_dim_x => "%ntid.x", below 1025
+    block_dim_x => "%ntid.x", in 1..1025
 );
 special_register!(
     /// This block's index in the grid, x dimension.
@@ -20,7 +20,23 @@ special_register!(
 );
 special_register!(
     /// The grid's size in blocks, x dimension.
-    grid_dim_x => "%nctaid.x", below 0x8000_0000
+    grid_dim_x => "%nctaid.x", in 1..0x8000_0000
+);
+special_register!(
+    /// The block's size, y dimension.
+    block_dim_y => "%ntid.y", in 1..1025
+);
+special_register!(
+    /// The block's size, z dimension.
+    block_dim_z => "%ntid.z", in 1..65
+);
+special_register!(
+    /// The grid's size in blocks, y dimension.
+    grid_dim_y => "%nctaid.y", in 1..0x1_0000
+);
+special_register!(
+    /// The grid's size in blocks, z dimension.
+    grid_dim_z => "%nctaid.z", in 1..0x1_0000
 );
 special_register!(
     /// This thread's lane in its warp (0..32).

@@ -74,25 +74,3 @@ pub fn syncwarp() {
         )
     }
 }
-
-/// `shfl.sync.idx.b32 d, value, lane, 0x1f, 0xffffffff;` — every lane of the warp gets
-/// `value` from lane `lane`. All 32 lanes must execute it together.
-///
-/// Besides exchanging data, it tells ptxas the result is the same across the warp, so code
-/// that depends on it (a warp-specialized kernel's role branch and the loops inside it) can
-/// use the uniform datapath — what CUTLASS's `canonical_warp_idx_sync()` does.
-#[inline(always)]
-pub fn shfl_sync_idx(value: u32, lane: u32) -> u32 {
-    let out: u32;
-    // SAFETY: a register exchange within the warp; touches no memory.
-    unsafe {
-        asm!(
-            "shfl.sync.idx.b32 {out}, {value}, {lane}, 0x1f, 0xffffffff;",
-            out = out(reg32) out,
-            value = in(reg32) value,
-            lane = in(reg32) lane,
-            options(nomem, nostack, preserves_flags)
-        )
-    }
-    out
-}

@@ -12,7 +12,9 @@ use anyhow::{Result, bail};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
 use harness::check::{self, CheckReport, POISON};
-use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use harness::experiment::{
+    Experiment, Fault, Inputs, Problem, Role, Unavailable, Values, Work, Workload,
+};
 use ptx_builder::Arch;
 use std::fmt;
 
@@ -245,6 +247,29 @@ fn buffer_sum(stream: u32, t: u32) -> u32 {
     sum
 }
 
+/// Plants `fault` in the `len` words the check compares, in order, `tile` of them a unit of
+/// the kernel's writes: the middle word changed, or the last tile poisoned. Returns its index.
+fn plant_words(
+    gpu: &Gpu,
+    words: &mut CudaSlice<u32>,
+    len: usize,
+    tile: usize,
+    fault: Fault,
+) -> Result<usize> {
+    let (start, values) = match fault {
+        Fault::WrongElement => {
+            let got = gpu.download_range(words, len / 2..len / 2 + 1, "an output word")?[0];
+            (len / 2, vec![got.wrapping_add(1000)])
+        }
+        Fault::UnwrittenTile => {
+            let start = (len - 1) / tile * tile;
+            (start, vec![POISON.to_bits(); len - start])
+        }
+    };
+    gpu.upload_into(&values, words, start, "a fault in the output")?;
+    Ok(start)
+}
+
 // ---------------------------------------------------------------------------------------
 // Latency
 
@@ -377,8 +402,13 @@ pub struct LatencyProblem {
 }
 
 impl Problem<LatencyKernel> for LatencyProblem {
-    fn unavailable(&self, _: &LatencyKernel) -> Option<String> {
-        self.launches.grid.as_ref().err().cloned()
+    fn unavailable(&self, _: &LatencyKernel) -> Option<Unavailable> {
+        self.launches
+            .grid
+            .as_ref()
+            .err()
+            .cloned()
+            .map(Unavailable::Missing)
     }
     fn poison(&mut self, gpu: &Gpu, _: &LatencyKernel) -> Result<()> {
         Ok(gpu.fill_words(&mut self.end, POISON.to_bits(), "the chains' ends")?)
@@ -417,6 +447,11 @@ impl Problem<LatencyKernel> for LatencyProblem {
             .map(|b| chain_end(b, grid as u32, slots, self.launches.reach.hops()))
             .collect();
         Ok(check::check_words(&end, &expected))
+    }
+    /// In the chains' ends (a word per block); the tile is the last cluster's.
+    fn plant(&mut self, gpu: &Gpu, _: &LatencyKernel, fault: Fault) -> Result<usize> {
+        let (grid, cluster) = (self.launches.grid()?, self.launches.reach.blocks);
+        plant_words(gpu, &mut self.end, grid as usize, cluster as usize, fault)
     }
     fn work(&self) -> Work {
         Work::Steps(self.launches.reach.hops() as u64)
@@ -605,8 +640,13 @@ pub struct BandwidthProblem {
 }
 
 impl Problem<BandwidthKernel> for BandwidthProblem {
-    fn unavailable(&self, _: &BandwidthKernel) -> Option<String> {
-        self.launches.grid.as_ref().err().cloned()
+    fn unavailable(&self, _: &BandwidthKernel) -> Option<Unavailable> {
+        self.launches
+            .grid
+            .as_ref()
+            .err()
+            .cloned()
+            .map(Unavailable::Missing)
     }
     fn poison(&mut self, gpu: &Gpu, _: &BandwidthKernel) -> Result<()> {
         Ok(gpu.fill_words(&mut self.sums, POISON.to_bits(), "the sums")?)
@@ -638,6 +678,11 @@ impl Problem<BandwidthKernel> for BandwidthProblem {
         let sums = gpu.download(&self.sums, "the sums")?;
         let expected = expected_sums(experiment.mode, self.launches.reach, grid, &self.slice_sums);
         Ok(check::check_words(&sums, &expected))
+    }
+    /// In the sums (a word per thread); the tile is the last block's.
+    fn plant(&mut self, gpu: &Gpu, _: &BandwidthKernel, fault: Fault) -> Result<usize> {
+        let len = (self.launches.grid()? * THREADS) as usize;
+        plant_words(gpu, &mut self.sums, len, THREADS as usize, fault)
     }
     fn work(&self) -> Work {
         let grid = *self.launches.grid.as_ref().unwrap_or(&0) as u64;

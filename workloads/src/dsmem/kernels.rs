@@ -130,6 +130,8 @@ pub(super) unsafe fn bandwidth(
     sums: *mut u32,
     mode: BandwidthMode,
 ) {
+    // At least one slice (the contract: slices >= grid >= 1): no zero check on `% slices`.
+    let slices = slices.max(1);
     let tid = ptx::thread_idx_x();
     let block = ptx::block_idx_x();
     let cluster = Cluster::this();

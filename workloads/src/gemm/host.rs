@@ -17,11 +17,13 @@ use crate::verify::{verify_against_reference, verify_reference_scale};
 use anyhow::{Result, bail, ensure};
 use gpu::tensor_map::TensorMap;
 use gpu_runtime::blas::{Blas, sys as cublas};
-use gpu_runtime::cudarc::driver::CudaSlice;
+use gpu_runtime::cudarc::driver::{CudaSlice, DeviceRepr};
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
 use gpu_runtime::{Gpu, Kernel, LaunchConfig, NO_CLUSTER};
 use harness::check::{CheckReport, POISON, Tolerance};
-use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use harness::experiment::{
+    Experiment, Fault, Inputs, Problem, Role, Unavailable, Values, Work, Workload,
+};
 use ptx_builder::Arch;
 use std::fmt;
 use std::sync::LazyLock;
@@ -350,12 +352,14 @@ impl GemmProblem {
 }
 
 impl Problem<GemmExperiment> for GemmProblem {
-    fn unavailable(&self, experiment: &GemmExperiment) -> Option<String> {
+    fn unavailable(&self, experiment: &GemmExperiment) -> Option<Unavailable> {
         let Mnk { n, k, .. } = self.size;
         match (experiment, &self.cublas) {
-            (GemmExperiment::Cublas, Err(why)) => Some(why.clone()),
+            (GemmExperiment::Cublas, Err(why)) => Some(Unavailable::Missing(why.clone())),
             (GemmExperiment::Kernel(kernel), _) if kernel.entry_for(n, k).is_none() => {
-                Some("tensor maps need 16-byte aligned rows: K and N multiples of 4".to_string())
+                Some(Unavailable::AtThisSize(
+                    "tensor maps need 16-byte aligned rows: K and N multiples of 4".to_string(),
+                ))
             }
             _ => None,
         }
@@ -451,8 +455,60 @@ impl Problem<GemmExperiment> for GemmProblem {
             .check(gpu, &self.c, self.values, Tolerance::f32_dot(self.size.k))
     }
 
+    fn plant(&mut self, gpu: &Gpu, experiment: &GemmExperiment, fault: Fault) -> Result<usize> {
+        let tile = match experiment {
+            GemmExperiment::Kernel(kernel) => (kernel.tile.bm(), kernel.tile.bn()),
+            GemmExperiment::Cublas => LIBRARY_TILE,
+        };
+        let Mnk { m, n, .. } = self.size;
+        plant_in_matrix(gpu, &mut self.c, (m, n), tile, fault, POISON, far_off)
+    }
+
     fn work(&self) -> Work {
         Work::Flops(self.size.flops())
+    }
+}
+
+/// The tile [`Problem::plant`] poisons in a library's output: its own tiles are not known, and
+/// any tile of poison must fail the check.
+pub(crate) const LIBRARY_TILE: (u32, u32) = (64, 64);
+
+/// `x` moved far outside any tolerance the checks allow (which are relative to `max |ref|`),
+/// and finite.
+pub(crate) fn far_off(x: f32) -> f32 {
+    x + 1000.0 * x.abs().max(1.0)
+}
+
+/// Plants `fault` in a row-major `m x n` matrix `c` on the GPU whose blocks write tiles of
+/// `tile` (rows, columns), and returns the index a row-major check fails at first: the
+/// element in the middle changed by `wrong`, or the last tile (bottom right, clipped to C)
+/// put back to `poison` — everything before its first element is still written.
+pub(crate) fn plant_in_matrix<T: DeviceRepr + Copy + Default>(
+    gpu: &Gpu,
+    c: &mut CudaSlice<T>,
+    (m, n): (u32, u32),
+    (tile_m, tile_n): (u32, u32),
+    fault: Fault,
+    poison: T,
+    wrong: impl FnOnce(T) -> T,
+) -> Result<usize> {
+    let (m, n) = (m as usize, n as usize);
+    match fault {
+        Fault::WrongElement => {
+            let index = (m / 2) * n + n / 2;
+            let got = gpu.download_range(c, index..index + 1, "an element of C")?[0];
+            gpu.upload_into(&[wrong(got)], c, index, "a wrong element of C")?;
+            Ok(index)
+        }
+        Fault::UnwrittenTile => {
+            let (tile_m, tile_n) = (tile_m as usize, tile_n as usize);
+            let (row, col) = ((m - 1) / tile_m * tile_m, (n - 1) / tile_n * tile_n);
+            let poisoned = vec![poison; n - col];
+            for r in row..m {
+                gpu.upload_into(&poisoned, c, r * n + col, "a poisoned tile of C")?;
+            }
+            Ok(row * n + col)
+        }
     }
 }
 

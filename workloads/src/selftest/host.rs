@@ -2,6 +2,8 @@
 //! data through shared memory and must reproduce it bit for bit; `barrier_ops` must report
 //! what the `Barrier` operations are specified to.
 
+use super::math::{COLLECTIVE_THREADS, MATH_THREADS, math_entry_points};
+use super::math_host::{MathKernel, MathProblem};
 use super::{
     BARRIER_OPS, BARRIER_OPS_OUTPUTS, BARRIER_OPS_THREADS, BarrierObservation, COPY_KERNELS,
     CopyForm, CopyKernel, HANG_KERNEL, HANG_THREADS, TILE_FLOATS, TILES_PER_BLOCK,
@@ -12,7 +14,7 @@ use anyhow::{Context as _, Result};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
 use harness::check::{self, CheckReport, Mismatch, POISON};
-use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use harness::experiment::{Experiment, Fault, Inputs, Problem, Role, Values, Work, Workload};
 use ptx_builder::Arch;
 use rand::{Rng, SeedableRng};
 use std::fmt;
@@ -29,13 +31,20 @@ pub enum SelftestExperiment {
     Copy(&'static CopyKernel),
     /// `barrier_ops`.
     BarrierOps,
+    /// `selftest_math` or `selftest_collectives`: `gpu::math` against f64, `gpu::reduce`
+    /// against a host emulation.
+    Math(MathKernel),
 }
 
 static EXPERIMENTS: LazyLock<Vec<SelftestExperiment>> = LazyLock::new(|| {
     COPY_KERNELS
         .iter()
         .map(SelftestExperiment::Copy)
-        .chain([SelftestExperiment::BarrierOps])
+        .chain([
+            SelftestExperiment::BarrierOps,
+            SelftestExperiment::Math(MathKernel::Math),
+            SelftestExperiment::Math(MathKernel::Collectives),
+        ])
         .collect()
 });
 
@@ -44,6 +53,10 @@ impl Experiment for SelftestExperiment {
         match self {
             SelftestExperiment::Copy(k) => k.name,
             SelftestExperiment::BarrierOps => BARRIER_OPS.name(),
+            SelftestExperiment::Math(MathKernel::Math) => math_entry_points::selftest_math.name(),
+            SelftestExperiment::Math(MathKernel::Collectives) => {
+                math_entry_points::selftest_collectives.name()
+            }
         }
     }
     fn role(&self) -> Role {
@@ -63,24 +76,28 @@ impl Experiment for SelftestExperiment {
                 CopyForm::ZeroFill { .. } => "zero_fill",
             },
             SelftestExperiment::BarrierOps => "barrier_ops",
+            SelftestExperiment::Math(MathKernel::Math) => "math",
+            SelftestExperiment::Math(MathKernel::Collectives) => "collectives",
         }
     }
     fn stages(&self) -> Option<u32> {
         match self {
             SelftestExperiment::Copy(k) => Some(k.form.stages()),
-            SelftestExperiment::BarrierOps => None,
+            SelftestExperiment::BarrierOps | SelftestExperiment::Math(_) => None,
         }
     }
     fn threads(&self) -> Option<u32> {
         Some(match self {
             SelftestExperiment::Copy(k) => k.form.threads(),
             SelftestExperiment::BarrierOps => BARRIER_OPS_THREADS,
+            SelftestExperiment::Math(MathKernel::Math) => MATH_THREADS,
+            SelftestExperiment::Math(MathKernel::Collectives) => COLLECTIVE_THREADS,
         })
     }
     fn shared_bytes(&self) -> Option<u32> {
         Some(match self {
             SelftestExperiment::Copy(k) => k.form.shared_layout().bytes,
-            SelftestExperiment::BarrierOps => 0,
+            SelftestExperiment::BarrierOps | SelftestExperiment::Math(_) => 0,
         })
     }
     fn archs(&self) -> &'static [Arch] {
@@ -113,6 +130,12 @@ impl Experiment for SelftestExperiment {
                 CopyForm::ZeroFill { .. } => "memcpy_async_zfill into a BlockPipeline, any n",
             },
             SelftestExperiment::BarrierOps => "Barrier operations against their specification",
+            SelftestExperiment::Math(MathKernel::Math) => {
+                "gpu::math over its domains against f64, within each documented bound"
+            }
+            SelftestExperiment::Math(MathKernel::Collectives) => {
+                "gpu::reduce shuffles, warp and block reductions, bit for bit"
+            }
         }
     }
 }
@@ -222,6 +245,7 @@ impl Workload for Selftest {
             src,
             copies,
             barrier_ops: gpu.entry_point(BARRIER_OPS)?,
+            math: MathProblem::new(gpu, inputs.seed)?,
             copied: None,
             observed: None,
             on_gpu,
@@ -274,6 +298,8 @@ pub struct SelftestProblem {
     copied: Option<CudaSlice<f32>>,
     /// `barrier_ops`'s output.
     observed: Option<CudaSlice<u32>>,
+    /// The math and collectives kernels, their inputs and outputs.
+    math: MathProblem,
     /// Past `GPU_CHECK_MIN_ELEMENTS` floats: what every copy kernel must write (the input,
     /// then zeros to the end of the last tile; a kernel's output is a prefix of it at such
     /// sizes) on the GPU, and the kernels that compare with it there.
@@ -315,6 +341,7 @@ impl Problem<SelftestExperiment> for SelftestProblem {
             SelftestExperiment::BarrierOps => {
                 poisoned(gpu, &mut self.observed, BARRIER_OPS_OUTPUTS, UNWRITTEN)?;
             }
+            SelftestExperiment::Math(kernel) => self.math.poison(gpu, *kernel)?,
         }
         Ok(())
     }
@@ -349,6 +376,7 @@ impl Problem<SelftestExperiment> for SelftestProblem {
                 // holds (sized by `poison`); one block of BARRIER_OPS_THREADS.
                 unsafe { self.barrier_ops.launch(gpu, config, (out,))? };
             }
+            SelftestExperiment::Math(kernel) => self.math.launch(gpu, *kernel)?,
         }
         Ok(())
     }
@@ -368,6 +396,49 @@ impl Problem<SelftestExperiment> for SelftestProblem {
             SelftestExperiment::BarrierOps => {
                 check_observations(&gpu.download(prepared(&mut self.observed)?, "the output")?)
             }
+            SelftestExperiment::Math(kernel) => self.math.check(gpu, *kernel)?,
+        })
+    }
+
+    /// A copy's output: the element in the middle, or the last tile. `barrier_ops`'s (one
+    /// block writes every observation, checked in slot order): the observation in the
+    /// middle, or every one from there on left unwritten.
+    fn plant(&mut self, gpu: &Gpu, experiment: &SelftestExperiment, fault: Fault) -> Result<usize> {
+        match experiment {
+            SelftestExperiment::Copy(_) => {
+                let dst = prepared(&mut self.copied)?;
+                let len = dst.len();
+                let (start, values) = match fault {
+                    Fault::WrongElement => {
+                        let got = gpu.download_range(dst, len / 2..len / 2 + 1, "the output")?[0];
+                        (len / 2, vec![got + 1000.0 * got.abs().max(1.0)])
+                    }
+                    Fault::UnwrittenTile => {
+                        let start = (len - 1) / TILE_FLOATS as usize * TILE_FLOATS as usize;
+                        (start, vec![POISON; len - start])
+                    }
+                };
+                gpu.upload_into(&values, dst, start, "a fault in the output")?;
+                Ok(start)
+            }
+            SelftestExperiment::BarrierOps => {
+                let middle = BarrierObservation::ALL[BARRIER_OPS_OUTPUTS / 2];
+                let values = match fault {
+                    Fault::WrongElement => vec![middle.expected().wrapping_add(1000)],
+                    Fault::UnwrittenTile => vec![UNWRITTEN; BARRIER_OPS_OUTPUTS - middle.slot()],
+                };
+                let out = prepared(&mut self.observed)?;
+                gpu.upload_into(&values, out, middle.slot(), "a fault in the output")?;
+                Ok(middle.slot())
+            }
+            SelftestExperiment::Math(kernel) => self.math.plant(gpu, *kernel, fault),
+        }
+    }
+
+    fn note(&mut self, _: &Gpu, experiment: &SelftestExperiment) -> Result<Option<String>> {
+        Ok(match experiment {
+            SelftestExperiment::Math(MathKernel::Math) => self.math.note.clone(),
+            _ => None,
         })
     }
 
@@ -461,7 +532,8 @@ mod tests {
     #[test]
     fn every_kernel_and_barrier_ops_are_experiments() {
         let names: Vec<&str> = Selftest.experiments().iter().map(|e| e.name()).collect();
-        assert_eq!(names.len(), COPY_KERNELS.len() + 1);
+        assert_eq!(names.len(), COPY_KERNELS.len() + 3);
+        assert!(names.contains(&"selftest_math") && names.contains(&"selftest_collectives"));
         assert!(names.contains(&BARRIER_OPS.name()));
     }
 }

@@ -22,6 +22,12 @@
 mod shapes;
 pub use shapes::*;
 
+mod math;
+pub use math::*;
+/// The host half of the math and collectives self-test.
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod math_host;
+
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 

@@ -13,7 +13,7 @@ use gpu_runtime::cudarc::driver::{CudaSlice, sys};
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
 use gpu_runtime::{Context as _, Gpu, Kernel, LaunchConfig};
 use harness::check::{self, CheckReport, Mismatch, POISON};
-use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use harness::experiment::{Experiment, Fault, Inputs, Problem, Role, Values, Work, Workload};
 use ptx_builder::Arch;
 use std::fmt;
 use std::sync::LazyLock;
@@ -344,6 +344,35 @@ impl Problem<StreamExperiment> for StreamProblem {
             )),
             _ => Ok(report),
         }
+    }
+
+    /// In y: an element in the middle, or the last tile the kernel copies (for the plain
+    /// kernel one block's pass of 16-byte chunks, for the driver's copy 256 floats).
+    fn plant(&mut self, gpu: &Gpu, experiment: &StreamExperiment, fault: Fault) -> Result<usize> {
+        let n = self.n as usize;
+        let (start, values) = match fault {
+            Fault::WrongElement => {
+                let (index, x) = (n / 2, self.x[n / 2]);
+                // Any other bits fail the check; these are finite too.
+                (index, vec![x + 1000.0 * x.abs().max(1.0)])
+            }
+            Fault::UnwrittenTile => {
+                let tile = match experiment {
+                    StreamExperiment::DriverCopy => 256,
+                    StreamExperiment::Kernel(k) => match k.style {
+                        StreamStyle::Plain => k.threads * k.tile_floats(),
+                        StreamStyle::Tensor { .. } => {
+                            TensorView::of(self.n, k.tile_floats()).box_floats()
+                        }
+                        _ => k.tile_floats(),
+                    },
+                } as usize;
+                let start = (n - 1) / tile * tile;
+                (start, vec![POISON; n - start])
+            }
+        };
+        gpu.upload_into(&values, &mut self.y, start, "a fault in y")?;
+        Ok(start)
     }
 
     fn work(&self) -> Work {

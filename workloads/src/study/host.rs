@@ -8,7 +8,9 @@ use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
 use harness::check::{self, CheckReport, POISON, Tolerance};
-use harness::experiment::{Experiment, Inputs, Problem, Role, Values, Work, Workload};
+use harness::experiment::{
+    Experiment, Fault, Inputs, Problem, Role, Unavailable, Values, Work, Workload,
+};
 use ptx_builder::Arch;
 use std::fmt;
 
@@ -267,9 +269,11 @@ impl StudyProblem {
 }
 
 impl Problem<StudyKernel> for StudyProblem {
-    fn unavailable(&self, kernel: &StudyKernel) -> Option<String> {
+    fn unavailable(&self, kernel: &StudyKernel) -> Option<Unavailable> {
         (kernel.style == Style::Tensor && !self.k.is_multiple_of(TENSOR_STEPS)).then(|| {
-            format!("tensor-map rows must be 16-byte aligned: K a multiple of {TENSOR_STEPS}")
+            Unavailable::AtThisSize(format!(
+                "tensor-map rows must be 16-byte aligned: K a multiple of {TENSOR_STEPS}"
+            ))
         })
     }
 
@@ -287,6 +291,22 @@ impl Problem<StudyKernel> for StudyProblem {
             Values::Random => check::check(&c, &self.reference, Tolerance::F32_DOT),
             Values::SmallIntegers => check::check_exact_against(&c, &self.reference),
         })
+    }
+
+    /// A wrong element in the middle of C, or C's last row (each thread stores a row)
+    /// poisoned again.
+    fn plant(&mut self, gpu: &Gpu, _: &StudyKernel, fault: Fault) -> Result<usize> {
+        let (index, values) = match fault {
+            Fault::WrongElement => {
+                let index = (M * N / 2 + N / 2 + 1) as usize;
+                // Far outside either check: the tolerance is relative to max |ref|.
+                let r = self.reference[index];
+                (index, vec![(r + 1000.0 * r.abs().max(1.0)) as f32])
+            }
+            Fault::UnwrittenTile => (((M - 1) * N) as usize, vec![POISON; N as usize]),
+        };
+        gpu.upload_into(&values, &mut self.c, index, "a fault in C")?;
+        Ok(index)
     }
 
     fn work(&self) -> Work {

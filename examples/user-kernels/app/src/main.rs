@@ -1,7 +1,8 @@
 //! `user-app [N]`: scales N random floats (default 1000003) by 1.5 on the GPU with the
 //! `scale` kernel of `user-kernels`, and on compute capability 9.0 and later also multiplies a
 //! 1003 x min(N, 50021) matrix by a vector with `gemv_multicast` (thread block clusters,
-//! multicast copies); checks every result against the CPU. One line on stdout when it
+//! multicast copies); then runs `row_softmax` on matrices with ragged rows; checks every
+//! result against the CPU. One line on stdout when it
 //! verifies; one line on stderr and exit 1 when it cannot run or a value is wrong.
 //!
 //! The GPU side is the library's host runtime (`gpu_runtime`): it loads the driver at run
@@ -10,31 +11,15 @@
 //! parameter types at compile time.
 
 use gpu_runtime::{Gpu, LaunchConfig, Module};
-use ptx_builder::Arch;
 use std::process::ExitCode;
 use user_kernels::{
-    GEMV_CLUSTER, GEMV_ROWS, GEMV_SHARED_BYTES, GEMV_THREADS, GEMV_TILE, SHARED_BYTES, TILE,
+    GEMV_CLUSTER, GEMV_ROWS, GEMV_SHARED_BYTES, GEMV_THREADS, GEMV_TILE, SHARED_BYTES,
+    SOFTMAX_MAX_COLS, SOFTMAX_SHARED_BYTES, SOFTMAX_THREADS, TILE,
 };
 
-/// The modules `build.rs` built, one per arch (PTX: the driver compiles it at first load).
-const MODULES: &[Module] = &[
-    Module {
-        arch: Arch::Sm80,
-        ptx: include_str!(concat!(env!("OUT_DIR"), "/user_kernels_sm_80.ptx")),
-        cubin: None,
-    },
-    Module {
-        arch: Arch::Sm90,
-        ptx: include_str!(concat!(env!("OUT_DIR"), "/user_kernels_sm_90.ptx")),
-        cubin: None,
-    },
-    // Loaded beside sm_90 on compute capability 9.0: its kernels are found there first.
-    Module {
-        arch: Arch::Sm90a,
-        ptx: include_str!(concat!(env!("OUT_DIR"), "/user_kernels_sm_90a.ptx")),
-        cubin: None,
-    },
-];
+/// The modules `build.rs` built, one per arch (PTX: the driver compiles it at first load):
+/// the table `ptx-builder` writes beside them, so its names always match the files.
+const MODULES: &[Module] = include!(concat!(env!("OUT_DIR"), "/user_kernels_modules.rs"));
 
 fn main() -> ExitCode {
     match run() {
@@ -76,11 +61,8 @@ fn run() -> Result<String, String> {
         .collect();
     let alpha = 1.5f32;
     let cuda = |e: gpu_runtime::GpuError| e.to_string();
-    // x in whole 16-byte chunks: the tail's partial chunk is one 16-byte copy that
-    // compute-sanitizer's memcheck counts whole (see `memcpy_async_zfill`); `scale` reads n.
-    let mut x_chunks = x.clone();
-    x_chunks.resize(n.next_multiple_of(4) as usize, 0.0);
-    let x_dev = gpu.upload(&x_chunks, "x").map_err(cuda)?;
+    // x exactly n floats: the tail's copies read none past its end (memcheck-clean).
+    let x_dev = gpu.upload(&x, "x").map_err(cuda)?;
     let mut y_dev = gpu.zeros::<f32>(n as usize, "y").map_err(cuda)?;
     let config = LaunchConfig::linear(n.div_ceil(TILE).min(528), 256, SHARED_BYTES);
     // SAFETY: scale(x, y, n, alpha) reads n floats of x and writes n of y, which the buffers
@@ -103,6 +85,8 @@ fn run() -> Result<String, String> {
     let scaled = format!(
         "ok: y = {alpha} x for n = {n} on compute capability {major}.{minor}, every value exact"
     );
+    let softmax = softmax(&gpu)?;
+    let scaled = format!("{scaled}; {softmax}");
     if major < 9 {
         return Ok(format!(
             "{scaled}; gemv_multicast needs 9.0 (clusters), not run"
@@ -155,4 +139,71 @@ fn gemv(gpu: &Gpu, rows: u32, cols: u32) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The relative error `row_softmax` may have per element against an f64 softmax: the f32
+/// subtraction `x - max` (up to 16 here) and the fast `exp` (`gpu::math::exp`: 2 ulp plus
+/// 1.2 ulp per unit of its argument) each give about 1e-6; the sum and the reciprocal far less.
+const SOFTMAX_TOLERANCE: f64 = 1e-5;
+
+/// `row_softmax` at shapes with ragged rows (columns not a multiple of 4, so rows are not
+/// 16-byte aligned), one row, one column and the longest row, each element checked against
+/// the CPU's f64 softmax within [`SOFTMAX_TOLERANCE`].
+fn softmax(gpu: &Gpu) -> Result<String, String> {
+    let cuda = |e: gpu_runtime::GpuError| e.to_string();
+    let kernel = gpu.entry_point(user_kernels::row_softmax).map_err(cuda)?;
+    let mut worst = 0f64;
+    let shapes = [
+        (1000, 1003),
+        (4097, 8),
+        (3, SOFTMAX_MAX_COLS),
+        (1, 1),
+        (300, 1),
+    ];
+    for (rows, cols) in shapes {
+        let mut state = 0x1234_5678u32 ^ rows ^ (cols << 16);
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                (state % 16_001) as f32 / 1000.0 - 8.0
+            })
+            .collect();
+        let x_dev = gpu.upload(&x, "x").map_err(cuda)?;
+        let mut y_dev = gpu.zeros::<f32>(x.len(), "y").map_err(cuda)?;
+        let blocks = rows.min(2 * gpu.info().multiprocessors);
+        let config = LaunchConfig::linear(blocks, SOFTMAX_THREADS, SOFTMAX_SHARED_BYTES);
+        // SAFETY: row_softmax(x, y, rows, cols): x and y hold rows * cols floats, 1 <= cols <=
+        // SOFTMAX_MAX_COLS; blocks of SOFTMAX_THREADS with SOFTMAX_SHARED_BYTES.
+        unsafe { kernel.launch(gpu, config, (&x_dev, &mut y_dev, rows, cols)) }.map_err(cuda)?;
+        gpu.synchronize(|| "running `row_softmax`".into())
+            .map_err(cuda)?;
+        let y = gpu.download(&y_dev, "y").map_err(cuda)?;
+        for (r, (xr, yr)) in x
+            .chunks(cols as usize)
+            .zip(y.chunks(cols as usize))
+            .enumerate()
+        {
+            let max = xr
+                .iter()
+                .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+            let sum: f64 = xr.iter().map(|&v| (f64::from(v) - max).exp()).sum();
+            for (c, (&v, &got)) in xr.iter().zip(yr).enumerate() {
+                let want = (f64::from(v) - max).exp() / sum;
+                let err = (f64::from(got) - want).abs() / want;
+                if err.is_nan() || err > SOFTMAX_TOLERANCE {
+                    return Err(format!(
+                        "row_softmax FAILED at {rows} x {cols}, [{r}][{c}]: got {got}, \
+                         expected {want}"
+                    ));
+                }
+                worst = worst.max(err);
+            }
+        }
+    }
+    Ok(format!(
+        "row_softmax at {} shapes (ragged columns) within {worst:.1e} of f64",
+        shapes.len()
+    ))
 }

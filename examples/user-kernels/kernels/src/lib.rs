@@ -1,10 +1,13 @@
-//! The device side of the example: two kernels built on the library.
+//! The device side of the example: three kernels built on the library.
 //!
 //! - [`scale`]: `y = alpha * x` for any `n`, streamed through shared memory with a three-stage
 //!   `ThreadPipeline` — two tiles in flight while a third is read — with the tail of `x`
 //!   zero-filled by the copies (`memcpy_async_zfill`). Any grid of one-dimensional blocks
 //!   (block `b` takes tiles `b, b + grid, ...`), with [`SHARED_BYTES`] of dynamic shared
 //!   memory; `x` holds `n` floats and `y` `n` floats.
+//! - [`row_softmax`]: a softmax over each row of a matrix with any number of columns, on
+//!   the library's math (`gpu::math::exp`) and block reductions (`gpu::reduce`): the kernel a
+//!   user writes first.
 //! - [`gemv_multicast`] (sm_90a): `y = A x` in thread block clusters of [`GEMV_CLUSTER`]
 //!   blocks. Every block needs all of `x`, so the blocks of a cluster stream it through one
 //!   `ClusterBulkPipeline`: each copies its share of every tile to all of them at once (a
@@ -89,6 +92,11 @@ mod device {
             fill(i);
         }
         for i in 0..mine {
+            // Refill first, then wait: the stage tile i - 1 used was released (and the block
+            // barrier passed) at the end of the last round, so STAGES - 1 tiles are in flight
+            // while this one is read. Refilling after the release instead would leave one
+            // fewer in flight (none with two stages) while the block computes.
+            fill(i + STAGES - 1);
             let ready = consumer.consumer_wait();
             // Every thread's copies of this tile are visible.
             ptx::barrier_sync();
@@ -105,9 +113,132 @@ mod device {
                 e += threads;
             }
             ready.consumer_release();
-            // Everyone is done with the stage before anyone refills it.
+            // Everyone is done with the stage before anyone refills it (next round).
             ptx::barrier_sync();
-            fill(i + STAGES - 1);
+        }
+    }
+}
+
+/// Threads per block of [`row_softmax`].
+pub const SOFTMAX_THREADS: u32 = 256;
+/// The longest row [`row_softmax`] takes, in floats (one stage holds a row: 16 KiB).
+pub const SOFTMAX_MAX_COLS: u32 = 4096;
+/// Stages of its pipeline: the next row lands while this one is reduced.
+pub const SOFTMAX_STAGES: u32 = 2;
+/// Dynamic shared memory a block of it needs.
+pub const SOFTMAX_SHARED_BYTES: u32 = SOFTMAX_STAGES * SOFTMAX_MAX_COLS * 4;
+
+gpu::kernel! {
+    /// `y[r][c] = exp(x[r][c] - max_c x[r]) / sum_c exp(x[r][c] - max_c x[r])` for each of
+    /// `rows` rows of `cols` floats, packed row after row (any `cols`: rows need not be
+    /// 16-byte aligned). Block `b` takes rows `b, b + grid, ...`; each row goes through shared
+    /// memory in a two-stage `ThreadPipeline` (4-byte copies), and is reduced with
+    /// `gpu::reduce::block_reduce` (max, then the sum of `gpu::math::exp`).
+    ///
+    /// # Safety
+    /// A 1-D grid of blocks of [`SOFTMAX_THREADS`] threads with [`SOFTMAX_SHARED_BYTES`] of
+    /// dynamic shared memory; `1 <= cols <= SOFTMAX_MAX_COLS`; `x` and `y` hold `rows * cols`
+    /// floats.
+    pub fn row_softmax(x: *const f32, y: *mut f32, rows: u32, cols: u32)
+        [max_threads = SOFTMAX_THREADS]
+    {
+        // SAFETY: forwarded launch contract.
+        unsafe { crate::softmax_device::row_softmax(x, y, rows, cols) }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod softmax_device {
+    use super::{SOFTMAX_MAX_COLS, SOFTMAX_STAGES};
+    use gpu::group::Block;
+    use gpu::memcpy_async::{AlignedSize, cp_async::memcpy_async_group};
+    use gpu::pipeline::{Consumer, Producer, ThreadPipeline};
+    use gpu::reduce::{Max, Sum, block_reduce};
+    use gpu::shared::{Shared, dynamic_shared};
+    use gpu::{math, ptx};
+
+    gpu::static_shared!(fn partials() -> [f32; 32]);
+
+    /// Stage `s`'s row.
+    fn stage(s: u32) -> Shared<f32> {
+        dynamic_shared().add(s * SOFTMAX_MAX_COLS * 4).cast()
+    }
+
+    /// The body of [`row_softmax`](super::row_softmax).
+    ///
+    /// # Safety
+    /// Its launch contract.
+    #[inline(always)]
+    pub(super) unsafe fn row_softmax(x: *const f32, y: *mut f32, rows: u32, cols: u32) {
+        let block = Block::this_block();
+        let (tid, threads) = (ptx::thread_idx_x(), ptx::block_dim_x());
+        // No division check: grid_dim_x() is at least 1.
+        let (first, step) = (ptx::block_idx_x(), ptx::grid_dim_x());
+        let mine = rows.saturating_sub(first).div_ceil(step);
+        let row_of = |i: u32| (first + i * step) as usize * cols as usize;
+        let mut pipeline = ThreadPipeline::<{ SOFTMAX_STAGES as usize }>::new();
+        let (mut producer, mut consumer) = pipeline.split();
+        let mut fill = |i: u32| {
+            let s = producer.producer_acquire();
+            if i < mine {
+                // SAFETY: the row's cols floats exist (contract) and fit the stage
+                // (cols <= SOFTMAX_MAX_COLS); 4-byte aligned like any float; the stage is free
+                // (fresh, or released after the block barrier that ends a round).
+                unsafe {
+                    memcpy_async_group(
+                        &block,
+                        stage(s.index()),
+                        x.wrapping_add(row_of(i)),
+                        AlignedSize::<4>::round_up(cols * 4),
+                        &s,
+                    )
+                };
+            }
+            // An empty commit past the last row keeps the wait count uniform.
+            s.producer_commit();
+        };
+        fill(0);
+        for i in 0..mine {
+            // Refill first: the next row is in flight while this one is reduced.
+            fill(i + 1);
+            let ready = consumer.consumer_wait();
+            // Every thread's copies of the row are visible.
+            ptx::barrier_sync();
+            let row = stage(ready.index());
+            let mut max = f32::NEG_INFINITY;
+            let mut c = tid;
+            while c < cols {
+                // SAFETY: c < cols: inside the landed row.
+                max = max.max(unsafe { row.add(c).read() });
+                c += threads;
+            }
+            // SAFETY: every thread of the block, whole warps (256 threads).
+            let max = unsafe { block_reduce::<Max, f32>(max, partials()) };
+            let mut sum = 0.0f32;
+            let mut c = tid;
+            while c < cols {
+                // Each thread keeps its own exponentials in the stage (only it reads them).
+                // SAFETY: c < cols; this thread's element.
+                unsafe {
+                    let e = math::exp(row.add(c).read() - max);
+                    row.add(c).write(e);
+                    sum += e;
+                }
+                c += threads;
+            }
+            // SAFETY: as above.
+            let sum = unsafe { block_reduce::<Sum, f32>(sum, partials()) };
+            let scale = math::recip_accurate(sum);
+            let out = y.wrapping_add(row_of(i));
+            let mut c = tid;
+            while c < cols {
+                // SAFETY: c < cols: this thread's element of the row, inside y.
+                unsafe { *out.add(c as usize) = row.add(c).read() * scale };
+                c += threads;
+            }
+            ready.consumer_release();
+            // Everyone is done with the stage before the next round refills it.
+            ptx::barrier_sync();
         }
     }
 }
@@ -154,6 +285,7 @@ mod cluster_device {
     use gpu::memcpy_async::{AlignedSize, bulk::memcpy_async_bulk_multicast};
     use gpu::pipeline::{ClusterBulkPipeline, Consumer, Producer};
     use gpu::ptx;
+    use gpu::reduce::{Sum, warp_reduce};
     use gpu::shared::{Shared, dynamic_shared};
 
     const STAGES: usize = GEMV_STAGES as usize;
@@ -161,17 +293,6 @@ mod cluster_device {
     /// Stage `s`'s copy of a tile of `x`.
     fn stage(s: u32) -> Shared<f32> {
         dynamic_shared().add(s * GEMV_TILE * 4).cast()
-    }
-
-    /// The sum of `value` over the warp, in every lane (a butterfly of shuffles).
-    fn warp_sum(mut value: f32) -> f32 {
-        let lane = ptx::thread_idx_x() % 32;
-        let mut offset = 16;
-        while offset > 0 {
-            value += f32::from_bits(ptx::shfl_sync_idx(value.to_bits(), lane ^ offset));
-            offset /= 2;
-        }
-        value
     }
 
     /// The body of [`gemv_multicast`](super::gemv_multicast).
@@ -199,7 +320,8 @@ mod cluster_device {
         // one's batch is past the last row.
         let pairs = rows.div_ceil(GEMV_ROWS).div_ceil(GEMV_CLUSTER);
         // At least one cluster (the launch contract): `max(1)` says so to the compiler, which
-        // then leaves out a division-by-zero panic.
+        // then leaves out a division-by-zero panic (`grid_dim_x() / 2` may be 0 for all it
+        // knows; `grid_dim_x()` itself is known to be at least 1).
         let (first, step) = (
             ptx::block_idx_x() / GEMV_CLUSTER,
             (ptx::grid_dim_x() / GEMV_CLUSTER).max(1),
@@ -263,7 +385,7 @@ mod cluster_device {
                     fill_next();
                 }
             }
-            let sum = warp_sum(sum);
+            let sum = warp_reduce::<Sum, f32>(sum);
             if lane == 0 && row < rows {
                 // SAFETY: row < rows.
                 unsafe { *y.add(row as usize) = sum };
