@@ -202,7 +202,7 @@ pub unsafe fn memcpy_async_group<G: Group, T, U, C: Completion, const ALIGN: u32
 /// tails: `size` is the padded tile, `src_bytes` what is left of the input.
 ///
 /// Every chunk wholly inside the source is one plain `ALIGN`-byte copy (the aligned body is
-/// the same code as [`memcpy_async_group`]'s); the chunk the source ends in is copied a
+/// the same loop as [`memcpy_async_group`]'s); the chunk the source ends in is copied a
 /// 4-byte word at a time and the chunks past it copy zeros from a zero chunk in global
 /// memory, so no copy reads outside the source: memcheck-clean at any length that is a
 /// multiple of 4 bytes (a source ending inside a word still has one 4-byte read over its
@@ -222,7 +222,16 @@ pub unsafe fn memcpy_async_zfill<G: Group, T, U, C: Completion, const ALIGN: u32
 ) {
     let src = src.cast::<u8>();
     let dst = dst.addr();
+    // The chunks wholly inside the source first, with exactly the plain copies of
+    // `memcpy_async_group` (the aligned body costs nothing), then the ragged rest.
+    let whole = (src_bytes / ALIGN).min(size.chunks());
     let mut chunk = group.thread_rank();
+    while chunk < whole {
+        let offset = chunk * ALIGN;
+        // SAFETY: chunk < whole: ALIGN readable bytes of the source, inside `size` of dst.
+        unsafe { copy_chunk::<ALIGN>(dst + offset, src.add(offset as usize)) };
+        chunk += group.size();
+    }
     while chunk < size.chunks() {
         let offset = chunk * ALIGN;
         let valid = src_bytes.saturating_sub(offset).min(ALIGN);

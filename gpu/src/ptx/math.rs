@@ -40,8 +40,8 @@ unary_f32!(
     ex2_approx_f32 => "ex2.approx.f32"
 );
 unary_f32!(
-    /// `log2(x)`, fast (`MUFU.LG2`): absolute error within 2^-22 for x in [0.5, 2], 2 ulp
-    /// elsewhere; subnormal inputs flushed to zero (so `-inf`).
+    /// `log2(x)`, fast (`MUFU.LG2`): absolute error within 2^-22 for x in [0.5, 2], about 2
+    /// ulp elsewhere; subnormal inputs flushed to zero (so `-inf`).
     lg2_approx_ftz_f32 => "lg2.approx.ftz.f32"
 );
 unary_f32!(

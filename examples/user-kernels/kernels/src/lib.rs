@@ -1,14 +1,14 @@
 //! The device side of the example: three kernels built on the library.
 //!
-//! - [`scale`]: `y = alpha * x` for any `n`, streamed through shared memory with a three-stage
+//! - [`scale`](constant@scale): `y = alpha * x` for any `n`, streamed through shared memory with a three-stage
 //!   `ThreadPipeline` — two tiles in flight while a third is read — with the tail of `x`
 //!   zero-filled by the copies (`memcpy_async_zfill`). Any grid of one-dimensional blocks
 //!   (block `b` takes tiles `b, b + grid, ...`), with [`SHARED_BYTES`] of dynamic shared
 //!   memory; `x` holds `n` floats and `y` `n` floats.
-//! - [`row_softmax`]: a softmax over each row of a matrix with any number of columns, on
+//! - [`row_softmax`](constant@row_softmax): a softmax over each row of a matrix with any number of columns, on
 //!   the library's math (`gpu::math::exp`) and block reductions (`gpu::reduce`): the kernel a
 //!   user writes first.
-//! - [`gemv_multicast`] (sm_90a): `y = A x` in thread block clusters of [`GEMV_CLUSTER`]
+//! - [`gemv_multicast`](constant@gemv_multicast) (sm_90a): `y = A x` in thread block clusters of [`GEMV_CLUSTER`]
 //!   blocks. Every block needs all of `x`, so the blocks of a cluster stream it through one
 //!   `ClusterBulkPipeline`: each copies its share of every tile to all of them at once (a
 //!   multicast bulk copy, one L2 read for the cluster), and a stage is refilled only when
@@ -51,7 +51,7 @@ mod device {
         dynamic_shared().add(s * TILE * 4).cast()
     }
 
-    /// The body of [`scale`](super::scale).
+    /// The body of [`scale`](constant@scale)(super::scale).
     ///
     /// # Safety
     /// `scale`'s launch contract.
@@ -119,9 +119,9 @@ mod device {
     }
 }
 
-/// Threads per block of [`row_softmax`].
+/// Threads per block of [`row_softmax`](constant@row_softmax).
 pub const SOFTMAX_THREADS: u32 = 256;
-/// The longest row [`row_softmax`] takes, in floats (one stage holds a row: 16 KiB).
+/// The longest row [`row_softmax`](constant@row_softmax) takes, in floats (one stage holds a row: 16 KiB).
 pub const SOFTMAX_MAX_COLS: u32 = 4096;
 /// Stages of its pipeline: the next row lands while this one is reduced.
 pub const SOFTMAX_STAGES: u32 = 2;
@@ -164,7 +164,7 @@ mod softmax_device {
         dynamic_shared().add(s * SOFTMAX_MAX_COLS * 4).cast()
     }
 
-    /// The body of [`row_softmax`](super::row_softmax).
+    /// The body of [`row_softmax`](constant@row_softmax)(super::row_softmax).
     ///
     /// # Safety
     /// Its launch contract.
@@ -243,7 +243,7 @@ mod softmax_device {
     }
 }
 
-/// Floats of `x` per stage of [`gemv_multicast`] (8 KiB).
+/// Floats of `x` per stage of [`gemv_multicast`](constant@gemv_multicast) (8 KiB).
 pub const GEMV_TILE: u32 = 2048;
 /// Stages of its pipeline.
 pub const GEMV_STAGES: u32 = 4;
@@ -295,7 +295,7 @@ mod cluster_device {
         dynamic_shared().add(s * GEMV_TILE * 4).cast()
     }
 
-    /// The body of [`gemv_multicast`](super::gemv_multicast).
+    /// The body of [`gemv_multicast`](constant@gemv_multicast)(super::gemv_multicast).
     ///
     /// # Safety
     /// Its launch contract.
