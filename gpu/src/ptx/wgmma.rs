@@ -13,7 +13,7 @@
 //! `asm!` statement holding `wgmma.fence`, the four `wgmma.mma_async` of a 64-wide k-tile,
 //! `wgmma.commit_group` and `wgmma.wait_group 0`, with every accumulator an `inout` operand.
 //! Nothing outside the statement can run between a multiply and its wait; the registers are
-//! the statement's operands before and after. (`host/tests/lowering.rs` reads the PTX and
+//! the statement's operands before and after. (`host/tests/lowering/` reads the PTX and
 //! checks it; ptxas prints no "wgmma serialization" warning for these kernels.)
 //!
 //! SASS: `WARPGROUP.ARRIVE`, `HGMMA.64xNx16.F32.BF16`, `WARPGROUP.DEPBAR.LE gsb0, 0x0`.

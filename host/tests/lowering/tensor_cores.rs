@@ -1,0 +1,349 @@
+//! The tensor-core kernels (sm_90a): wgmma fed by TMA, multicast, the accumulator rule; clusters.
+
+use super::*;
+
+/// Every BF16 GEMM entry point, with its family, whether it stores C by tensor copies and
+/// whether it is warp-specialized (a producer warpgroup).
+pub(crate) fn bf16_entries() -> Vec<(
+    &'static workloads::bf16_gemm::Bf16Kernel,
+    &'static str,
+    bool,
+    bool,
+)> {
+    use workloads::bf16_gemm::Bf16Style;
+    workloads::bf16_gemm::BF16_KERNELS
+        .iter()
+        .flat_map(|k| {
+            let specialized = matches!(k.style, Bf16Style::WsCooperative | Bf16Style::WsPingpong);
+            let [tensor_store, direct] = k.entries.names();
+            [
+                (k, tensor_store, true, specialized),
+                (k, direct, false, specialized),
+            ]
+        })
+        .collect()
+}
+
+/// The tensor-core kernels are in the sm_90a module only, and lower to what they document:
+/// `HGMMA.64x256x16.F32.BF16` fed by `UTMALDG` (by 16-byte `LDGSTS` in the `cp_async` style),
+/// A through `LDSM` where it is multiplied from registers, C staged by `STSM` and stored by
+/// `UTMASTG` (tensor-store entry points) or stored by 16-byte `STG` (direct), `setmaxnreg` in the
+/// warp-specialized ones (40 for the producer, 232 for the consumers), and no local memory —
+/// the 128 accumulators stay in registers.
+#[test]
+fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
+    use workloads::bf16_gemm::{ASource, Bf16Style};
+    for (family, entry, tensor_store, specialized) in bf16_entries() {
+        for arch in Arch::PORTABLE {
+            assert!(
+                inspection(arch).kernel(entry).is_none(),
+                "{entry} is in the {arch} PTX"
+            );
+        }
+        let view = kernel(Arch::Sm90a, entry);
+        let sass = sass_ops(view);
+        assert!(
+            sass.iter().any(|o| o == "HGMMA.64x256x16.F32.BF16"),
+            "{entry}: {sass:?}"
+        );
+        let cp_async = family.style == Bf16Style::CpAsync;
+        // Plain, or multicast in a cluster (a cluster sharing both tiles would have no plain one).
+        assert_eq!(
+            sass.iter().any(|o| o.starts_with("UTMALDG.2D")),
+            !cp_async,
+            "{entry}"
+        );
+        assert_eq!(
+            sass.iter().any(|o| o == "LDGSTS.E.BYPASS.128"),
+            cp_async,
+            "{entry}"
+        );
+        assert_eq!(
+            sass.iter().any(|o| o.starts_with("LDSM.16.M88.4")),
+            family.a_source == ASource::Registers,
+            "{entry}"
+        );
+        assert_eq!(
+            sass.iter().any(|o| o.starts_with("STSM.16.M88.4")),
+            tensor_store,
+            "{entry}"
+        );
+        assert_eq!(
+            sass.iter().any(|o| o == "UTMASTG.2D"),
+            tensor_store,
+            "{entry}"
+        );
+        assert_eq!(
+            sass.iter().any(|o| o.starts_with("STG.E.128")),
+            !tensor_store,
+            "{entry}"
+        );
+        assert!(
+            sass.iter().any(|o| o.starts_with("WARPGROUP.ARRIVE")),
+            "{entry}"
+        );
+        let resources = view.resources.as_ref().expect("ptxas resources");
+        if specialized {
+            // The register split adds up only from 168 per thread at 384 threads:
+            // (40 + 2 * 232) * 128 = 64512 = 384 * 168, so the consumers take exactly what the
+            // producer gives back. Assembled with fewer, the block would be launched with fewer
+            // and `setmaxnreg.inc` would wait for registers it never gets.
+            assert_eq!(resources.registers, 168, "{entry}");
+        }
+        assert_eq!(
+            (
+                resources.stack_frame_bytes,
+                resources.spill_store_bytes,
+                resources.spill_load_bytes
+            ),
+            (0, 0, 0),
+            "{entry}: local memory"
+        );
+        assert!(
+            !sass
+                .iter()
+                .any(|o| o.starts_with("LDL") || o.starts_with("STL")),
+            "{entry}: local memory"
+        );
+        let mut setmaxnreg: Vec<String> = view
+            .ptx
+            .iter()
+            .filter(|i| i.opcode.starts_with("setmaxnreg"))
+            .map(|i| format!("{} {}", i.opcode, i.operands))
+            .collect();
+        setmaxnreg.sort();
+        if specialized {
+            assert_eq!(
+                setmaxnreg,
+                [
+                    "setmaxnreg.dec.sync.aligned.u32 40",
+                    "setmaxnreg.inc.sync.aligned.u32 232"
+                ],
+                "{entry}"
+            );
+        } else {
+            assert!(setmaxnreg.is_empty(), "{entry}: {setmaxnreg:?}");
+        }
+    }
+}
+
+/// The BF16 families that run in clusters share their tiles as documented: the kernel
+/// declares its cluster (`.reqnctapercluster`, recorded in the entry point), copies its slice
+/// of the shared tile with multicast tensor copies (`UTMALDG.2D.MULTICAST`), releases stages
+/// to every block of its group with the CTA-scope remote arrival, and syncs the cluster at
+/// the start and the end — so exactly two `MEMBAR.ALL.GPU`, those of the two cluster
+/// barriers' release, none per stage. The single-block families have none of it.
+#[test]
+fn cluster_bf16_kernels_multicast_their_shared_tile() {
+    use workloads::bf16_gemm::{Bf16Entries, TileCluster};
+    let mut clustered = 0;
+    for (family, entry, _, _) in bf16_entries() {
+        let in_cluster = family.cluster != TileCluster::NONE;
+        let view = kernel(Arch::Sm90a, entry);
+        let sass = sass_ops(view);
+        let declared = match &family.entries {
+            Bf16Entries::TensorMaps {
+                tensor_store,
+                direct,
+            } => [tensor_store.cluster(), direct.cluster()],
+            Bf16Entries::Pointers {
+                tensor_store,
+                direct,
+            } => [tensor_store.cluster(), direct.cluster()],
+        };
+        let expected = in_cluster.then_some([family.cluster.blocks(), 1, 1]);
+        assert_eq!(declared, [expected, expected], "{entry}");
+        assert_eq!(
+            sass.iter().any(|o| o == "UTMALDG.2D.MULTICAST"),
+            in_cluster,
+            "{entry}"
+        );
+        for op in [
+            "mbarrier.arrive.release.cta.shared::cluster.b64",
+            "barrier.cluster.arrive.release.aligned",
+            "barrier.cluster.wait.acquire.aligned",
+            "mapa.shared::cluster.u32",
+        ] {
+            assert_eq!(view.has_ptx(op), in_cluster, "{entry}: {op}");
+        }
+        // The remote release must not be the cluster-scope one (a GPU-wide fence per stage).
+        assert!(
+            !view.has_ptx("mbarrier.arrive.release.cluster.shared::cluster.b64"),
+            "{entry}"
+        );
+        let gpu_fences = sass.iter().filter(|o| *o == "MEMBAR.ALL.GPU").count();
+        assert_eq!(gpu_fences, if in_cluster { 2 } else { 0 }, "{entry}");
+        clustered += usize::from(in_cluster);
+    }
+    assert_eq!(clustered, 4);
+}
+
+/// Every tensor load of the cooperative `n x k` families is preceded by the `expect_tx` of the
+/// bytes it brings this block: a whole tile for a plain copy, every receiver's slice for a
+/// multicast one — so each stage expects its A tile (16 KiB) and its B tile (32 KiB) whichever
+/// block copies them. 2 x 1: A local (16 KiB), B multicast (2 x 16 KiB); 1 x 2: A multicast
+/// (2 x 8 KiB), B local; one block: both local.
+#[test]
+fn multicast_copies_expect_every_receivers_bytes() {
+    use workloads::bf16_gemm::{ASource, BLayout, Bf16Style, TileCluster};
+    let mut checked = 0;
+    for (family, entry, _, _) in bf16_entries() {
+        if family.style != Bf16Style::WsCooperative
+            || family.b_layout != BLayout::NK
+            || family.a_source != ASource::SharedMemory
+        {
+            continue;
+        }
+        let view = kernel(Arch::Sm90a, entry);
+        // Constants moved into registers, for the expect_tx operand.
+        let mut constants = std::collections::BTreeMap::new();
+        let mut expected: Option<u64> = None;
+        let mut loads = std::collections::BTreeSet::new();
+        for i in &view.ptx {
+            let ops = operands(i);
+            if i.opcode == "mov.b32" && ops.len() == 2 {
+                if let Ok(v) = ops[1].parse::<u64>() {
+                    constants.insert(ops[0].to_string(), v);
+                }
+            } else if i.opcode == "mbarrier.expect_tx.relaxed.cta.shared::cta.b64" {
+                let bytes = ops.last().expect("an operand");
+                expected = Some(
+                    bytes
+                        .parse()
+                        .ok()
+                        .or_else(|| constants.get(*bytes).copied())
+                        .unwrap_or_else(|| panic!("{entry}: expect_tx of {bytes}")),
+                );
+            } else if i
+                .opcode
+                .starts_with("cp.async.bulk.tensor.2d.shared::cluster.global")
+            {
+                let multicast = i.opcode.ends_with(".multicast::cluster");
+                let bytes = expected
+                    .take()
+                    .unwrap_or_else(|| panic!("{entry}: a tensor load without its expect_tx"));
+                loads.insert((multicast, bytes));
+            }
+        }
+        let want: std::collections::BTreeSet<(bool, u64)> = match family.cluster {
+            TileCluster { m: 2, n: 1 } => [(false, 16384), (true, 32768)].into(),
+            TileCluster { m: 1, n: 2 } => [(true, 16384), (false, 32768)].into(),
+            _ => [(false, 16384), (false, 32768)].into(),
+        };
+        assert_eq!(loads, want, "{entry}");
+        checked += 1;
+    }
+    // ws_cooperative, _2x1 and _1x2, two entry points each.
+    assert_eq!(checked, 6);
+}
+
+/// The accumulator rule (PTX ISA: no access to a `wgmma.mma_async`'s accumulator registers
+/// until a `wgmma.wait_group` covers it): in every sm_90a kernel, from each `wgmma.fence` to
+/// the `wgmma.wait_group 0` after it there is nothing but the four `wgmma.mma_async` of a
+/// k-tile and their `wgmma.commit_group` — so no instruction of any kind, let alone one on an
+/// accumulator, runs while a multiply is in flight — and the four multiplies name one and the
+/// same accumulator registers (tied, not copied between them).
+#[test]
+fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
+    let (mut checked, mut register_a) = (0, 0);
+    for (name, view) in &inspection(Arch::Sm90a).kernels {
+        let ptx = &view.ptx;
+        let mut i = 0;
+        while i < ptx.len() {
+            if ptx[i].opcode.starts_with("wgmma.mma_async") {
+                panic!("{name}: a wgmma.mma_async outside a fence..wait region at {i}");
+            }
+            if ptx[i].opcode != "wgmma.fence.sync.aligned" {
+                i += 1;
+                continue;
+            }
+            let region: Vec<&PtxInstr> = ptx[i + 1..].iter().take(6).collect();
+            let opcodes: Vec<&str> = region.iter().map(|r| r.opcode.as_str()).collect();
+            assert_eq!(opcodes.len(), 6, "{name}: a fence at the end");
+            assert!(
+                opcodes[..4]
+                    .iter()
+                    .all(|o| o.starts_with("wgmma.mma_async.sync.aligned.m64n")),
+                "{name}: {opcodes:?}"
+            );
+            assert_eq!(opcodes[4], "wgmma.commit_group.sync.aligned", "{name}");
+            assert_eq!(opcodes[5], "wgmma.wait_group.sync.aligned", "{name}");
+            assert_eq!(region[5].operands.trim(), "0", "{name}");
+            let accumulators = |instr: &PtxInstr| {
+                let ops = &instr.operands;
+                ops[ops.find('{').expect("a register list")..=ops.find('}').expect("its end")]
+                    .to_string()
+            };
+            let first = accumulators(region[0]);
+            assert!(first.matches("%r").count() >= 32, "{name}: {first}");
+            for mma in &region[1..4] {
+                assert_eq!(accumulators(mma), first, "{name}: accumulators differ");
+            }
+            // A from registers: a second register list (four registers) before B's descriptor.
+            let after = &region[0].operands[region[0].operands.find('}').unwrap() + 1..];
+            if after.trim_start_matches([',', ' ']).starts_with('{') {
+                register_a += 1;
+            }
+            checked += 1;
+            i += 7;
+        }
+    }
+    assert!(checked >= 4, "found {checked} wgmma regions");
+    assert!(register_a >= 1, "no wgmma takes A from registers");
+}
+
+/// ptxas assembles the sm_90a module without a warning: in particular none saying that it
+/// serialized `wgmma.mma_async` instructions (what it does when it cannot prove the
+/// accumulators untouched between a multiply and its wait).
+#[test]
+fn ptxas_does_not_serialize_any_wgmma() {
+    let ptxas = ptx_builder::nvtools::require(ptx_builder::nvtools::Tool::Ptxas)
+        .unwrap_or_else(|e| panic!("ptxas is needed for this test: {e}"));
+    let dir = std::env::temp_dir().join(format!("wgmma-warnings-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx = dir.join("sm_90a.ptx");
+    std::fs::write(&ptx, host::device_code::module_text(Arch::Sm90a)).unwrap();
+    let output = std::process::Command::new(ptxas)
+        .args(["-v", "-arch=sm_90a"])
+        .arg(&ptx)
+        .arg("-o")
+        .arg(dir.join("sm_90a.cubin"))
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{report}");
+    let warnings: Vec<&str> = report
+        .lines()
+        .filter(|l| l.to_lowercase().contains("warn"))
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(report.contains("bf16_gemm_ws_cooperative"), "{report}");
+}
+
+/// The cluster instructions (DSMEM, cluster barriers, remote arrivals, multicast) are in the
+/// sm_90 PTX only: the sm_80 module has none, and none of the DSMEM kernels.
+#[test]
+fn cluster_instructions_are_in_the_sm90_ptx_only() {
+    let marks = [
+        "%cluster_",
+        "%clusterid",
+        "%is_explicit_cluster",
+        "barrier.cluster.",
+        "mapa.",
+        "shared::cluster",
+        "st.async",
+        "red.async",
+        "multicast::cluster",
+        "fence.acq_rel.cluster",
+    ];
+    let sm80 = host::device_code::module_text(Arch::Sm80);
+    for mark in marks {
+        assert!(!sm80.contains(mark), "`{mark}` in the sm_80 PTX");
+    }
+    assert!(!sm80.contains("dsmem_"), "a DSMEM kernel in the sm_80 PTX");
+    let sm90 = host::device_code::module_text(Arch::Sm90);
+    for mark in marks {
+        assert!(sm90.contains(mark), "`{mark}` missing from the sm_90 PTX");
+    }
+}
