@@ -456,8 +456,8 @@ impl SavedReport {
 }
 
 mod plot;
-pub use plot::{Figure, Point, Series};
 use plot::draw;
+pub use plot::{Figure, Point, Series};
 
 #[cfg(test)]
 mod tests;

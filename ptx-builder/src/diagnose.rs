@@ -79,7 +79,12 @@ fn header_name(line: &str) -> Option<String> {
         Some(r) => r.split_once(')')?.1.trim_start(),
         None => rest,
     };
-    let name: String = rest
+    identifier(rest)
+}
+
+/// The PTX identifier `text` starts with.
+fn identifier(text: &str) -> Option<String> {
+    let name: String = text
         .chars()
         .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
         .collect();
@@ -100,11 +105,7 @@ fn callee(statement: &str) -> Option<String> {
             .trim_start(),
         None => rest,
     };
-    let name: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
-        .collect();
-    (!name.is_empty()).then_some(name)
+    identifier(rest)
 }
 
 /// Every function of `ptx` with a body, by name.

@@ -4,8 +4,8 @@ use super::*;
 
 /// The `cp.async` and sync GEMM families (both archs): both entry points of each, with the
 /// family and the copy size.
-pub(crate) fn gemm_entries() -> impl Iterator<Item = (&'static workloads::gemm::GemmKernel, &'static str, u32)>
-{
+pub(crate) fn gemm_entries()
+-> impl Iterator<Item = (&'static workloads::gemm::GemmKernel, &'static str, u32)> {
     workloads::gemm::GEMM_KERNELS
         .iter()
         .filter(|k| !k.style.needs_sm90())

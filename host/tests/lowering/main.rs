@@ -144,18 +144,18 @@ fn study_kernels_cannot_trap() {
     }
 }
 
-mod styles;
-mod wrappers;
-mod gemm;
 mod copy_engine;
+mod gemm;
+mod styles;
 mod tensor_cores;
-#[allow(unused_imports)]
-use styles::*;
-#[allow(unused_imports)]
-use wrappers::*;
-#[allow(unused_imports)]
-use gemm::*;
+mod wrappers;
 #[allow(unused_imports)]
 use copy_engine::*;
 #[allow(unused_imports)]
+use gemm::*;
+#[allow(unused_imports)]
+use styles::*;
+#[allow(unused_imports)]
 use tensor_cores::*;
+#[allow(unused_imports)]
+use wrappers::*;

@@ -28,7 +28,9 @@ pub(crate) enum Emits {
 }
 
 /// The instructions of each kernel of `arch`'s PTX that came from inline asm.
-pub(crate) fn asm_instructions(arch: Arch) -> &'static std::collections::BTreeMap<String, Vec<PtxInstr>> {
+pub(crate) fn asm_instructions(
+    arch: Arch,
+) -> &'static std::collections::BTreeMap<String, Vec<PtxInstr>> {
     static CACHE: [OnceLock<std::collections::BTreeMap<String, Vec<PtxInstr>>>; Arch::ALL.len()] =
         [const { OnceLock::new() }; Arch::ALL.len()];
     let slot = &CACHE[Arch::ALL.iter().position(|&a| a == arch).expect("an arch")];

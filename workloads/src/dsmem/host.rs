@@ -169,6 +169,11 @@ struct Launches<E: 'static, P: gpu_runtime::Params> {
 }
 
 impl<E, P: gpu_runtime::Params> Launches<E, P> {
+    /// Why nothing runs here (no cluster fits, or not the sm_90 code): something missing.
+    fn unavailable(&self) -> Option<Unavailable> {
+        self.grid.as_ref().err().cloned().map(Unavailable::Missing)
+    }
+
     /// Resolves `experiments`' kernels (`entry` gives each one's; on the sm_90 code only) and
     /// sizes the grid for `reach`.
     fn new(
@@ -403,12 +408,7 @@ pub struct LatencyProblem {
 
 impl Problem<LatencyKernel> for LatencyProblem {
     fn unavailable(&self, _: &LatencyKernel) -> Option<Unavailable> {
-        self.launches
-            .grid
-            .as_ref()
-            .err()
-            .cloned()
-            .map(Unavailable::Missing)
+        self.launches.unavailable()
     }
     fn poison(&mut self, gpu: &Gpu, _: &LatencyKernel) -> Result<()> {
         Ok(gpu.fill_words(&mut self.end, POISON.to_bits(), "the chains' ends")?)
@@ -641,12 +641,7 @@ pub struct BandwidthProblem {
 
 impl Problem<BandwidthKernel> for BandwidthProblem {
     fn unavailable(&self, _: &BandwidthKernel) -> Option<Unavailable> {
-        self.launches
-            .grid
-            .as_ref()
-            .err()
-            .cloned()
-            .map(Unavailable::Missing)
+        self.launches.unavailable()
     }
     fn poison(&mut self, gpu: &Gpu, _: &BandwidthKernel) -> Result<()> {
         Ok(gpu.fill_words(&mut self.sums, POISON.to_bits(), "the sums")?)
