@@ -146,6 +146,24 @@ pub fn is_async_sass(opcode: &str) -> bool {
     .any(|p| opcode.starts_with(p))
 }
 
+/// Whether a PTX instruction is `gpu::math`'s or `gpu::reduce`'s: the special-function unit,
+/// the correctly rounded forms beside it, warp shuffles and reductions.
+pub fn is_math_ptx(opcode: &str) -> bool {
+    [
+        "ex2.", "lg2.", "rcp.", "rsqrt.", "sqrt.", "tanh.", "div.rn", "shfl.", "redux.",
+    ]
+    .iter()
+    .any(|p| opcode.starts_with(p))
+}
+
+/// Whether a SASS instruction is `gpu::math`'s or `gpu::reduce`'s (`MUFU.*`, `SHFL.*`,
+/// `REDUX`; the correctly rounded forms are sequences around `MUFU.RCP` / `MUFU.RSQ`).
+pub fn is_math_sass(opcode: &str) -> bool {
+    ["MUFU", "SHFL", "REDUX"]
+        .iter()
+        .any(|p| opcode.starts_with(p))
+}
+
 /// The PTX instruction with the operand that tells its variant: the byte count of a copy
 /// (and `src-size` for the zero-fill form), the count of `wait_group`.
 pub fn ptx_key(instr: &PtxInstr) -> String {
@@ -256,6 +274,21 @@ pub fn render(inspection: &Inspection, names: &[&str]) -> String {
         let _ = writeln!(out, "  PTX : {}", format_ops(&k.ptx_async_ops()));
         if let Some(ops) = k.sass_async_ops() {
             let _ = writeln!(out, "  SASS: {}", format_ops(&ops));
+        }
+        // Math and warp exchanges, where a kernel has any (`gpu::math`, `gpu::reduce`).
+        let math = tally(k.ptx.iter().filter(|i| is_math_ptx(&i.opcode)).map(ptx_key));
+        if !math.is_empty() {
+            let _ = writeln!(out, "  PTX math/warp : {}", format_ops(&math));
+        }
+        if let Some(sass) = &k.sass {
+            let math = tally(
+                sass.iter()
+                    .filter(|i| is_math_sass(&i.opcode))
+                    .map(sass_key),
+            );
+            if !math.is_empty() {
+                let _ = writeln!(out, "  SASS math/warp: {}", format_ops(&math));
+            }
         }
     }
     out
