@@ -2,7 +2,7 @@
 //!
 //! A kernel that streams `y = alpha * x` through shared memory with a three-stage thread-scope
 //! pipeline (two tiles in flight while a third is read); the tail of `x` is zero-filled by the
-//! copies themselves:
+//! copies themselves, none of which reads past its end:
 //!
 //! ```ignore
 //! #![no_std]
@@ -34,12 +34,15 @@
 //!     fill(0);
 //!     fill(1);
 //!     for t in 0..tiles {
-//!         let ready = consumer.consumer_wait(); // cp.async.wait_group 1
+//!         // Refill first (the stage tile t - 1 used, released at the end of the last round):
+//!         // two tiles stay in flight while this one is read. Refilling after the release
+//!         // below would leave only one (none with two stages).
+//!         fill(t + 2);
+//!         let ready = consumer.consumer_wait(); // cp.async.wait_group 2: tile t has landed
 //!         ptx::barrier_sync(); // every thread's copies are visible
 //!         // ... read stage(ready.index()), write alpha * value to y ...
 //!         ready.consumer_release();
 //!         ptx::barrier_sync(); // everyone is done with the stage before its refill
-//!         fill(t + 2);
 //!     }
 //! }
 //! ```
