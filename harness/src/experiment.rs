@@ -342,11 +342,6 @@ impl Measurement {
         matches!(self.outcome, Outcome::Ran(_)) && !self.passed()
     }
 
-    /// Whether it ran.
-    pub fn ran(&self) -> bool {
-        matches!(self.outcome, Outcome::Ran(_))
-    }
-
     /// The median time of the timed launches.
     pub fn median_ms(&self) -> Option<f64> {
         match &self.outcome {
