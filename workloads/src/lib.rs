@@ -22,11 +22,12 @@
 pub mod bf16_gemm;
 #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub mod dsmem;
-// The sm_90a module holds only what needs sm_90a (the tensor-core GEMM): the GPU loads it
-// beside the sm_90 module, which holds everything else, so the rest is not built twice.
+// The sm_90a module holds only what needs sm_90a (the tensor-core GEMM, the self-test's
+// register-tile kernel): the GPU loads it beside the sm_90 module, which holds everything
+// else, so the rest is not built twice.
 #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub mod gemm;
-#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
+// In both: `selftest` itself leaves everything but its register-tile kernel out of sm_90a.
 pub mod selftest;
 #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub mod stream;

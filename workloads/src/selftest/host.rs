@@ -4,6 +4,8 @@
 
 use super::math::{COLLECTIVE_THREADS, MATH_THREADS, math_entry_points};
 use super::math_host::{MathKernel, MathProblem};
+use super::tile::{TILE_THREADS, tile_entry_points};
+use super::tile_host::TileProblem;
 use super::{
     BARRIER_OPS, BARRIER_OPS_OUTPUTS, BARRIER_OPS_THREADS, BarrierObservation, COPY_KERNELS,
     CopyForm, CopyKernel, HANG_KERNEL, HANG_THREADS, TILE_FLOATS, TILES_PER_BLOCK,
@@ -34,6 +36,9 @@ pub enum SelftestExperiment {
     /// `selftest_math` or `selftest_collectives`: `gpu::math` against f64, `gpu::reduce`
     /// against a host emulation.
     Math(MathKernel),
+    /// `selftest_tile` (sm_90a): the register-tile verbs of `gpu::wgmma::Accumulator`
+    /// against the host's computation from the tile in memory.
+    Tile,
 }
 
 static EXPERIMENTS: LazyLock<Vec<SelftestExperiment>> = LazyLock::new(|| {
@@ -44,6 +49,7 @@ static EXPERIMENTS: LazyLock<Vec<SelftestExperiment>> = LazyLock::new(|| {
             SelftestExperiment::BarrierOps,
             SelftestExperiment::Math(MathKernel::Math),
             SelftestExperiment::Math(MathKernel::Collectives),
+            SelftestExperiment::Tile,
         ])
         .collect()
 });
@@ -57,6 +63,7 @@ impl Experiment for SelftestExperiment {
             SelftestExperiment::Math(MathKernel::Collectives) => {
                 math_entry_points::selftest_collectives.name()
             }
+            SelftestExperiment::Tile => tile_entry_points::selftest_tile.name(),
         }
     }
     fn role(&self) -> Role {
@@ -78,12 +85,15 @@ impl Experiment for SelftestExperiment {
             SelftestExperiment::BarrierOps => "barrier_ops",
             SelftestExperiment::Math(MathKernel::Math) => "math",
             SelftestExperiment::Math(MathKernel::Collectives) => "collectives",
+            SelftestExperiment::Tile => "tile",
         }
     }
     fn stages(&self) -> Option<u32> {
         match self {
             SelftestExperiment::Copy(k) => Some(k.form.stages()),
-            SelftestExperiment::BarrierOps | SelftestExperiment::Math(_) => None,
+            SelftestExperiment::BarrierOps
+            | SelftestExperiment::Math(_)
+            | SelftestExperiment::Tile => None,
         }
     }
     fn threads(&self) -> Option<u32> {
@@ -92,17 +102,21 @@ impl Experiment for SelftestExperiment {
             SelftestExperiment::BarrierOps => BARRIER_OPS_THREADS,
             SelftestExperiment::Math(MathKernel::Math) => MATH_THREADS,
             SelftestExperiment::Math(MathKernel::Collectives) => COLLECTIVE_THREADS,
+            SelftestExperiment::Tile => TILE_THREADS,
         })
     }
     fn shared_bytes(&self) -> Option<u32> {
         Some(match self {
             SelftestExperiment::Copy(k) => k.form.shared_layout().bytes,
-            SelftestExperiment::BarrierOps | SelftestExperiment::Math(_) => 0,
+            SelftestExperiment::BarrierOps
+            | SelftestExperiment::Math(_)
+            | SelftestExperiment::Tile => 0,
         })
     }
     fn archs(&self) -> &'static [Arch] {
         match self {
             SelftestExperiment::Copy(k) if k.form.needs_sm90() => &[Arch::Sm90],
+            SelftestExperiment::Tile => &[Arch::Sm90a],
             _ => &Arch::PORTABLE,
         }
     }
@@ -135,6 +149,9 @@ impl Experiment for SelftestExperiment {
             }
             SelftestExperiment::Math(MathKernel::Collectives) => {
                 "gpu::reduce shuffles, warp and block reductions, bit for bit"
+            }
+            SelftestExperiment::Tile => {
+                "sm_90a: Accumulator row max/sum, scale_rows, exp2_scaled, to_a_fragment vs the host"
             }
         }
     }
@@ -246,6 +263,12 @@ impl Workload for Selftest {
             copies,
             barrier_ops: gpu.entry_point(BARRIER_OPS)?,
             math: MathProblem::new(gpu, inputs.seed)?,
+            // The kernel is in the sm_90a module only: elsewhere the experiment reports it
+            // missing before it asks for this.
+            tile: match gpu.info().specific {
+                Some((Arch::Sm90a, _)) => Some(TileProblem::new(gpu, inputs.seed)?),
+                _ => None,
+            },
             copied: None,
             observed: None,
             on_gpu,
@@ -300,10 +323,21 @@ pub struct SelftestProblem {
     observed: Option<CudaSlice<u32>>,
     /// The math and collectives kernels, their inputs and outputs.
     math: MathProblem,
+    /// The register-tile kernel, its input and output, where the sm_90a module is loaded.
+    tile: Option<TileProblem>,
     /// Past `GPU_CHECK_MIN_ELEMENTS` floats: what every copy kernel must write (the input,
     /// then zeros to the end of the last tile; a kernel's output is a prefix of it at such
     /// sizes) on the GPU, and the kernels that compare with it there.
     on_gpu: Option<(CudaSlice<f32>, Verifier)>,
+}
+
+impl SelftestProblem {
+    /// The register-tile kernel's problem, which only a GPU with the sm_90a module has.
+    fn tile(&mut self) -> Result<&mut TileProblem> {
+        self.tile
+            .as_mut()
+            .context("`selftest_tile` is in the sm_90a module, which is not loaded")
+    }
 }
 
 /// What `barrier_ops` leaves in a word it did not write.
@@ -342,6 +376,7 @@ impl Problem<SelftestExperiment> for SelftestProblem {
                 poisoned(gpu, &mut self.observed, BARRIER_OPS_OUTPUTS, UNWRITTEN)?;
             }
             SelftestExperiment::Math(kernel) => self.math.poison(gpu, *kernel)?,
+            SelftestExperiment::Tile => self.tile()?.poison(gpu)?,
         }
         Ok(())
     }
@@ -377,6 +412,7 @@ impl Problem<SelftestExperiment> for SelftestProblem {
                 unsafe { self.barrier_ops.launch(gpu, config, (out,))? };
             }
             SelftestExperiment::Math(kernel) => self.math.launch(gpu, *kernel)?,
+            SelftestExperiment::Tile => self.tile()?.launch(gpu)?,
         }
         Ok(())
     }
@@ -397,6 +433,7 @@ impl Problem<SelftestExperiment> for SelftestProblem {
                 check_observations(&gpu.download(prepared(&mut self.observed)?, "the output")?)
             }
             SelftestExperiment::Math(kernel) => self.math.check(gpu, *kernel)?,
+            SelftestExperiment::Tile => self.tile()?.check(gpu)?,
         })
     }
 
@@ -432,12 +469,14 @@ impl Problem<SelftestExperiment> for SelftestProblem {
                 Ok(middle.slot())
             }
             SelftestExperiment::Math(kernel) => self.math.plant(gpu, *kernel, fault),
+            SelftestExperiment::Tile => self.tile()?.plant(gpu, fault),
         }
     }
 
     fn note(&mut self, _: &Gpu, experiment: &SelftestExperiment) -> Result<Option<String>> {
         Ok(match experiment {
             SelftestExperiment::Math(MathKernel::Math) => self.math.note.clone(),
+            SelftestExperiment::Tile => self.tile.as_ref().and_then(|t| t.note.clone()),
             _ => None,
         })
     }
@@ -532,8 +571,14 @@ mod tests {
     #[test]
     fn every_kernel_and_barrier_ops_are_experiments() {
         let names: Vec<&str> = Selftest.experiments().iter().map(|e| e.name()).collect();
-        assert_eq!(names.len(), COPY_KERNELS.len() + 3);
+        assert_eq!(names.len(), COPY_KERNELS.len() + 4);
         assert!(names.contains(&"selftest_math") && names.contains(&"selftest_collectives"));
+        assert!(names.contains(&"selftest_tile"));
+        let tile = Selftest
+            .experiments()
+            .iter()
+            .find(|e| e.name() == "selftest_tile");
+        assert_eq!(tile.unwrap().archs(), [Arch::Sm90a]);
         assert!(names.contains(&BARRIER_OPS.name()));
     }
 }

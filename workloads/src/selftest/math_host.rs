@@ -180,7 +180,7 @@ fn ulp(r: f64) -> f64 {
 }
 
 /// `n` ulp at `r`; a result `gpu::math` flushes to zero (below 2^-126) may also be 0.
-fn ulps_ftz(n: f64, r: f64) -> f64 {
+pub(super) fn ulps_ftz(n: f64, r: f64) -> f64 {
     let bound = n * ulp(r);
     if r.abs() < f64::from(f32::MIN_POSITIVE) {
         bound.max(r.abs())

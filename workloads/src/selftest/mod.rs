@@ -14,21 +14,37 @@
 //! [`BARRIER_OPS`] records what the `Barrier` operations report ([`BarrierObservation`]), for
 //! the host to compare with their specification.
 //!
+//! [`selftest_tile`](tile_entry_points::selftest_tile) runs the register-tile verbs of
+//! `gpu::wgmma::Accumulator` (row maxima and sums, row scaling, the softmax's exponentials,
+//! the A fragments of `P V`) on one warpgroup; it is the one kernel of the sm_90a module here.
+//!
 //! Every kernel is declared once, in [`entry_points`], with [`gpu::kernel!`]: its
 //! [`EntryPoint`](gpu::kernel::EntryPoint) (everywhere: a [`CopyKernel`]'s `entry`,
 //! [`BARRIER_OPS`], [`HANG_KERNEL`]) and its entry point (on nvptx64), so the host launches
 //! exactly what the device defines, with the parameter types it declares.
 
+// The sm_90a device build holds the register-tile kernel only (see the crate root): the rest
+// is left out of it.
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 mod shapes;
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub use shapes::*;
 
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 mod math;
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub use math::*;
 /// The host half of the math and collectives self-test.
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod math_host;
 
-#[cfg(target_arch = "nvptx64")]
+mod tile;
+pub use tile::*;
+/// The host half of the register-tile self-test.
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod tile_host;
+
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90a")))]
 mod kernels;
 
 /// The host half: sizes, inputs, reference, launch, check.
@@ -39,6 +55,7 @@ pub mod host;
 /// [`entry_points`], `$body` from `kernels` with the form's parameters, in the order the
 /// table lists them, as its const generics) and lists it in [`COPY_KERNELS`]; the items after
 /// the table are the other kernels of [`entry_points`].
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 macro_rules! copy_kernels {
     (
         $($name:ident => $form:ident $({ $($param:ident : $value:literal),* })? by $body:ident
@@ -80,6 +97,7 @@ macro_rules! copy_kernels {
     };
 }
 
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 copy_kernels! {
     copy_thread_pipeline_2 => ThreadPipeline { stages: 2 } by thread_pipeline,
     copy_thread_pipeline_3 => ThreadPipeline { stages: 3 } by thread_pipeline,
@@ -140,6 +158,7 @@ copy_kernels! {
 }
 
 /// Looks a copy kernel up by name.
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub fn find(name: &str) -> Option<&'static CopyKernel> {
     COPY_KERNELS.iter().find(|k| k.name == name)
 }
