@@ -32,8 +32,17 @@
 //! buffers with `bf16_pad_rows` first, in the timed launch; for N not a multiple of 8 the
 //! direct-store entry points write C.
 //!
+//! The kernels are generic over the 16-bit element ([`gpu::wgmma::SixteenBit`]): the
+//! `f16_gemm_*` families ([`ElementType::F16`]) are the BF16 ones instantiated for IEEE
+//! binary16 A, B and C (FP32 accumulation too), measured beside them: the proof that the
+//! element is a parameter, not a rewrite.
+//!
 //! [`BulkPipeline`]: gpu::pipeline::BulkPipeline
 
+#[cfg(target_arch = "nvptx64")]
+mod epilogue;
+#[cfg(target_arch = "nvptx64")]
+mod helpers;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 
@@ -43,13 +52,13 @@ pub mod host;
 
 use gpu::layout::StagedLayout;
 use gpu::tensor_map::TensorMap;
-use gpu::wgmma::{Bf16, SwizzledKMajor, SwizzledMnMajor, WARPGROUP_THREADS};
+use gpu::wgmma::{Bf16, F16, SwizzledKMajor, SwizzledMnMajor, WARPGROUP_THREADS};
 
 /// Rows of A in a stage at most (the shared 128 x 256 tile).
 pub const BM: u32 = 128;
 /// Columns of C per block tile (one m64n256 `wgmma` per consumer).
 pub const BN: u32 = 256;
-/// K per pipeline stage: one 128-byte swizzle row of BF16.
+/// K per pipeline stage: one 128-byte swizzle row of 16-bit elements.
 pub const BK: u32 = 64;
 /// Tile rows per group of the grouped tile order.
 pub const GROUP_M: u32 = 16;
@@ -65,8 +74,8 @@ pub type BKnTile = SwizzledMnMajor<BN>;
 /// the tensor store (swizzled as the loads are, so the epilogue's writes miss no bank).
 pub type CBox = SwizzledKMajor<64>;
 
-/// How a kernel writes C. Both round the accumulators to BF16 into shared memory first, one
-/// 64 x 256 part per consumer warpgroup.
+/// How a kernel writes C. Both round the accumulators to C's element into shared memory first,
+/// one 64 x 256 part per consumer warpgroup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Epilogue {
     /// Tensor stores (`UTMASTG`) that the next tile's math overlaps; C's rows must be 16-byte
@@ -101,7 +110,7 @@ impl Geometry {
         stages: 4,
     };
 
-    /// Bytes of a stage's A tile (`tile_m` rows of 64 BF16).
+    /// Bytes of a stage's A tile (`tile_m` rows of 64 16-bit elements).
     pub const fn a_tile_bytes(self) -> u32 {
         self.tile_m * 128
     }
@@ -228,10 +237,16 @@ impl Bf16Style {
 /// The parameters of the direct-store kernels: tensor maps of A (`k x m`, box
 /// `Geometry::a_box()`) and B (`k x n`, box [`BTile::BOX`]; `n x k`, box [`BKnTile::BOX`], for
 /// the `_b_kn` kernels), 128-byte swizzle, zero fill; C; m, n, k.
-pub type Bf16GemmParams = (TensorMap, TensorMap, *mut Bf16, u32, u32, u32);
+pub type GemmParams<E> = (TensorMap, TensorMap, *mut E, u32, u32, u32);
 
-/// The parameters of the tensor-store kernels: as [`Bf16GemmParams`] with C's tensor map
-/// (`n x m`, box [`CBox::BOX`], 128-byte swizzle) in place of its pointer.
+/// [`GemmParams`] of a BF16 family.
+pub type Bf16GemmParams = GemmParams<Bf16>;
+
+/// [`GemmParams`] of an FP16 family.
+pub type F16GemmParams = GemmParams<F16>;
+
+/// The parameters of the tensor-store kernels, of either element: as [`GemmParams`] with C's
+/// tensor map (`n x m`, box [`CBox::BOX`], 128-byte swizzle) in place of its pointer.
 pub type Bf16GemmStoreParams = (TensorMap, TensorMap, TensorMap, u32, u32, u32);
 
 /// The parameters of the `cp_async` direct-store kernels: A (`m x k`) and B (`n x k`),
@@ -241,6 +256,44 @@ pub type Bf16CpAsyncParams = (*const Bf16, *const Bf16, *mut Bf16, u32, u32, u32
 /// The parameters of the `cp_async` tensor-store kernels: as [`Bf16CpAsyncParams`] with C's
 /// tensor map in place of its pointer.
 pub type Bf16CpAsyncStoreParams = (*const Bf16, *const Bf16, TensorMap, u32, u32, u32);
+
+/// The element type of a family's A, B and C (FP32 accumulation either way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElementType {
+    /// bfloat16 ([`Bf16`]: 8 exponent bits, 7 mantissa bits).
+    Bf16,
+    /// IEEE binary16 ([`F16`]: 5 exponent bits, 10 mantissa bits).
+    F16,
+}
+
+impl ElementType {
+    /// Both, BF16 first.
+    pub const ALL: [ElementType; 2] = [ElementType::Bf16, ElementType::F16];
+
+    /// Its name in entry points and rows (`bf16`, `f16`).
+    pub const fn label(self) -> &'static str {
+        match self {
+            ElementType::Bf16 => "bf16",
+            ElementType::F16 => "f16",
+        }
+    }
+
+    /// The bits of `x` rounded to this type (to nearest, ties to even).
+    pub const fn round(self, x: f32) -> u16 {
+        match self {
+            ElementType::Bf16 => Bf16::from_f32(x).0,
+            ElementType::F16 => F16::from_f32(x).0,
+        }
+    }
+
+    /// The value of `bits` of this type, exactly.
+    pub const fn value(self, bits: u16) -> f32 {
+        match self {
+            ElementType::Bf16 => Bf16(bits).to_f32(),
+            ElementType::F16 => F16(bits).to_f32(),
+        }
+    }
+}
 
 /// How B is laid out in global memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -261,17 +314,52 @@ pub enum ASource {
     Registers,
 }
 
+/// A tensor-map family's direct-store entry point, typed by the element of its C.
+#[derive(Clone, Copy, Debug)]
+pub enum DirectEntry {
+    /// C in BF16.
+    Bf16(gpu::kernel::EntryPoint<Bf16GemmParams>),
+    /// C in FP16.
+    F16(gpu::kernel::EntryPoint<F16GemmParams>),
+}
+
+impl DirectEntry {
+    /// Its element.
+    pub const fn element(&self) -> ElementType {
+        match self {
+            DirectEntry::Bf16(_) => ElementType::Bf16,
+            DirectEntry::F16(_) => ElementType::F16,
+        }
+    }
+
+    /// The name it is exported under.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            DirectEntry::Bf16(e) => e.name(),
+            DirectEntry::F16(e) => e.name(),
+        }
+    }
+
+    /// The cluster it was declared with, if any.
+    pub const fn cluster(&self) -> Option<[u32; 3]> {
+        match self {
+            DirectEntry::Bf16(e) => e.cluster(),
+            DirectEntry::F16(e) => e.cluster(),
+        }
+    }
+}
+
 /// A family's two entry points: the tensor-store one for N a multiple of 8 and the
-/// direct-store one for any N, taking A and B as tensor maps or (the `cp_async` style) as
-/// pointers.
+/// direct-store one for any N, taking A and B as tensor maps or (the `cp_async` style, BF16
+/// only) as pointers.
 #[derive(Debug)]
 pub enum Bf16Entries {
     /// A and B through tensor maps.
     TensorMaps {
-        /// The tensor-store kernel.
+        /// The tensor-store kernel (its parameters are the same for either element).
         tensor_store: gpu::kernel::EntryPoint<Bf16GemmStoreParams>,
         /// The direct-store kernel.
-        direct: gpu::kernel::EntryPoint<Bf16GemmParams>,
+        direct: DirectEntry,
     },
     /// A and B as pointers.
     Pointers {
@@ -337,12 +425,14 @@ impl TileCluster {
     }
 }
 
-/// One BF16 GEMM kernel family: its style, B's layout, where A is multiplied from, and its
-/// two entry points.
+/// One GEMM kernel family: its element, style, B's layout, where A is multiplied from, and
+/// its two entry points.
 #[derive(Debug)]
 pub struct Bf16Kernel {
     /// The family's name (its tensor-store entry point's).
     pub name: &'static str,
+    /// The element of its A, B and C.
+    pub element: ElementType,
     /// How its stages are filled.
     pub style: Bf16Style,
     /// How its B is laid out.
@@ -356,8 +446,23 @@ pub struct Bf16Kernel {
 }
 
 impl Bf16Kernel {
+    /// The style reports and plots group it under: its style's label, prefixed `f16_` for an
+    /// FP16 family (so that each FP16 style is drawn beside, not merged with, its BF16 one).
+    pub const fn style_label(&self) -> &'static str {
+        match (self.element, self.style) {
+            (ElementType::Bf16, style) => style.label(),
+            (ElementType::F16, Bf16Style::WsCooperative) => "f16_ws_cooperative",
+            (ElementType::F16, Bf16Style::WsPingpong) => "f16_ws_pingpong",
+            (ElementType::F16, Bf16Style::Multistage) => "f16_multistage",
+            (ElementType::F16, Bf16Style::CpAsync) => "f16_cp_async",
+        }
+    }
+
     /// One line on it: its style's, or for A from registers, that.
     pub const fn summary(&self) -> &'static str {
+        if let ElementType::F16 = self.element {
+            return "the BF16 family of its style, B layout and cluster, instantiated for FP16 A, B and C (FP32 accumulation)";
+        }
         match (self.a_source, self.cluster) {
             (ASource::Registers, _) => {
                 "as ws_cooperative, the consumers ldmatrix A into registers and wgmma from there (the RS form)"
@@ -382,67 +487,75 @@ impl Bf16Kernel {
     }
 }
 
-/// One family's table row.
+/// One family's table row: element, style, B's layout, A's source, cluster, entry points.
 macro_rules! family {
-    ($style:ident, $b:ident, $a:ident, $kind:ident: $store:ident, $direct:ident) => {
-        family!($style, $b, $a, 1 x 1, $kind: $store, $direct)
+    ($e:ident, $style:ident, $b:ident, $a:ident, $kind:ident: $store:ident, $direct:ident) => {
+        family!($e, $style, $b, $a, 1 x 1, $kind: $store, $direct)
     };
-    ($style:ident, $b:ident, $a:ident, $cm:literal x $cn:literal, $kind:ident: $store:ident, $direct:ident) => {
+    ($e:ident, $style:ident, $b:ident, $a:ident, $cm:literal x $cn:literal, $kind:ident: $store:ident, $direct:ident) => {
         Bf16Kernel {
             name: $store.name(),
+            element: ElementType::$e,
             style: Bf16Style::$style,
             b_layout: BLayout::$b,
             a_source: ASource::$a,
             cluster: TileCluster { m: $cm, n: $cn },
-            entries: Bf16Entries::$kind {
-                tensor_store: $store,
-                direct: $direct,
-            },
+            entries: family!(@entries $e, $kind, $store, $direct),
         }
+    };
+    (@entries $e:ident, TensorMaps, $store:ident, $direct:ident) => {
+        Bf16Entries::TensorMaps { tensor_store: $store, direct: DirectEntry::$e($direct) }
+    };
+    (@entries Bf16, Pointers, $store:ident, $direct:ident) => {
+        Bf16Entries::Pointers { tensor_store: $store, direct: $direct }
     };
 }
 
-/// Every BF16 kernel family, in report order.
+/// Every kernel family, BF16 and FP16, in report order (the FP16 ones after all BF16 ones).
 pub static BF16_KERNELS: &[Bf16Kernel] = &[
-    family!(WsCooperative, NK, SharedMemory, TensorMaps: bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct),
-    family!(WsCooperative, KN, SharedMemory, TensorMaps: bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct),
-    family!(WsCooperative, NK, Registers, TensorMaps: bf16_gemm_ws_cooperative_rs, bf16_gemm_ws_cooperative_rs_direct),
-    family!(WsCooperative, NK, SharedMemory, 2 x 1, TensorMaps: bf16_gemm_ws_cooperative_2x1, bf16_gemm_ws_cooperative_2x1_direct),
-    family!(WsCooperative, NK, SharedMemory, 1 x 2, TensorMaps: bf16_gemm_ws_cooperative_1x2, bf16_gemm_ws_cooperative_1x2_direct),
-    family!(WsPingpong, NK, SharedMemory, TensorMaps: bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct),
-    family!(WsPingpong, KN, SharedMemory, TensorMaps: bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct),
-    family!(Multistage, NK, SharedMemory, TensorMaps: bf16_gemm_multistage, bf16_gemm_multistage_direct),
-    family!(Multistage, KN, SharedMemory, TensorMaps: bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct),
-    family!(CpAsync, NK, SharedMemory, Pointers: bf16_gemm_cp_async, bf16_gemm_cp_async_direct),
+    family!(Bf16, WsCooperative, NK, SharedMemory, TensorMaps: bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct),
+    family!(Bf16, WsCooperative, KN, SharedMemory, TensorMaps: bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct),
+    family!(Bf16, WsCooperative, NK, Registers, TensorMaps: bf16_gemm_ws_cooperative_rs, bf16_gemm_ws_cooperative_rs_direct),
+    family!(Bf16, WsCooperative, NK, SharedMemory, 2 x 1, TensorMaps: bf16_gemm_ws_cooperative_2x1, bf16_gemm_ws_cooperative_2x1_direct),
+    family!(Bf16, WsCooperative, NK, SharedMemory, 1 x 2, TensorMaps: bf16_gemm_ws_cooperative_1x2, bf16_gemm_ws_cooperative_1x2_direct),
+    family!(Bf16, WsPingpong, NK, SharedMemory, TensorMaps: bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct),
+    family!(Bf16, WsPingpong, KN, SharedMemory, TensorMaps: bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct),
+    family!(Bf16, Multistage, NK, SharedMemory, TensorMaps: bf16_gemm_multistage, bf16_gemm_multistage_direct),
+    family!(Bf16, Multistage, KN, SharedMemory, TensorMaps: bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct),
+    family!(Bf16, CpAsync, NK, SharedMemory, Pointers: bf16_gemm_cp_async, bf16_gemm_cp_async_direct),
+    family!(F16, WsCooperative, NK, SharedMemory, TensorMaps: f16_gemm_ws_cooperative, f16_gemm_ws_cooperative_direct),
+    family!(F16, WsPingpong, NK, SharedMemory, TensorMaps: f16_gemm_ws_pingpong, f16_gemm_ws_pingpong_direct),
 ];
 
-/// Declares one family's two entry points.
-macro_rules! bf16_entry_points {
-    ($($style:literal $name:ident, $direct:ident: $threads:literal, $specialized:literal, $pingpong:literal, $b_kn:literal, $a_regs:literal, $cm:literal x $cn:literal $([cluster = $cluster:tt])?;)*) => {$(
+/// Declares one family's two entry points: element type, threads, who produces, the
+/// consumers' schedule, B's layout, where A is multiplied from, the k-tiles of `wgmma` in
+/// flight, the cluster of tiles.
+macro_rules! gemm_entry_points {
+    ($($style:literal $name:ident, $direct:ident: $e:ident, $threads:literal, $roles:ident, $schedule:ident, $b:ident, $a:ident, in flight $k:literal, $cm:literal x $cn:literal $([cluster = $cluster:tt])?;)*) => {$(
         gpu::kernel! {
             #[doc = concat!($style, "; tensor-store epilogue (module docs).")]
             ///
             /// # Safety
             #[doc = concat!("1-D grid of any size, ", stringify!($threads), " threads, ")]
             /// the style's `Geometry::layout().bytes` of dynamic shared memory; `a` a tensor map
-            /// of A (`k x m` BF16, box `Geometry::a_box()`), `b` of B (`k x n`, box
-            /// [`BTile::BOX`]; for the `_b_kn` kernels `n x k`, box [`BKnTile::BOX`]), `c` of C
-            /// (`n x m`, box [`CBox::BOX`]), all 128-byte swizzle (zero fill on loads);
-            /// m, n, k >= 1.
+            /// of A (`k x m`, box `Geometry::a_box()`), `b` of B (`k x n`, box [`BTile::BOX`];
+            /// for the `_b_kn` kernels `n x k`, box [`BKnTile::BOX`]), `c` of C (`n x m`, box
+            /// [`CBox::BOX`]), all 128-byte swizzle (zero fill on loads); m, n, k >= 1.
             pub fn $name(a: TensorMap, b: TensorMap, c: TensorMap, m: u32, n: u32, k: u32)
                 [max_threads = $threads]
                 $([cluster = $cluster])?
                 [device if target_feature = "sm_90a"]
             {
+                use gpu::collective::tensor_core::$schedule;
                 let a = gpu::tensor_map_param!(entry, 0, a);
                 let b = gpu::tensor_map_param!(entry, 1, b);
                 let c = gpu::tensor_map_param!(entry, 2, c);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$specialized, $pingpong, $b_kn, $a_regs, {
-                        kernels::geometry($pingpong).stages as usize
+                    kernels::gemm::<$e, $schedule, kernels::$roles, kernels::$b, kernels::$a, _, $k, {
+                        kernels::geometry::<$schedule>().stages as usize
                     }, $cm, $cn>(
-                        a, b, kernels::COut::TensorMap(c), m, n, k,
+                        a, b, epilogue::TensorStore(c), m, n, k,
                     )
                 }
             }
@@ -452,20 +565,21 @@ macro_rules! bf16_entry_points {
             #[doc = concat!($style, "; direct-store epilogue (module docs).")]
             ///
             /// # Safety
-            /// As the tensor-store kernel, with `c` holding `m * n` BF16.
-            pub fn $direct(a: TensorMap, b: TensorMap, c: *mut Bf16, m: u32, n: u32, k: u32)
+            /// As the tensor-store kernel, with `c` holding `m * n` elements.
+            pub fn $direct(a: TensorMap, b: TensorMap, c: *mut $e, m: u32, n: u32, k: u32)
                 [max_threads = $threads]
                 $([cluster = $cluster])?
                 [device if target_feature = "sm_90a"]
             {
+                use gpu::collective::tensor_core::$schedule;
                 let a = gpu::tensor_map_param!(entry, 0, a);
                 let b = gpu::tensor_map_param!(entry, 1, b);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$specialized, $pingpong, $b_kn, $a_regs, {
-                        kernels::geometry($pingpong).stages as usize
+                    kernels::gemm::<$e, $schedule, kernels::$roles, kernels::$b, kernels::$a, _, $k, {
+                        kernels::geometry::<$schedule>().stages as usize
                     }, $cm, $cn>(
-                        a, b, kernels::COut::Pointer(c), m, n, k,
+                        a, b, epilogue::DirectStore(c), m, n, k,
                     )
                 }
             }
@@ -473,16 +587,18 @@ macro_rules! bf16_entry_points {
     )*};
 }
 
-bf16_entry_points! {
-    "`C = A B^T`, a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: 384, true, false, false, false, 1 x 1;
-    "`C = A B` (B `k x n`), a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: 384, true, false, true, false, 1 x 1;
-    "`C = A B^T`, a producer warpgroup and two consumer warpgroups, in 2 x 1 clusters sharing B's tile by multicast" bf16_gemm_ws_cooperative_2x1, bf16_gemm_ws_cooperative_2x1_direct: 384, true, false, false, false, 2 x 1 [cluster = (2, 1, 1)];
-    "`C = A B^T`, a producer warpgroup and two consumer warpgroups, in 1 x 2 clusters sharing A's tile by multicast" bf16_gemm_ws_cooperative_1x2, bf16_gemm_ws_cooperative_1x2_direct: 384, true, false, false, false, 1 x 2 [cluster = (2, 1, 1)];
-    "`C = A B^T`, a producer warpgroup and two consumer warpgroups multiplying A from registers" bf16_gemm_ws_cooperative_rs, bf16_gemm_ws_cooperative_rs_direct: 384, true, false, false, true, 1 x 1;
-    "`C = A B^T`, ping-pong consumer warpgroups" bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct: 384, true, true, false, false, 1 x 1;
-    "`C = A B` (B `k x n`), ping-pong consumer warpgroups" bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct: 384, true, true, true, false, 1 x 1;
-    "`C = A B^T`, two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: 256, false, false, false, false, 1 x 1;
-    "`C = A B` (B `k x n`), two warpgroups that compute, one thread also producing" bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct: 256, false, false, true, false, 1 x 1;
+gemm_entry_points! {
+    "`C = A B^T`, a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: Bf16, 384, WarpSpecialized, Cooperative, BNk, ASmem, in flight 1, 1 x 1;
+    "`C = A B` (B `k x n`), a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: Bf16, 384, WarpSpecialized, Cooperative, BKn, ASmem, in flight 1, 1 x 1;
+    "`C = A B^T`, a producer warpgroup and two consumer warpgroups, in 2 x 1 clusters sharing B's tile by multicast" bf16_gemm_ws_cooperative_2x1, bf16_gemm_ws_cooperative_2x1_direct: Bf16, 384, WarpSpecialized, Cooperative, BNk, ASmem, in flight 1, 2 x 1 [cluster = (2, 1, 1)];
+    "`C = A B^T`, a producer warpgroup and two consumer warpgroups, in 1 x 2 clusters sharing A's tile by multicast" bf16_gemm_ws_cooperative_1x2, bf16_gemm_ws_cooperative_1x2_direct: Bf16, 384, WarpSpecialized, Cooperative, BNk, ASmem, in flight 1, 1 x 2 [cluster = (2, 1, 1)];
+    "`C = A B^T`, a producer warpgroup and two consumer warpgroups multiplying A from registers" bf16_gemm_ws_cooperative_rs, bf16_gemm_ws_cooperative_rs_direct: Bf16, 384, WarpSpecialized, Cooperative, BNk, ARegs, in flight 0, 1 x 1;
+    "`C = A B^T`, ping-pong consumer warpgroups" bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct: Bf16, 384, WarpSpecialized, PingPong, BNk, ASmem, in flight 1, 1 x 1;
+    "`C = A B` (B `k x n`), ping-pong consumer warpgroups" bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct: Bf16, 384, WarpSpecialized, PingPong, BKn, ASmem, in flight 1, 1 x 1;
+    "`C = A B^T`, two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: Bf16, 256, Multistage, Cooperative, BNk, ASmem, in flight 0, 1 x 1;
+    "`C = A B` (B `k x n`), two warpgroups that compute, one thread also producing" bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct: Bf16, 256, Multistage, Cooperative, BKn, ASmem, in flight 0, 1 x 1;
+    "FP16: `C = A B^T`, a producer warpgroup and two consumer warpgroups" f16_gemm_ws_cooperative, f16_gemm_ws_cooperative_direct: F16, 384, WarpSpecialized, Cooperative, BNk, ASmem, in flight 1, 1 x 1;
+    "FP16: `C = A B^T`, ping-pong consumer warpgroups" f16_gemm_ws_pingpong, f16_gemm_ws_pingpong_direct: F16, 384, WarpSpecialized, PingPong, BNk, ASmem, in flight 1, 1 x 1;
 }
 
 gpu::kernel! {
@@ -500,8 +616,8 @@ gpu::kernel! {
         let c = gpu::tensor_map_param!(entry, 2, c);
         // SAFETY: forwarded launch contract.
         unsafe {
-            kernels::gemm_cp_async::<{ Geometry::SHARED_TILE.stages as usize }>(
-                a, b, kernels::COut::TensorMap(c), m, n, k,
+            kernels::gemm_cp_async::<Bf16, _, 0, { Geometry::SHARED_TILE.stages as usize }>(
+                a, b, epilogue::TensorStore(c), m, n, k,
             )
         }
     }
@@ -518,8 +634,8 @@ gpu::kernel! {
     {
         // SAFETY: forwarded launch contract.
         unsafe {
-            kernels::gemm_cp_async::<{ Geometry::SHARED_TILE.stages as usize }>(
-                a, b, kernels::COut::Pointer(c), m, n, k,
+            kernels::gemm_cp_async::<Bf16, _, 0, { Geometry::SHARED_TILE.stages as usize }>(
+                a, b, epilogue::DirectStore(c), m, n, k,
             )
         }
     }
@@ -531,7 +647,7 @@ gpu::kernel! {
     ///
     /// # Safety
     /// 1-D grid covering `m * n` threads in blocks of [`HELPER_THREADS`]; `a` holds `m * k`,
-    /// `b` `n * k` BF16, `c` `m * n` doubles.
+    /// `b` `n * k` elements, `c` `m * n` doubles.
     pub fn bf16_gemm_reference(a: *const Bf16, b: *const Bf16, c: *mut f64, m: u32, n: u32, k: u32)
         [max_threads = HELPER_THREADS]
     {
@@ -541,7 +657,20 @@ gpu::kernel! {
 }
 
 gpu::kernel! {
-    /// BF16 to f32, exactly, except that the BF16 poison `0xFFFF` becomes `harness`'s f32
+    /// As [`bf16_gemm_reference`], from FP16 inputs.
+    ///
+    /// # Safety
+    /// As [`bf16_gemm_reference`].
+    pub fn f16_gemm_reference(a: *const F16, b: *const F16, c: *mut f64, m: u32, n: u32, k: u32)
+        [max_threads = HELPER_THREADS]
+    {
+        // SAFETY: forwarded launch contract.
+        unsafe { helpers::reference(a, b, c, m, n, k) }
+    }
+}
+
+gpu::kernel! {
+    /// BF16 to f32, exactly, except that the poison [`C_POISON`] becomes `harness`'s f32
     /// poison bits `poison` (so an unwritten element is reported as such).
     ///
     /// # Safety
@@ -555,23 +684,38 @@ gpu::kernel! {
 }
 
 gpu::kernel! {
-    /// Copies the `a_rows` rows of `a_src` and the `b_rows` rows of `b_src`, each of `k` BF16
-    /// (packed), into rows of `kp` (a multiple of 8, at least `k`) of `a_dst` and `b_dst`,
-    /// zeros past `k`: what a tensor map can describe when `k` is not a multiple of 8. Both
-    /// operands in one launch (a second launch cost its own ramp and tail: docs/results.md);
-    /// `b_rows = 0` pads `a` alone. One warp per row, grid-stride over the rows of both; each
-    /// lane one 16-byte output chunk at a time (two 16-byte loads, one store), no division.
+    /// As [`bf16_widen`], from FP16 (exact too: every binary16 value, subnormals included, is
+    /// an f32).
+    ///
+    /// # Safety
+    /// As [`bf16_widen`].
+    pub fn f16_widen(src: *const F16, dst: *mut f32, len: u64, poison: u32)
+        [max_threads = HELPER_THREADS]
+    {
+        // SAFETY: forwarded launch contract.
+        unsafe { helpers::widen(src, dst, len, poison) }
+    }
+}
+
+gpu::kernel! {
+    /// Copies the `a_rows` rows of `a_src` and the `b_rows` rows of `b_src`, each of `k` 16-bit
+    /// elements (packed; their bits, so BF16 and FP16 alike), into rows of `kp` (a multiple of
+    /// 8, at least `k`) of `a_dst` and `b_dst`, zeros past `k`: what a tensor map can describe
+    /// when `k` is not a multiple of 8. Both operands in one launch (a second launch cost its
+    /// own ramp and tail: docs/results.md); `b_rows = 0` pads `a` alone. One warp per row,
+    /// grid-stride over the rows of both; each lane one 16-byte output chunk at a time (two
+    /// 16-byte loads, one store), no division.
     ///
     /// # Safety
     /// Any 1-D grid of [`HELPER_THREADS`]-thread blocks; `a_src` holds `a_rows * k` and
-    /// `a_dst` `a_rows * kp` BF16, `b_src` and `b_dst` likewise with `b_rows`, all 16-byte
+    /// `a_dst` `a_rows * kp` elements, `b_src` and `b_dst` likewise with `b_rows`, all 16-byte
     /// aligned; `k <= kp`, `kp % 8 == 0`.
     pub fn bf16_pad_rows(
-        a_src: *const Bf16,
-        a_dst: *mut Bf16,
+        a_src: *const u16,
+        a_dst: *mut u16,
         a_rows: u32,
-        b_src: *const Bf16,
-        b_dst: *mut Bf16,
+        b_src: *const u16,
+        b_dst: *mut u16,
         b_rows: u32,
         k: u32,
         kp: u32,
@@ -583,174 +727,8 @@ gpu::kernel! {
     }
 }
 
-/// The BF16 bits C is poisoned with before a checked launch (a NaN no kernel writes: the
-/// conversion's NaN is `0x7FC0`-like).
-pub const BF16_POISON: u16 = 0xFFFF;
-
-#[cfg(target_arch = "nvptx64")]
-mod helpers {
-    use gpu::ptx;
-    use gpu::wgmma::Bf16;
-
-    /// See `bf16_gemm_reference`.
-    pub(super) unsafe fn reference(
-        a: *const Bf16,
-        b: *const Bf16,
-        c: *mut f64,
-        m: u32,
-        n: u32,
-        k: u32,
-    ) {
-        let index =
-            ptx::block_idx_x() as u64 * ptx::block_dim_x() as u64 + ptx::thread_idx_x() as u64;
-        if index >= m as u64 * n as u64 {
-            return;
-        }
-        // n >= 1 here (index < m n): said to the compiler, which then drops a zero check.
-        let n = n.max(1);
-        let (row, col) = (index / n as u64, index % n as u64);
-        let mut sum = 0.0f64;
-        for kk in 0..k as u64 {
-            // SAFETY: row < m, col < n, kk < k: inside A and B (launch contract).
-            let (x, y) = unsafe {
-                (
-                    *a.add((row * k as u64 + kk) as usize),
-                    *b.add((col * k as u64 + kk) as usize),
-                )
-            };
-            sum += x.to_f32() as f64 * y.to_f32() as f64;
-        }
-        // SAFETY: index < m * n.
-        unsafe { *c.add(index as usize) = sum };
-    }
-
-    /// The eight 16-bit elements starting `s` (0..8) elements into the 16 of `lo` then `hi`
-    /// (two 16-byte chunks, element 0 in the low half of `lo[0]`): how a chunk that starts
-    /// anywhere is cut out of the two aligned chunks it straddles. Selects and funnel shifts
-    /// only (no indexing by `s`, which would put the words in local memory).
-    #[inline(always)]
-    fn window8(lo: [u32; 4], hi: [u32; 4], s: u32) -> [u32; 4] {
-        let mut w = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
-        if s & 2 != 0 {
-            w = [w[1], w[2], w[3], w[4], w[5], w[6], w[7], 0];
-        }
-        if s & 4 != 0 {
-            w = [w[2], w[3], w[4], w[5], w[6], w[7], 0, 0];
-        }
-        if s & 1 != 0 {
-            [
-                (w[0] >> 16) | (w[1] << 16),
-                (w[1] >> 16) | (w[2] << 16),
-                (w[2] >> 16) | (w[3] << 16),
-                (w[3] >> 16) | (w[4] << 16),
-            ]
-        } else {
-            [w[0], w[1], w[2], w[3]]
-        }
-    }
-
-    /// The 16-byte chunk `q` of `src`, zeros past its `len` elements: one 16-byte load where
-    /// the chunk is whole, element loads for the last, partial one.
-    ///
-    /// # Safety
-    /// `src` is 16-byte aligned and holds `len` elements.
-    #[inline(always)]
-    unsafe fn chunk_or_zeros(src: *const Bf16, len: u64, q: u64) -> [u32; 4] {
-        let from = 8 * q;
-        if from + 8 <= len {
-            // SAFETY: the whole chunk is inside `src`, 16-byte aligned.
-            let x = unsafe { ptx::ld_global_v4(src.add(from as usize).cast()) };
-            return x.map(f32::to_bits);
-        }
-        let mut words = [0u32; 4];
-        let mut e = 0;
-        while e < 8 {
-            if from + e < len {
-                // SAFETY: element from + e < len of `src`.
-                let x = unsafe { *src.add((from + e) as usize) };
-                words[(e / 2) as usize] |= (x.0 as u32) << (16 * (e % 2));
-            }
-            e += 1;
-        }
-        words
-    }
-
-    /// See `bf16_pad_rows`: one warp per row of either matrix, each lane one 16-byte chunk of
-    /// the padded row at a time, cut out of the (at most two) aligned 16-byte chunks of the
-    /// source it straddles ([`window8`]), elements past `k` zeroed.
-    pub(super) unsafe fn pad_rows(matrices: [(*const Bf16, *mut Bf16, u32); 2], k: u32, kp: u32) {
-        let lane = ptx::thread_idx_x() % 32;
-        let warps = ptx::grid_dim_x() as u64 * (ptx::block_dim_x() / 32) as u64;
-        let mut row = (ptx::block_idx_x() as u64 * ptx::block_dim_x() as u64
-            + ptx::thread_idx_x() as u64)
-            / 32;
-        let [(a_src, a_dst, a_rows), (b_src, b_dst, b_rows)] = matrices;
-        let total = a_rows as u64 + b_rows as u64;
-        while row < total {
-            let (src, dst, rows, r) = if row < a_rows as u64 {
-                (a_src, a_dst, a_rows, row)
-            } else {
-                (b_src, b_dst, b_rows, row - a_rows as u64)
-            };
-            let len = rows as u64 * k as u64;
-            let start = r * k as u64;
-            let mut col0 = 8 * lane;
-            while col0 < kp {
-                let mut words = [0u32; 4];
-                if col0 < k {
-                    let from = start + col0 as u64;
-                    // SAFETY: `src` holds `len` elements, 16-byte aligned (contract).
-                    let (lo, hi) = unsafe {
-                        (
-                            chunk_or_zeros(src, len, from / 8),
-                            chunk_or_zeros(src, len, from / 8 + 1),
-                        )
-                    };
-                    words = window8(lo, hi, (from % 8) as u32);
-                    // Zero what lies past the row's k elements (the next row's start).
-                    let valid = k - col0;
-                    let mut e = 0;
-                    while e < 4 {
-                        let keep = match valid.saturating_sub(2 * e) {
-                            0 => 0,
-                            1 => 0xFFFF,
-                            _ => u32::MAX,
-                        };
-                        words[e as usize] &= keep;
-                        e += 1;
-                    }
-                }
-                // SAFETY: chunk col0 / 8 of row r of `dst` (rows of kp, a multiple of 8),
-                // 16-byte aligned (contract).
-                unsafe {
-                    ptx::st_global_v4(
-                        dst.add((r * kp as u64 + col0 as u64) as usize)
-                            .cast::<[f32; 4]>(),
-                        words.map(f32::from_bits),
-                    )
-                };
-                col0 += 8 * 32;
-            }
-            row += warps;
-        }
-    }
-
-    /// See `bf16_widen`.
-    pub(super) unsafe fn widen(src: *const Bf16, dst: *mut f32, len: u64, poison: u32) {
-        let step = ptx::grid_dim_x() as u64 * ptx::block_dim_x() as u64;
-        let mut i =
-            ptx::block_idx_x() as u64 * ptx::block_dim_x() as u64 + ptx::thread_idx_x() as u64;
-        while i < len {
-            // SAFETY: i < len (launch contract).
-            let x = unsafe { *src.add(i as usize) };
-            let y = if x.0 == super::BF16_POISON {
-                f32::from_bits(poison)
-            } else {
-                x.to_f32()
-            };
-            // SAFETY: as above.
-            unsafe { *dst.add(i as usize) = y };
-            i += step;
-        }
-    }
-}
+/// The bits C is poisoned with before a checked launch, of either element: `0xFFFF`, a NaN in
+/// BF16 (exponent all ones, mantissa `0x7F`) and in FP16 (exponent `0x1F`, mantissa `0x3FF`)
+/// alike, that no kernel writes: the inputs are finite and small (the host's module docs), so
+/// every accumulator and every element of C rounded from it is finite.
+pub const C_POISON: u16 = 0xFFFF;
