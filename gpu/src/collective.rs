@@ -110,3 +110,6 @@ macro_rules! consume_k_tiles {
         mma.finish(ctx, acc);
     }};
 }
+
+#[cfg(target_feature = "sm_90a")]
+pub mod tensor_core;

@@ -25,8 +25,6 @@
 //! iteration (commit even when nothing is left to copy: an empty group is free). The lowering
 //! tests check both.
 
-#[cfg(target_feature = "sm_90")]
-use crate::cluster::{Cluster, MulticastGroup};
 use crate::layout::{Mbarrier, PipelineSharedState};
 use crate::pipeline_state::PipelineState;
 use crate::ptx;
@@ -612,14 +610,63 @@ pub trait GroupConsumer: Consumer {
     /// arithmetic only.
     fn skip(&mut self, stages: u32);
 
+    /// Waits for the next stage as [`Consumer::consumer_wait`] does and moves this consumer
+    /// past it at once, handing the stage out as a [`HeldStage`]: for reads that outlive the
+    /// wait for the next stage (multiplies in flight), released later with
+    /// [`consumer_release_held`](Self::consumer_release_held).
+    fn consumer_wait_held(&mut self) -> HeldStage;
+
+    /// Releases a held stage for the group, as
+    /// [`ConsumerStage::consumer_release_for_group`] does: every thread of the group calls it
+    /// with its index in the group, once the group's reads of the stage are complete. Held
+    /// stages are released in the order they were waited for.
+    fn consumer_release_held(&mut self, stage: HeldStage, group_thread: u32);
+
     #[doc(hidden)]
     fn release_for_group(&mut self, group_thread: u32, _: Token);
+}
+
+/// A stage a group of consumers waited for and may still read
+/// ([`GroupConsumer::consumer_wait_held`]): its buffer index, until it is released with
+/// [`GroupConsumer::consumer_release_held`]. Only a consumer makes one; dropping one
+/// unreleased leaves its producer waiting for the stage.
+#[must_use = "a held stage must be released, or its producer waits for it forever"]
+#[derive(Debug)]
+pub struct HeldStage {
+    index: u32,
+}
+
+impl HeldStage {
+    /// The buffer to read, `0..STAGES`.
+    #[inline(always)]
+    pub fn index(&self) -> u32 {
+        self.index
+    }
 }
 
 impl<const STAGES: usize> GroupConsumer for BlockConsumer<'_, STAGES> {
     #[inline(always)]
     fn skip(&mut self, stages: u32) {
         *self.state = self.state.advanced_by(stages);
+    }
+
+    #[inline(always)]
+    fn consumer_wait_held(&mut self) -> HeldStage {
+        let index = self.state.index();
+        // SAFETY: the mbarriers were initialized by `init_*` (type invariant).
+        unsafe { ptx::mbarrier_wait_parity(full(self.barriers, index), self.state.phase()) };
+        self.state.advance();
+        HeldStage { index }
+    }
+
+    /// Thread 0 of the group arrives on `empty[s]`.
+    #[inline(always)]
+    fn consumer_release_held(&mut self, stage: HeldStage, group_thread: u32) {
+        if group_thread == 0 {
+            // SAFETY: `empty[s]` expects one arrival per group per phase (init contract);
+            // held stages are released in ring order.
+            let _ = unsafe { ptx::mbarrier_arrive(empty(self.barriers, stage.index)) };
+        }
     }
 
     /// Thread 0 of the group arrives on `empty[s]`.
@@ -698,200 +745,7 @@ impl<const STAGES: usize, K: CopyEngineFenced> ProducerStage<'_, BlockProducer<'
     }
 }
 
-/// A [`BulkPipeline`] shared by the blocks of a multicast group of a cluster (sm_90; CUTLASS's
-/// `PipelineTmaAsync` with a cluster shape): each block's producer fills its slice of the
-/// stage in every block of the group at once ([`memcpy_async_tensor_multicast`]), so a stage
-/// of a block is filled by all the group's producers, and may be refilled only when the
-/// consumers of every block of the group have released it. So each block's `empty[s]`
-/// expects `consumers` arrivals from each block of the group, and each consumer group arrives
-/// on `empty[s]` of every block of the group
-/// ([`ConsumerStage::consumer_release_for_group`]: thread `r` of the group on block `r`'s,
-/// `mbarrier.arrive.release.cta.shared::cluster` — a consumer only read the stage, so nothing
-/// needs publishing at cluster scope, and the cluster-scope release would cost a
-/// `MEMBAR.ALL.GPU` per stage); `full[s]` stays local — one arrival,
-/// this block's producer's, and the bytes of every slice that lands here.
-///
-/// The blocks of the group walk the same stages in the same order (same tiles of K, same
-/// number of fills): a block that stopped early would leave the others' `full` waiting for
-/// its slices. The first pass skips the empty wait as in a [`BlockPipeline`]; the
-/// initialization ends with a cluster barrier, since other blocks' copies and arrivals reach
-/// these mbarriers, and the blocks must sync the cluster again before any exits
-/// ([`Cluster::sync`](crate::cluster::Cluster::sync)): the last arrivals on a peer's `empty`
-/// may still be in flight.
-///
-/// [`memcpy_async_tensor_multicast`]: crate::memcpy_async::bulk::memcpy_async_tensor_multicast
 #[cfg(target_feature = "sm_90")]
-pub struct ClusterBulkPipeline<const STAGES: usize> {
-    ring: BlockPipeline<STAGES, BulkOnly>,
-    group: MulticastGroup,
-}
-
+mod cluster;
 #[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize> ClusterBulkPipeline<STAGES> {
-    /// Collective over the cluster: thread 0 of each block initializes its mbarriers
-    /// (`full`: one arrival; `empty`: `consumers` for each block of `group`), fences them for
-    /// the copy engine at cluster scope (`fence.mbarrier_init.release.cluster`), and the
-    /// cluster syncs (`barrier.cluster.arrive.release` / `wait.acquire`, every thread).
-    ///
-    /// # Safety
-    /// 1. Every thread of every block of the cluster calls it (the cluster barrier), with the
-    ///    same `barriers` and `consumers`. The groups are symmetric (block `y` is in `x`'s
-    ///    group exactly when `x` is in `y`'s; they may differ from block to block, a row and
-    ///    a column of a 2-D cluster say), each fill of a stage of `x` reaches every block of
-    ///    `x`'s group (the union of its copies' receivers is the group), and the blocks of a
-    ///    group walk the same number of stages.
-    /// 2. As [`BulkPipeline::init`] (2) for each block, its consumers releasing with
-    ///    [`ConsumerStage::consumer_release_for_group`] (every thread of a group, with its
-    ///    index in the group: the first `group`'s highest rank + 1 of them arrive) or
-    ///    [`ConsumerStage::consumer_release`] (each thread arrives on every block of the
-    ///    group); no [`GroupConsumer::skip`] (the groups of a block do not take turns).
-    /// 3. `barriers` is reserved for this pipeline while it is used in every block of the
-    ///    cluster; `consumers * group.len()` is 1..2^20; the cluster syncs again before any
-    ///    of its blocks exits.
-    #[inline(always)]
-    pub unsafe fn init(
-        barriers: Shared<PipelineSharedState<STAGES>>,
-        consumers: u32,
-        cluster: Cluster,
-        group: MulticastGroup,
-    ) -> Self {
-        // SAFETY: forwarded contract; the cluster barrier publishes the mbarriers to every
-        // block that will copy into or arrive on them.
-        unsafe {
-            BlockPipeline::<STAGES, BulkOnly>::init_barriers(barriers, 1, consumers * group.len());
-            // Thread 0's warp converges after its initialization: the barrier is `.aligned`.
-            ptx::syncwarp();
-            cluster.sync();
-        }
-        ClusterBulkPipeline {
-            ring: BlockPipeline::ring(barriers),
-            group,
-        }
-    }
-
-    /// The producer and consumer sides.
-    #[inline(always)]
-    pub fn split(
-        &mut self,
-    ) -> (
-        ClusterBulkProducer<'_, STAGES>,
-        ClusterBulkConsumer<'_, STAGES>,
-    ) {
-        let group = self.group;
-        let (ring_producer, ring_consumer) = self.ring.split();
-        (
-            ClusterBulkProducer {
-                ring: ring_producer,
-                group,
-            },
-            ClusterBulkConsumer {
-                ring: ring_consumer,
-                group,
-            },
-        )
-    }
-}
-
-/// The producer side of a [`ClusterBulkPipeline`]: this block's one thread that issues the
-/// copies, its slices multicast to the group.
-#[cfg(target_feature = "sm_90")]
-pub struct ClusterBulkProducer<'p, const STAGES: usize> {
-    ring: BulkProducer<'p, STAGES>,
-    group: MulticastGroup,
-}
-
-/// The consumer side of a [`ClusterBulkPipeline`].
-#[cfg(target_feature = "sm_90")]
-pub struct ClusterBulkConsumer<'p, const STAGES: usize> {
-    ring: BlockConsumer<'p, STAGES>,
-    group: MulticastGroup,
-}
-
-#[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize> sealed::Sealed for ClusterBulkProducer<'_, STAGES> {}
-#[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize> sealed::Sealed for ClusterBulkConsumer<'_, STAGES> {}
-
-#[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize> Producer for ClusterBulkProducer<'_, STAGES> {
-    /// As a [`BulkPipeline`]'s: this block's `empty[s]`, which collects the releases of the
-    /// whole group.
-    #[inline(always)]
-    fn producer_acquire(&mut self) -> ProducerStage<'_, Self> {
-        let index = self.ring.wait_until_free();
-        ProducerStage { side: self, index }
-    }
-
-    /// `mbarrier.arrive` on this block's `full[s]`.
-    #[inline(always)]
-    fn commit(&mut self, token: Token) {
-        self.ring.commit(token);
-    }
-}
-
-#[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize> ProducerStage<'_, ClusterBulkProducer<'_, STAGES>> {
-    /// The blocks this stage is shared with.
-    #[inline(always)]
-    pub fn group(&self) -> MulticastGroup {
-        self.side.group
-    }
-
-    #[inline(always)]
-    pub(crate) fn cluster_full_barrier(&self) -> Shared<Mbarrier> {
-        full(self.side.ring.barriers, self.index)
-    }
-}
-
-#[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize> Consumer for ClusterBulkConsumer<'_, STAGES> {
-    /// This block's `full[s]`, as a [`BlockConsumer`].
-    #[inline(always)]
-    fn consumer_wait(&mut self) -> ConsumerStage<'_, Self> {
-        let index = self.ring.state.index();
-        // SAFETY: the mbarriers were initialized by `init` (type invariant).
-        unsafe {
-            ptx::mbarrier_wait_parity(full(self.ring.barriers, index), self.ring.state.phase())
-        };
-        ConsumerStage { side: self, index }
-    }
-
-    /// One arrival on `empty[s]` of every block of the group, this one's included.
-    #[inline(always)]
-    fn release(&mut self, _: Token) {
-        let local = empty(self.ring.barriers, self.ring.state.index());
-        let mut rank = 0;
-        while rank < 16 {
-            if self.group.contains(rank) {
-                // SAFETY: block `rank` of the group expects one arrival per consumer per
-                // phase on its `empty[s]` (init contract) and has not exited (the closing
-                // cluster sync).
-                unsafe { ptx::mbarrier_arrive_cluster_cta(ptx::mapa(local, rank)) };
-            }
-            rank += 1;
-        }
-        self.ring.state.advance();
-    }
-}
-
-#[cfg(target_feature = "sm_90")]
-impl<const STAGES: usize> GroupConsumer for ClusterBulkConsumer<'_, STAGES> {
-    /// The groups of a block share every stage here: the pipeline's contract rules it out,
-    /// and a call traps.
-    #[inline(always)]
-    fn skip(&mut self, _stages: u32) {
-        ptx::trap();
-    }
-
-    /// Thread `r` of the group arrives on block `r`'s `empty[s]`, for each rank `r` of the
-    /// multicast group.
-    #[inline(always)]
-    fn release_for_group(&mut self, group_thread: u32, _: Token) {
-        if self.group.contains(group_thread) {
-            let local = empty(self.ring.barriers, self.ring.state.index());
-            // SAFETY: as in `release`, one arrival per group.
-            unsafe { ptx::mbarrier_arrive_cluster_cta(ptx::mapa(local, group_thread)) };
-        }
-        self.ring.state.advance();
-    }
-}
+pub use cluster::{ClusterBulkConsumer, ClusterBulkPipeline, ClusterBulkProducer};

@@ -70,6 +70,7 @@ pub struct CudaBuilder {
     archs: Vec<Arch>,
     ptx_isa: u32,
     features: Vec<String>,
+    kernel_crates: Vec<String>,
     target_dir: Option<PathBuf>,
     copy_to: Option<PathBuf>,
     rerun_if_changed: bool,
@@ -92,6 +93,7 @@ impl CudaBuilder {
             archs: Vec::new(),
             ptx_isa: DEFAULT_PTX_ISA,
             features: Vec::new(),
+            kernel_crates: Vec::new(),
             target_dir: None,
             copy_to: None,
             rerun_if_changed: false,
@@ -125,6 +127,15 @@ impl CudaBuilder {
     /// Cargo features of the device crate to enable.
     pub fn features<S: Into<String>>(mut self, features: impl IntoIterator<Item = S>) -> Self {
         self.features.extend(features.into_iter().map(Into::into));
+        self
+    }
+
+    /// Keeps the kernels that the dependency `package` defines as entries of the module too
+    /// (by default only the device crate's own are; a dependency's are internalized and
+    /// dropped): how a crate that measures a kernel library's kernels carries them in its own
+    /// module, without defining them twice.
+    pub fn kernels_from(mut self, package: &str) -> Self {
+        self.kernel_crates.push(lib_name(package));
         self
     }
 
@@ -305,7 +316,7 @@ impl CudaBuilder {
             for entry in std::fs::read_dir(&dir)? {
                 let path = entry?.path();
                 if path.extension().is_some_and(|e| e == "o") {
-                    if *crate_name == lib {
+                    if *crate_name == lib || self.kernel_crates.contains(crate_name) {
                         own_bitcode.push(path.clone());
                     }
                     bitcode.push(path);

@@ -31,7 +31,7 @@ pub struct Module {
 }
 
 /// The module for `arch` among `modules`.
-fn module_for(modules: &[Module], arch: Arch) -> Option<&Module> {
+pub(crate) fn module_for(modules: &[Module], arch: Arch) -> Option<&Module> {
     modules.iter().find(|m| m.arch == arch)
 }
 
@@ -383,6 +383,11 @@ impl Gpu {
     /// arch-specific one if its PTX has that entry point, else the portable one. Chosen from
     /// the PTX text, so that looking a kernel up never makes a failing driver call (which
     /// compute-sanitizer would report).
+    /// The context every module and buffer of this GPU lives in.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.context
+    }
+
     pub(crate) fn module_with(&self, name: &str) -> &Arc<CudaModule> {
         match (&*self.specific, self.specific_ptx) {
             (Some(module), Some(ptx)) if declares_entry(ptx, name) => module,
@@ -509,7 +514,7 @@ impl Gpu {
 }
 
 /// Whether `ptx` declares the kernel `name` (`.entry name(`).
-fn declares_entry(ptx: &str, name: &str) -> bool {
+pub(crate) fn declares_entry(ptx: &str, name: &str) -> bool {
     ptx.match_indices(".entry ").any(|(at, _)| {
         ptx[at + 7..]
             .strip_prefix(name)
@@ -519,7 +524,7 @@ fn declares_entry(ptx: &str, name: &str) -> bool {
 
 /// Loads `module` on `context`: its cubin where it runs (the major version it was assembled
 /// for, and a driver that accepts it — not older than the ptxas that made it), else its PTX.
-fn load(
+pub(crate) fn load(
     context: &Arc<CudaContext>,
     module: &Module,
     major: u32,

@@ -51,6 +51,11 @@ unsafe impl DeviceElement for gpu::wgmma::Bf16 {
     type Stored = u16;
 }
 
+// SAFETY: an `F16` is its 16 bits (`repr(transparent)` over `u16`).
+unsafe impl DeviceElement for gpu::wgmma::F16 {
+    type Stored = u16;
+}
+
 // SAFETY: a `TileQueueState` is `TileQueueState::WORDS` consecutive `u32`s.
 unsafe impl DeviceElement for gpu::schedule::TileQueueState {
     type Stored = u32;
@@ -178,7 +183,7 @@ pub struct Kernel<P: Params> {
     /// The dynamic shared memory the kernel has been allowed so far.
     max_dynamic_shared: AtomicU32,
     /// The cluster shape its declaration fixes (known when resolved from its [`EntryPoint`]).
-    declared_cluster: Option<[u32; 3]>,
+    pub(crate) declared_cluster: Option<[u32; 3]>,
     /// Whether the kernel has been allowed clusters past [`PORTABLE_CLUSTER_BLOCKS`].
     non_portable: AtomicBool,
     /// `cuOccupancyMaxActiveClusters`'s answers, per (cluster, threads, shared bytes).
@@ -191,7 +196,7 @@ pub struct Kernel<P: Params> {
 type ClusterKey = ([u32; 3], u32, u32);
 
 impl<P: Params> Kernel<P> {
-    fn new(name: &'static str, function: CudaFunction) -> Kernel<P> {
+    pub(crate) fn new(name: &'static str, function: CudaFunction) -> Kernel<P> {
         Kernel {
             name,
             function,

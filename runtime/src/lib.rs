@@ -37,6 +37,7 @@ pub mod blaslt;
 pub mod device;
 pub mod error;
 pub mod launch;
+pub mod library;
 pub mod tensor_map;
 
 pub use args::{KernelArg, LaunchConfig, NO_CLUSTER};
@@ -50,4 +51,5 @@ pub use gpu::kernel::EntryPoint;
 pub use launch::{
     DeviceElement, Kernel, MAX_CLUSTER_BLOCKS, PORTABLE_CLUSTER_BLOCKS, Param, Params,
 };
+pub use library::Library;
 pub use ptx_builder::Arch;

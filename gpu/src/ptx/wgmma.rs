@@ -1,22 +1,25 @@
 //! Warpgroup tensor-core instructions (sm_90a): `wgmma.mma_async` (A from shared memory or from
-//! registers) and the fences and waits around it, `setmaxnreg`, and the BF16 packing of accumulators.
+//! registers) with its `wgmma.fence` and `wgmma.commit_group`, `wgmma.wait_group`, `setmaxnreg`, and the
+//! packing of accumulators into 16-bit pairs.
 //!
 //! A warpgroup is four consecutive warps (128 threads, the first warp's index a multiple of
-//! four). `wgmma.mma_async` multiplies a 64 x N x 16 slice of A and B read from shared memory
-//! (through [`MatrixDescriptor`]s) into 64 x N FP32 accumulators spread over the warpgroup's
-//! registers: N / 2 per thread.
+//! four). `wgmma.mma_async` multiplies a 64 x N x (32 bytes of K) slice of A and B read from
+//! shared memory (through [`MatrixDescriptor`]s) into 64 x N FP32 accumulators spread over the
+//! warpgroup's registers: N / 2 per thread.
 //!
-//! **Soundness.** The PTX ISA makes touching an accumulator register between a
-//! `wgmma.mma_async` and the `wgmma.wait_group` that covers it undefined, and between two
-//! `asm!` statements LLVM may move or copy their outputs. So the multiply is not offered as
-//! separate fence / mma / commit / wait functions: [`wgmma_m64n256k64_bf16`] and its kin are *one*
-//! `asm!` statement holding `wgmma.fence`, the four `wgmma.mma_async` of a 64-wide k-tile,
-//! `wgmma.commit_group` and `wgmma.wait_group 0`, with every accumulator an `inout` operand.
-//! Nothing outside the statement can run between a multiply and its wait; the registers are
-//! the statement's operands before and after. (`host/tests/lowering/` reads the PTX and
-//! checks it; ptxas prints no "wgmma serialization" warning for these kernels.)
+//! **Issue and wait are separate statements.** A k-tile's multiplies (four `wgmma.mma_async`
+//! over the 128 bytes of K one swizzled row holds, the fence before and the commit after) are
+//! one `asm!` statement with every accumulator an `inout` operand, so the four name one set of
+//! registers; the wait is another statement ([`wgmma_wait_group`], or the `wgmma_wait_group_*`
+//! forms that take the accumulators as `inout` operands, so that no later read of them can be
+//! scheduled before it). The PTX ISA makes touching an accumulator between a multiply and the
+//! wait that covers it undefined; the safe layer (`crate::wgmma::InFlight`) holds the
+//! accumulators borrowed in between, and `host/tests/lowering/tensor_cores.rs` reads every
+//! kernel's PTX to check that no instruction names them there (ptxas prints no serialization
+//! warning either).
 //!
-//! SASS: `WARPGROUP.ARRIVE`, `HGMMA.64xNx16.F32.BF16`, `WARPGROUP.DEPBAR.LE gsb0, 0x0`.
+//! SASS: `WARPGROUP.ARRIVE`, `HGMMA.64xNx16.F32.BF16` (`QGMMA.64xNx32.F32.E4M3.E4M3` for 8-bit
+//! inputs), `WARPGROUP.DEPBAR.LE gsb0, N`.
 
 use core::arch::asm;
 
@@ -46,27 +49,46 @@ impl MatrixDescriptor {
     }
 }
 
-/// Defines one fused k-tile multiply per `(shape, input type)`; see the module docs.
-macro_rules! wgmma_k64 {
-    ($(#[$doc:meta])* $name:ident, $n:literal, $ty:literal, $regs:literal: [$first:literal $($i:literal)*]) => {
+/// `wgmma.wait_group.sync.aligned N;` — waits until at most `N` of this warpgroup's committed
+/// multiply groups are pending. Says nothing to LLVM about accumulators: use it to learn that
+/// the *stages* older groups read are free, and the `wgmma_wait_group_*` forms (or
+/// `crate::wgmma::InFlight`) before reading an accumulator.
+///
+/// # Safety
+/// All threads of the warpgroup execute it together, converged (`.sync.aligned`).
+#[inline(always)]
+pub unsafe fn wgmma_wait_group<const N: u32>() {
+    // SAFETY: forwarded contract.
+    unsafe { asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack)) }
+}
+
+/// Defines a k-tile's issue, A from shared memory and A from registers, per `(shape, type)`.
+macro_rules! wgmma_k_tile {
+    (
+        $(#[$doc:meta])* $name:ident, $name_rs:ident, $n:literal, $ty:literal, $k:literal,
+        $regs:literal, $tail:literal, $tail_rs:literal: [$first:literal $($i:literal)*]
+    ) => {
         $(#[$doc])*
         ///
-        /// One `asm!` statement: `wgmma.fence`, four `wgmma.mma_async.sync.aligned` of
-        /// shape m64nNk16 with FP32 accumulators (the k-th with both descriptors advanced by
-        /// `k * A_STEP` and `k * B_STEP`, in the descriptors' 16-byte units), then
-        /// `wgmma.commit_group` and `wgmma.wait_group 0`: the accumulators are complete when it
-        /// returns. `accumulate == false` overwrites them (`scale-d = 0`) instead of adding.
-        /// `TRANS_B = 1` reads B as N-major (the `imm-trans-b` operand), `0` as K-major; A is
-        /// K-major.
+        /// One `asm!` statement: `wgmma.fence`, the four `wgmma.mma_async.sync.aligned` of
+        /// shape `m64nNkK` over one k-tile (the k-th with both descriptors advanced by
+        /// `k * A_STEP` and `k * B_STEP`, in the descriptors' 16-byte units), and
+        /// `wgmma.commit_group`. No wait: the multiplies are in flight when it returns, and
+        /// until a `wgmma.wait_group` covers this group nothing may touch `acc` or the tiles.
+        /// `accumulate == false` overwrites the accumulators (`scale-d = 0`) instead of adding.
+        /// `TRANS_B = 1` reads B as N-major (the `imm-trans-b` operand; 16-bit types only),
+        /// `0` as K-major; A is K-major.
         ///
         /// # Safety
         /// 1. All 128 threads of a warpgroup call it together, converged, with the same
         ///    descriptors and `accumulate` (`.sync.aligned`).
-        /// 2. `a` and `b` describe shared memory holding the 64 x 64 A slice and the 64 x N B
-        ///    slice, laid out as the descriptors say, written before the call by the copy
-        ///    engine (its completion observed) or by this block's threads followed by
-        ///    `fence.proxy.async.shared::cta` and a barrier; nothing writes them until the
-        ///    call returns.
+        /// 2. `a` and `b` describe shared memory holding the 64-row A slice and the N-row B
+        ///    slice of the k-tile, laid out as the descriptors say, written before the call by
+        ///    the copy engine (its completion observed) or by this block's threads followed by
+        ///    `fence.proxy.async.shared::cta` and a barrier; nothing writes them until a
+        ///    `wgmma.wait_group` covers this group.
+        /// 3. Nothing reads or writes `acc` until a `wgmma.wait_group` covers this group,
+        ///    except further k-tiles of the same shape into the same `acc`.
         #[inline(always)]
         pub unsafe fn $name<const A_STEP: u64, const B_STEP: u64, const TRANS_B: u32>(
             acc: &mut [f32; $regs],
@@ -74,8 +96,8 @@ macro_rules! wgmma_k64 {
             b: MatrixDescriptor,
             accumulate: bool,
         ) {
-            // SAFETY: forwarded contract; every accumulator is an operand of this one
-            // statement, so none is touched between the multiplies and their wait.
+            // SAFETY: forwarded contract; the four multiplies name the same registers, the
+            // statement's operands.
             unsafe {
                 asm!(
                     "{{",
@@ -90,16 +112,15 @@ macro_rules! wgmma_k64 {
                     "add.s64 b2, {db}, {sb2};",
                     "add.s64 b3, {db}, {sb3};",
                     "wgmma.fence.sync.aligned;",
-                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
-                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {da}, {db}, p, 1, 1, 0, {tb};"),
-                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
-                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, a1, b1, q, 1, 1, 0, {tb};"),
-                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
-                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, a2, b2, q, 1, 1, 0, {tb};"),
-                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
-                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, a3, b3, q, 1, 1, 0, {tb};"),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k", $k, ".f32.", $ty, ".", $ty,
+                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {da}, {db}, p", $tail),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k", $k, ".f32.", $ty, ".", $ty,
+                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, a1, b1, q", $tail),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k", $k, ".f32.", $ty, ".", $ty,
+                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, a2, b2, q", $tail),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k", $k, ".f32.", $ty, ".", $ty,
+                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, a3, b3, q", $tail),
                     "wgmma.commit_group.sync.aligned;",
-                    "wgmma.wait_group.sync.aligned 0;",
                     "}}",
                     inout(reg32) acc[$first],
                     $(inout(reg32) acc[$i],)*
@@ -117,29 +138,22 @@ macro_rules! wgmma_k64 {
                 );
             }
         }
-    };
-}
 
-/// Defines one fused k-tile multiply with A from registers per `(shape, input type)`.
-macro_rules! wgmma_k64_rs {
-    ($(#[$doc:meta])* $name:ident, $n:literal, $ty:literal, $regs:literal: [$first:literal $($i:literal)*]) => {
         $(#[$doc])*
         ///
-        /// A from registers: `a[4 j .. 4 j + 4]` is this thread's fragment of the k-th 64 x 16
-        /// slice (`j = k`), in the layout `ldmatrix_x4` loads from a K-major tile: warp `w`
-        /// of the warpgroup holds rows `16 w .. 16 w + 16` ([`ldmatrix_x4`](super::ldmatrix_x4)'s
-        /// four matrices: rows 0-7 and 8-15 of k 0-7, then of k 8-15). One `asm!` statement, as
-        /// the shared-memory form: `wgmma.fence` (which also orders the writes of `a` before
-        /// the multiplies), four `wgmma.mma_async` m64nNk16 with `a` and B's descriptor
-        /// advanced by `k * B_STEP`, `wgmma.commit_group`, `wgmma.wait_group 0`; A's registers
-        /// are operands of the statement too, so nothing writes them before the multiplies
-        /// have read them. `TRANS_B` as there.
+        /// A from registers: `a[4 j .. 4 j + 4]` is this thread's fragment of the k-th
+        /// 64-row slice (`j = k`), in the layout `ldmatrix_x4` loads from a K-major tile of
+        /// 16-bit elements (warp `w` of the warpgroup holds rows `16 w .. 16 w + 16`). One
+        /// `asm!` statement as the shared-memory form, B's descriptor advanced by
+        /// `k * B_STEP`; the fence at its start orders the writes of `a` before the
+        /// multiplies.
         ///
         /// # Safety
-        /// As the shared-memory form for B; all 128 threads of the warpgroup call it together,
-        /// converged, each with its own fragment of A.
+        /// As the shared-memory form, and nothing writes `a`'s registers until a
+        /// `wgmma.wait_group` covers this group (they are `in` operands: the safe layer keeps
+        /// the fragment borrowed).
         #[inline(always)]
-        pub unsafe fn $name<const B_STEP: u64, const TRANS_B: u32>(
+        pub unsafe fn $name_rs<const B_STEP: u64, const TRANS_B: u32>(
             acc: &mut [f32; $regs],
             a: &[u32; 16],
             b: MatrixDescriptor,
@@ -158,16 +172,15 @@ macro_rules! wgmma_k64_rs {
                     "add.s64 b2, {db}, {sb2};",
                     "add.s64 b3, {db}, {sb3};",
                     "wgmma.fence.sync.aligned;",
-                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
-                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb};"),
-                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
-                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {{{a4}, {a5}, {a6}, {a7}}}, b1, q, 1, 1, {tb};"),
-                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
-                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {{{a8}, {a9}, {a10}, {a11}}}, b2, q, 1, 1, {tb};"),
-                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
-                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {{{a12}, {a13}, {a14}, {a15}}}, b3, q, 1, 1, {tb};"),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k", $k, ".f32.", $ty, ".", $ty,
+                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p", $tail_rs),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k", $k, ".f32.", $ty, ".", $ty,
+                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {{{a4}, {a5}, {a6}, {a7}}}, b1, q", $tail_rs),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k", $k, ".f32.", $ty, ".", $ty,
+                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {{{a8}, {a9}, {a10}, {a11}}}, b2, q", $tail_rs),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k", $k, ".f32.", $ty, ".", $ty,
+                        " {{{", stringify!($first), "}", $(",{", stringify!($i), "}",)* "}}, {{{a12}, {a13}, {a14}, {a15}}}, b3, q", $tail_rs),
                     "wgmma.commit_group.sync.aligned;",
-                    "wgmma.wait_group.sync.aligned 0;",
                     "}}",
                     inout(reg32) acc[$first],
                     $(inout(reg32) acc[$i],)*
@@ -188,36 +201,79 @@ macro_rules! wgmma_k64_rs {
     };
 }
 
-// The register lists: N / 2 FP32 accumulators per thread for m64nN.
-macro_rules! wgmma_k64_types {
-    ($n:literal, $regs:literal, $bf16:ident, $f16:ident, $bf16_rs:ident, $f16_rs:ident: $list:tt) => {
-        wgmma_k64!(
-            /// A 64 x N x 64 k-tile of BF16 inputs into FP32 accumulators, N = the fn's name.
-            $bf16, $n, "bf16", $regs: $list
-        );
-        wgmma_k64!(
-            /// A 64 x N x 64 k-tile of FP16 inputs into FP32 accumulators, N = the fn's name.
-            $f16, $n, "f16", $regs: $list
-        );
-        wgmma_k64_rs!(
-            /// A 64 x N x 64 k-tile of BF16 inputs, A from registers, into FP32 accumulators.
-            $bf16_rs, $n, "bf16", $regs: $list
-        );
-        wgmma_k64_rs!(
-            /// A 64 x N x 64 k-tile of FP16 inputs, A from registers, into FP32 accumulators.
-            $f16_rs, $n, "f16", $regs: $list
-        );
+/// Defines `wgmma.wait_group N` with a tile's accumulators tied to it.
+macro_rules! wgmma_wait_tied {
+    ($name:ident, $regs:literal: [$first:literal $($i:literal)*]) => {
+        /// `wgmma.wait_group.sync.aligned N;` with this thread's `REGS` accumulators as
+        /// `inout` operands: every later read of them is ordered after the wait (LLVM cannot
+        /// hoist one above it, as it could above a wait that does not name them). The
+        /// comment after the instruction names the registers, so the statement uses its
+        /// operands.
+        ///
+        /// # Safety
+        /// All threads of the warpgroup execute it together, converged; `N` is such that the
+        /// groups that write `acc` are complete when it returns (the caller counts them).
+        #[inline(always)]
+        pub unsafe fn $name<const N: u32>(acc: &mut [f32; $regs]) {
+            // SAFETY: forwarded contract.
+            unsafe {
+                asm!(
+                    concat!("wgmma.wait_group.sync.aligned {n}; // {", stringify!($first), "}",
+                        $(" {", stringify!($i), "}",)*),
+                    inout(reg32) acc[$first],
+                    $(inout(reg32) acc[$i],)*
+                    n = const N,
+                    options(nostack),
+                );
+            }
+        }
     };
 }
 
-wgmma_k64_types!(64, 32, wgmma_m64n64k64_bf16, wgmma_m64n64k64_f16, wgmma_m64n64k64_bf16_rs, wgmma_m64n64k64_f16_rs: [
+// Per shape: the k-tile issue for each input type (16-bit types take k16 and a transpose
+// operand, 8-bit ones k32 and none), and the tied wait.
+macro_rules! wgmma_shape {
+    ($n:literal, $regs:literal, $wait:ident, [$bf16:ident, $bf16_rs:ident, $f16:ident, $f16_rs:ident,
+      $e4m3:ident, $e4m3_rs:ident, $e5m2:ident, $e5m2_rs:ident]: $list:tt) => {
+        wgmma_k_tile!(
+            /// A 64 x N k-tile (64 elements of K) of BF16 inputs into FP32 accumulators.
+            $bf16, $bf16_rs, $n, "bf16", "16", $regs, ", 1, 1, 0, {tb};", ", 1, 1, {tb};": $list
+        );
+        wgmma_k_tile!(
+            /// A 64 x N k-tile (64 elements of K) of FP16 inputs into FP32 accumulators.
+            $f16, $f16_rs, $n, "f16", "16", $regs, ", 1, 1, 0, {tb};", ", 1, 1, {tb};": $list
+        );
+        wgmma_k_tile!(
+            /// A 64 x N k-tile (128 elements of K) of E4M3 inputs into FP32 accumulators.
+            $e4m3, $e4m3_rs, $n, "e4m3", "32", $regs,
+            ", 1, 1; // no transpose for 8-bit types: {tb}", ", 1, 1; // {tb}": $list
+        );
+        wgmma_k_tile!(
+            /// A 64 x N k-tile (128 elements of K) of E5M2 inputs into FP32 accumulators.
+            $e5m2, $e5m2_rs, $n, "e5m2", "32", $regs,
+            ", 1, 1; // no transpose for 8-bit types: {tb}", ", 1, 1; // {tb}": $list
+        );
+        wgmma_wait_tied!($wait, $regs: $list);
+    };
+}
+
+wgmma_shape!(64, 32, wgmma_wait_group_32, [
+    wgmma_k_tile_m64n64_bf16, wgmma_k_tile_m64n64_bf16_rs, wgmma_k_tile_m64n64_f16, wgmma_k_tile_m64n64_f16_rs,
+    wgmma_k_tile_m64n64_e4m3, wgmma_k_tile_m64n64_e4m3_rs, wgmma_k_tile_m64n64_e5m2, wgmma_k_tile_m64n64_e5m2_rs
+]: [
     0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
 ]);
-wgmma_k64_types!(128, 64, wgmma_m64n128k64_bf16, wgmma_m64n128k64_f16, wgmma_m64n128k64_bf16_rs, wgmma_m64n128k64_f16_rs: [
+wgmma_shape!(128, 64, wgmma_wait_group_64, [
+    wgmma_k_tile_m64n128_bf16, wgmma_k_tile_m64n128_bf16_rs, wgmma_k_tile_m64n128_f16, wgmma_k_tile_m64n128_f16_rs,
+    wgmma_k_tile_m64n128_e4m3, wgmma_k_tile_m64n128_e4m3_rs, wgmma_k_tile_m64n128_e5m2, wgmma_k_tile_m64n128_e5m2_rs
+]: [
     0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
     32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
 ]);
-wgmma_k64_types!(256, 128, wgmma_m64n256k64_bf16, wgmma_m64n256k64_f16, wgmma_m64n256k64_bf16_rs, wgmma_m64n256k64_f16_rs: [
+wgmma_shape!(256, 128, wgmma_wait_group_128, [
+    wgmma_k_tile_m64n256_bf16, wgmma_k_tile_m64n256_bf16_rs, wgmma_k_tile_m64n256_f16, wgmma_k_tile_m64n256_f16_rs,
+    wgmma_k_tile_m64n256_e4m3, wgmma_k_tile_m64n256_e4m3_rs, wgmma_k_tile_m64n256_e5m2, wgmma_k_tile_m64n256_e5m2_rs
+]: [
     0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
     32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
     64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
@@ -263,6 +319,24 @@ pub fn pack_bf16x2(lo: f32, hi: f32) -> u32 {
     unsafe {
         asm!(
             "cvt.rn.bf16x2.f32 {d}, {hi}, {lo};",
+            d = out(reg32) packed,
+            hi = in(reg32) hi,
+            lo = in(reg32) lo,
+            options(pure, nomem, nostack, preserves_flags)
+        )
+    };
+    packed
+}
+
+/// `cvt.rn.f16x2.f32 d, hi, lo;` — two floats rounded to nearest-even FP16, `lo` in the low
+/// half of the result.
+#[inline(always)]
+pub fn pack_f16x2(lo: f32, hi: f32) -> u32 {
+    let packed: u32;
+    // SAFETY: register arithmetic only.
+    unsafe {
+        asm!(
+            "cvt.rn.f16x2.f32 {d}, {hi}, {lo};",
             d = out(reg32) packed,
             hi = in(reg32) hi,
             lo = in(reg32) lo,

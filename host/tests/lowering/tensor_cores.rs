@@ -2,8 +2,8 @@
 
 use super::*;
 
-/// Every BF16 GEMM entry point, with its family, whether it stores C by tensor copies and
-/// whether it is warp-specialized (a producer warpgroup).
+/// Every GEMM entry point (BF16 and FP16), with its family, whether it stores C by tensor
+/// copies and whether it is warp-specialized (a producer warpgroup).
 pub(crate) fn bf16_entries() -> Vec<(
     &'static workloads::bf16_gemm::Bf16Kernel,
     &'static str,
@@ -25,14 +25,14 @@ pub(crate) fn bf16_entries() -> Vec<(
 }
 
 /// The tensor-core kernels are in the sm_90a module only, and lower to what they document:
-/// `HGMMA.64x256x16.F32.BF16` fed by `UTMALDG` (by 16-byte `LDGSTS` in the `cp_async` style),
+/// `HGMMA.64x256x16.F32.BF16` (`HGMMA.64x256x16.F32` for FP16) fed by `UTMALDG` (by 16-byte `LDGSTS` in the `cp_async` style),
 /// A through `LDSM` where it is multiplied from registers, C staged by `STSM` and stored by
 /// `UTMASTG` (tensor-store entry points) or stored by 16-byte `STG` (direct), `setmaxnreg` in the
 /// warp-specialized ones (40 for the producer, 232 for the consumers), and no local memory —
 /// the 128 accumulators stay in registers.
 #[test]
 fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
-    use workloads::bf16_gemm::{ASource, Bf16Style};
+    use workloads::bf16_gemm::{ASource, Bf16Style, ElementType};
     for (family, entry, tensor_store, specialized) in bf16_entries() {
         for arch in Arch::PORTABLE {
             assert!(
@@ -42,10 +42,11 @@ fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
         }
         let view = kernel(Arch::Sm90a, entry);
         let sass = sass_ops(view);
-        assert!(
-            sass.iter().any(|o| o == "HGMMA.64x256x16.F32.BF16"),
-            "{entry}: {sass:?}"
-        );
+        let hgmma = match family.element {
+            ElementType::Bf16 => "HGMMA.64x256x16.F32.BF16",
+            ElementType::F16 => "HGMMA.64x256x16.F32",
+        };
+        assert!(sass.iter().any(|o| o == hgmma), "{entry}: {sass:?}");
         let cp_async = family.style == Bf16Style::CpAsync;
         // Plain, or multicast in a cluster (a cluster sharing both tiles would have no plain one).
         assert_eq!(
@@ -233,33 +234,53 @@ fn multicast_copies_expect_every_receivers_bytes() {
         assert_eq!(loads, want, "{entry}");
         checked += 1;
     }
-    // ws_cooperative, _2x1 and _1x2, two entry points each.
-    assert_eq!(checked, 6);
+    // ws_cooperative, _2x1, _1x2 and the FP16 ws_cooperative, two entry points each.
+    assert_eq!(checked, 8);
 }
 
 /// The accumulator rule (PTX ISA: no access to a `wgmma.mma_async`'s accumulator registers
-/// until a `wgmma.wait_group` covers it): in every sm_90a kernel, from each `wgmma.fence` to
-/// the `wgmma.wait_group 0` after it there is nothing but the four `wgmma.mma_async` of a
-/// k-tile and their `wgmma.commit_group` — so no instruction of any kind, let alone one on an
-/// accumulator, runs while a multiply is in flight — and the four multiplies name one and the
-/// same accumulator registers (tied, not copied between them).
+/// until a `wgmma.wait_group` covers it), for multiplies issued and waited for in separate
+/// statements (`gpu::wgmma::InFlight`). In every sm_90a kernel:
+/// - each k-tile is one region: `wgmma.fence`, four `wgmma.mma_async` naming one and the same
+///   accumulator registers (tied, not copied between them), `wgmma.commit_group`;
+/// - for each accumulator register set, from its first multiply to the first
+///   `wgmma.wait_group 0` after its last multiply (in the PTX's order, which holds the whole
+///   mainloop between the two), no instruction but those multiplies names any of its
+///   registers: no copy, no phi move, no read — so none can run while a multiply is in flight.
+///
+/// And some kernel keeps a k-tile in flight across the wait for the next stage
+/// (`wgmma.wait_group 1`), some takes A from registers, and some multiplies FP16.
 #[test]
 fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
-    let (mut checked, mut register_a) = (0, 0);
+    let (mut regions, mut register_a, mut in_flight, mut fp16) = (0, 0, 0, 0);
+    let register_list = |instr: &PtxInstr| {
+        let ops = &instr.operands;
+        ops[ops.find('{').expect("a register list")..=ops.find('}').expect("its end")].to_string()
+    };
+    let names_register = |text: &str, reg: &str| {
+        text.match_indices(reg).any(|(at, _)| {
+            !text[at + reg.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric())
+        })
+    };
     for (name, view) in &inspection(Arch::Sm90a).kernels {
         let ptx = &view.ptx;
+        // Each issue region, and the accumulator lists with their multiplies' indices.
+        let mut lists: Vec<(String, Vec<usize>)> = Vec::new();
         let mut i = 0;
         while i < ptx.len() {
             if ptx[i].opcode.starts_with("wgmma.mma_async") {
-                panic!("{name}: a wgmma.mma_async outside a fence..wait region at {i}");
+                panic!("{name}: a wgmma.mma_async outside a fence..commit region at {i}");
             }
             if ptx[i].opcode != "wgmma.fence.sync.aligned" {
                 i += 1;
                 continue;
             }
-            let region: Vec<&PtxInstr> = ptx[i + 1..].iter().take(6).collect();
+            let region: Vec<&PtxInstr> = ptx[i + 1..].iter().take(5).collect();
             let opcodes: Vec<&str> = region.iter().map(|r| r.opcode.as_str()).collect();
-            assert_eq!(opcodes.len(), 6, "{name}: a fence at the end");
+            assert_eq!(opcodes.len(), 5, "{name}: a fence at the end");
             assert!(
                 opcodes[..4]
                     .iter()
@@ -267,29 +288,65 @@ fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
                 "{name}: {opcodes:?}"
             );
             assert_eq!(opcodes[4], "wgmma.commit_group.sync.aligned", "{name}");
-            assert_eq!(opcodes[5], "wgmma.wait_group.sync.aligned", "{name}");
-            assert_eq!(region[5].operands.trim(), "0", "{name}");
-            let accumulators = |instr: &PtxInstr| {
-                let ops = &instr.operands;
-                ops[ops.find('{').expect("a register list")..=ops.find('}').expect("its end")]
-                    .to_string()
-            };
-            let first = accumulators(region[0]);
+            let first = register_list(region[0]);
             assert!(first.matches("%r").count() >= 32, "{name}: {first}");
             for mma in &region[1..4] {
-                assert_eq!(accumulators(mma), first, "{name}: accumulators differ");
+                assert_eq!(register_list(mma), first, "{name}: accumulators differ");
+            }
+            if opcodes[0].ends_with(".f16.f16") {
+                fp16 += 1;
             }
             // A from registers: a second register list (four registers) before B's descriptor.
             let after = &region[0].operands[region[0].operands.find('}').unwrap() + 1..];
             if after.trim_start_matches([',', ' ']).starts_with('{') {
                 register_a += 1;
             }
-            checked += 1;
-            i += 7;
+            match lists.iter_mut().find(|(l, _)| *l == first) {
+                Some((_, at)) => at.extend(i + 1..i + 5),
+                None => lists.push((first, (i + 1..i + 5).collect())),
+            }
+            regions += 1;
+            i += 6;
+        }
+        for (list, mmas) in &lists {
+            let regs: Vec<&str> = list
+                .trim_matches(['{', '}'])
+                .split(',')
+                .map(str::trim)
+                .collect();
+            let (start, last) = (mmas[0], *mmas.last().unwrap());
+            let end = (last..ptx.len())
+                .find(|&j| {
+                    ptx[j].opcode == "wgmma.wait_group.sync.aligned"
+                        && ptx[j].operands.trim() == "0"
+                })
+                .unwrap_or_else(|| panic!("{name}: no wait_group 0 after the last multiply"));
+            for (j, instr) in ptx.iter().enumerate().take(end).skip(start) {
+                if mmas.contains(&j) {
+                    continue;
+                }
+                let text = format!("{} {}", instr.opcode, instr.operands);
+                if let Some(reg) = regs.iter().find(|r| names_register(&text, r)) {
+                    panic!(
+                        "{name}: `{text}` names accumulator {reg} while a multiply is in flight"
+                    );
+                }
+            }
+        }
+        if ptx
+            .iter()
+            .any(|i| i.opcode == "wgmma.wait_group.sync.aligned" && i.operands.trim() == "1")
+        {
+            in_flight += 1;
         }
     }
-    assert!(checked >= 4, "found {checked} wgmma regions");
+    assert!(regions >= 4, "found {regions} wgmma regions");
     assert!(register_a >= 1, "no wgmma takes A from registers");
+    assert!(
+        in_flight >= 4,
+        "{in_flight} kernels keep a k-tile in flight"
+    );
+    assert!(fp16 >= 1, "no kernel multiplies FP16");
 }
 
 /// ptxas assembles the sm_90a module without a warning: in particular none saying that it

@@ -8,31 +8,17 @@
 //! The layouts are plain Rust, built for the host too; the atom and the descriptors exist only
 //! in the sm_90a device build.
 
+mod element;
+mod tile;
+pub use element::{Bf16, E4M3, E5M2, Element, F16, SixteenBit};
+#[cfg(target_feature = "sm_90a")]
+mod atom;
+#[cfg(target_feature = "sm_90a")]
+pub use atom::*;
+
 #[cfg(target_feature = "sm_90a")]
 use crate::ptx::{self, MatrixDescriptor, Shared};
-
-/// A bfloat16 value (1 sign, 8 exponent, 7 mantissa bits) as its bits: the element of BF16
-/// matrices in kernel signatures (the host stores it as `u16`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(transparent)]
-pub struct Bf16(pub u16);
-
-impl Bf16 {
-    /// `x` rounded to the nearest BF16 (ties to even; NaN stays NaN).
-    pub const fn from_f32(x: f32) -> Bf16 {
-        let bits = x.to_bits();
-        if x.is_nan() {
-            return Bf16(((bits >> 16) | 0x40) as u16);
-        }
-        let rounding = 0x7FFF + ((bits >> 16) & 1);
-        Bf16((bits.wrapping_add(rounding) >> 16) as u16)
-    }
-
-    /// The value, exactly.
-    pub const fn to_f32(self) -> f32 {
-        f32::from_bits((self.0 as u32) << 16)
-    }
-}
+use core::marker::PhantomData;
 
 /// The threads of a warpgroup: four consecutive warps, what one `wgmma` is issued by.
 pub const WARPGROUP_THREADS: u32 = 128;
@@ -47,7 +33,8 @@ const fn swizzled_128b_descriptor(start: u32, leading_bytes: u64, stride_bytes: 
         | 1 << 62
 }
 
-/// A `ROWS x 64` tile of 16-bit elements (one 128-byte row of K per row of M or N, K-major),
+/// A `ROWS x K` tile of elements `E` (one 128-byte row of K per row of M or N, K-major: `K`
+/// is 64 elements of 16 bits, 128 of 8 bits),
 /// in shared memory as a tensor copy with 128-byte swizzle writes it: row `r` at byte
 /// `128 r`, its 16-byte chunk `c` stored at chunk `c ^ (r % 8)`. The tile is 1024-byte aligned
 /// (the swizzle repeats every 8 rows) and holds `ROWS * 128` bytes.
@@ -56,11 +43,19 @@ const fn swizzled_128b_descriptor(start: u32, leading_bytes: u64, stride_bytes: 
 /// descriptors (`SwizzledKMajor::descriptor`, sm_90a): leading byte offset 16 (unused by a swizzled
 /// K-major operand), stride byte offset 1024 (eight rows), swizzle mode 128 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SwizzledKMajor<const ROWS: u32>;
+pub struct SwizzledKMajor<const ROWS: u32, E: Element = Bf16>(PhantomData<E>);
 
-impl<const ROWS: u32> SwizzledKMajor<ROWS> {
-    /// Elements of K per row: 128 bytes of 16-bit elements.
-    pub const K: u32 = 64;
+impl<const ROWS: u32, E: Element> Default for SwizzledKMajor<ROWS, E> {
+    fn default() -> Self {
+        Self::LAYOUT
+    }
+}
+
+impl<const ROWS: u32, E: Element> SwizzledKMajor<ROWS, E> {
+    /// The layout (a value for the functions that take one: tile copies).
+    pub const LAYOUT: Self = SwizzledKMajor(PhantomData);
+    /// Elements of K per row: 128 bytes.
+    pub const K: u32 = E::K_PER_ROW;
     /// Bytes of the tile.
     pub const BYTES: u32 = ROWS * 128;
     /// The tensor map's box, innermost first: `[64, ROWS]` (ROWS at most 256, the largest box
@@ -71,19 +66,21 @@ impl<const ROWS: u32> SwizzledKMajor<ROWS> {
     };
     /// The tensor map's swizzle span in bytes.
     pub const SWIZZLE_BYTES: u32 = 128;
-    /// How far one k-step of 16 elements (32 bytes) moves a descriptor, in its 16-byte units.
+    /// How far one instruction's k-step (32 bytes: 16 elements of 16 bits, 32 of 8 bits) moves
+    /// a descriptor, in its 16-byte units.
     pub const K_STEP: u64 = 2;
     /// Leading byte offset, stride byte offset (bytes) and the swizzle field of the descriptor.
     const LEADING_BYTES: u64 = 16;
     const STRIDE_BYTES: u64 = 1024;
 
-    /// The byte offset in the tile of element `(row, col)` (`col < 64`): row `row` at
-    /// `128 row`, its 16-byte chunk `col / 8` moved to chunk `(col / 8) ^ (row % 8)`. Where a
+    /// The byte offset in the tile of element `(row, col)` (`col < K`): row `row` at
+    /// `128 row`, its 16-byte chunk moved to chunk `chunk ^ (row % 8)`. Where a
     /// thread writes an element for a tensor copy with 128-byte swizzle to store, or reads one
     /// such a copy loaded; eight rows' same chunk fall in eight different bank groups.
     pub const fn byte_offset(row: u32, col: u32) -> u32 {
-        let chunk = (col * 2 / 16) ^ (row % 8);
-        row * 128 + chunk * 16 + (col * 2) % 16
+        let byte = col * E::BITS / 8;
+        let chunk = (byte / 16) ^ (row % 8);
+        row * 128 + chunk * 16 + byte % 16
     }
 
     /// The descriptor bits of the tile's rows from `row` on (a multiple of 8) when the tile
@@ -106,7 +103,9 @@ impl<const ROWS: u32> SwizzledKMajor<ROWS> {
         // SAFETY: forwarded contract: the bits describe this layout.
         unsafe { MatrixDescriptor::from_bits(Self::descriptor_bits(base.addr(), row)) }
     }
+}
 
+impl<const ROWS: u32, E: SixteenBit> SwizzledKMajor<ROWS, E> {
     /// The 64 rows from `row` on of the tile at `base`, as a warpgroup's A operand in registers
     /// ([`AFragment`]): four `ldmatrix_x4` per thread (`t`: the thread's index in the
     /// warpgroup), each lane pointing at its row's swizzled 16-byte chunk.
@@ -139,7 +138,7 @@ impl<const ROWS: u32> SwizzledKMajor<ROWS> {
 
 /// The swizzled layout as a tile copy's destination: byte `b` of row `r` where a tensor copy
 /// with 128-byte swizzle puts it (`cp.async` into a tile `wgmma` reads).
-impl<const ROWS: u32> crate::layout::TileLayout for SwizzledKMajor<ROWS> {
+impl<const ROWS: u32, E: Element> crate::layout::TileLayout for SwizzledKMajor<ROWS, E> {
     #[inline(always)]
     fn row_start(self, row: u32) -> u32 {
         row * 128
@@ -159,10 +158,14 @@ impl<const ROWS: u32> crate::layout::TileLayout for SwizzledKMajor<ROWS> {
 /// The descriptors: leading byte offset 8192 (from one 64-element group of MN to the next),
 /// stride byte offset 1024 (eight k-rows), swizzle mode 128 bytes; a k-step of 16 moves the
 /// start by 16 k-rows (2048 bytes).
+///
+/// 16-bit elements only (`E: SixteenBit`): the tensor cores read 8-bit operands K-major only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SwizzledMnMajor<const MN: u32>;
+pub struct SwizzledMnMajor<const MN: u32, E: SixteenBit = Bf16>(PhantomData<E>);
 
-impl<const MN: u32> SwizzledMnMajor<MN> {
+impl<const MN: u32, E: SixteenBit> SwizzledMnMajor<MN, E> {
+    /// The layout.
+    pub const LAYOUT: Self = SwizzledMnMajor(PhantomData);
     /// Elements of K per tile (one stage).
     pub const K: u32 = 64;
     /// Bytes of the tile.
@@ -205,21 +208,25 @@ impl<const MN: u32> SwizzledMnMajor<MN> {
 /// How a B tile is stored, as a `wgmma` reads it: K-major ([`SwizzledKMajor`]: B `n x k`,
 /// the weights of a `Linear` layer) or MN-major ([`SwizzledMnMajor`]: B `k x n` row-major,
 /// `a @ b`, read transposed).
-pub trait BOperand {
+pub trait BOperand: Copy {
+    /// The element type the tile holds.
+    type Element: Element;
     /// `imm-trans-b`: 1 for MN-major.
     const TRANS: u32;
-    /// A k-step of 16 in the descriptor's units.
+    /// One instruction's k-step in the descriptor's units.
     const K_STEP: u64;
 }
 
-impl<const ROWS: u32> BOperand for SwizzledKMajor<ROWS> {
+impl<const ROWS: u32, E: Element> BOperand for SwizzledKMajor<ROWS, E> {
+    type Element = E;
     const TRANS: u32 = 0;
-    const K_STEP: u64 = SwizzledKMajor::<ROWS>::K_STEP;
+    const K_STEP: u64 = SwizzledKMajor::<ROWS, E>::K_STEP;
 }
 
-impl<const MN: u32> BOperand for SwizzledMnMajor<MN> {
+impl<const MN: u32, E: SixteenBit> BOperand for SwizzledMnMajor<MN, E> {
+    type Element = E;
     const TRANS: u32 = 1;
-    const K_STEP: u64 = SwizzledMnMajor::<MN>::K_STEP;
+    const K_STEP: u64 = SwizzledMnMajor::<MN, E>::K_STEP;
 }
 
 /// A warpgroup's 64 x N FP32 accumulator tile, `REGS = N / 2` registers per thread. Thread
@@ -254,20 +261,38 @@ impl<const REGS: usize> Accumulator<REGS> {
         (row, col)
     }
 
-    /// Registers `8 q..8 q + 8` rounded to BF16 in pairs: this thread's fragments of the four
+    /// Registers `8 q..8 q + 8` rounded to `E` in pairs: this thread's fragments of the four
     /// 8 x 8 matrices of columns `16 q..16 q + 16` of its warp's 16 rows, in the order
     /// [`x4_lane_row`] addresses them (rows 0-7 and 8-15 of columns 0-7, then of 8-15) — one
-    /// `stmatrix_x4`'s registers. `q` a constant (unrolled loop) below `REGS / 8`.
+    /// `stmatrix_x4`'s registers, and A's register fragment of k-slice `q` when the tile is
+    /// the A operand of the next multiply (`P V`: see [`Accumulator::to_a_fragment`]). `q` a
+    /// constant (unrolled loop) below `REGS / 8`.
     #[cfg(target_feature = "sm_90a")]
     #[inline(always)]
-    pub fn stmatrix_regs(&self, q: usize) -> [u32; 4] {
+    pub fn pack_x4<E: SixteenBit>(&self, q: usize) -> [u32; 4] {
         let r = &self.regs[8 * q..8 * q + 8];
         [
-            ptx::pack_bf16x2(r[0], r[1]),
-            ptx::pack_bf16x2(r[2], r[3]),
-            ptx::pack_bf16x2(r[4], r[5]),
-            ptx::pack_bf16x2(r[6], r[7]),
+            E::pack2(r[0], r[1]),
+            E::pack2(r[2], r[3]),
+            E::pack2(r[4], r[5]),
+            E::pack2(r[6], r[7]),
         ]
+    }
+
+    /// Columns `64 j..64 j + 64` of the tile rounded to `E`, as the A operand of a `wgmma`
+    /// from registers ([`AFragment`]): the accumulator's layout of a 16-column slice is the A
+    /// fragment's of a 16-wide k-slice, so this is register arithmetic only (four
+    /// [`pack_x4`](Self::pack_x4)). `j` a constant below `REGS / 32`.
+    #[cfg(target_feature = "sm_90a")]
+    #[inline(always)]
+    pub fn to_a_fragment<E: SixteenBit>(&self, j: usize) -> AFragment {
+        let mut regs = [0u32; 16];
+        let mut s = 0;
+        while s < 4 {
+            regs[4 * s..4 * s + 4].copy_from_slice(&self.pack_x4::<E>(4 * j + s));
+            s += 1;
+        }
+        AFragment { regs }
     }
 }
 
@@ -292,115 +317,9 @@ pub struct AFragment {
     pub regs: [u32; 16],
 }
 
-/// A `wgmma` shape and input type: multiplies a 64 x 64 k-tile of A (a [`SwizzledKMajor`]
-/// tile) by a 64 x N one of B stored as `B` says ([`BOperand`]) into an [`Accumulator`] (see
-/// [`crate::ptx::wgmma_m64n256k64_bf16`] for what it lowers to and why it is one `asm!`
-/// statement).
-#[cfg(target_feature = "sm_90a")]
-pub trait WarpgroupMma<B: BOperand> {
-    /// The accumulator fragment (N / 2 registers per thread).
-    type Acc;
-
-    /// `acc (+)= A B` over one k-tile.
-    ///
-    /// # Safety
-    /// As [`crate::ptx::wgmma_m64n256k64_bf16`]: the warpgroup together, the descriptors
-    /// describe tiles that are filled and not written until it returns.
-    unsafe fn mma_k64(
-        acc: &mut Self::Acc,
-        a: MatrixDescriptor,
-        b: MatrixDescriptor,
-        accumulate: bool,
-    );
-
-    /// `acc (+)= A B` over one k-tile, A from registers ([`AFragment`]; see
-    /// [`crate::ptx::wgmma_m64n256k64_bf16_rs`]).
-    ///
-    /// # Safety
-    /// As [`crate::ptx::wgmma_m64n256k64_bf16_rs`]: the warpgroup together, each thread with
-    /// its own fragment; `b` describes a tile that is filled and not written until it returns.
-    unsafe fn mma_k64_a_regs(
-        acc: &mut Self::Acc,
-        a: &AFragment,
-        b: MatrixDescriptor,
-        accumulate: bool,
-    );
-}
-
-/// BF16 inputs, FP32 accumulators, 64 x `N` x 64 per call.
-#[cfg(target_feature = "sm_90a")]
-pub struct Bf16Mma<const N: u32>;
-
-// The k-steps and transpose bit of each B layout are written out as the constants they are
-// (const generics of the instruction; `BOperand`'s values, checked equal below).
-macro_rules! bf16_shapes {
-    ($($n:literal => $regs:literal, $f:ident, $rs:ident;)*) => {$(
-        #[cfg(target_feature = "sm_90a")]
-        impl<const R: u32> WarpgroupMma<SwizzledKMajor<R>> for Bf16Mma<$n> {
-            type Acc = Accumulator<$regs>;
-
-            #[inline(always)]
-            unsafe fn mma_k64(acc: &mut Self::Acc, a: MatrixDescriptor, b: MatrixDescriptor, accumulate: bool) {
-                // SAFETY: forwarded contract; B K-major (no transpose).
-                unsafe { ptx::$f::<2, 2, 0>(&mut acc.regs, a, b, accumulate) }
-            }
-
-            #[inline(always)]
-            unsafe fn mma_k64_a_regs(acc: &mut Self::Acc, a: &AFragment, b: MatrixDescriptor, accumulate: bool) {
-                // SAFETY: forwarded contract; B K-major (no transpose).
-                unsafe { ptx::$rs::<2, 0>(&mut acc.regs, &a.regs, b, accumulate) }
-            }
-        }
-
-        #[cfg(target_feature = "sm_90a")]
-        impl<const R: u32> WarpgroupMma<SwizzledMnMajor<R>> for Bf16Mma<$n> {
-            type Acc = Accumulator<$regs>;
-
-            #[inline(always)]
-            unsafe fn mma_k64(acc: &mut Self::Acc, a: MatrixDescriptor, b: MatrixDescriptor, accumulate: bool) {
-                // SAFETY: forwarded contract; B MN-major (transposed).
-                unsafe { ptx::$f::<2, 128, 1>(&mut acc.regs, a, b, accumulate) }
-            }
-
-            #[inline(always)]
-            unsafe fn mma_k64_a_regs(acc: &mut Self::Acc, a: &AFragment, b: MatrixDescriptor, accumulate: bool) {
-                // SAFETY: forwarded contract; B MN-major (transposed).
-                unsafe { ptx::$rs::<128, 1>(&mut acc.regs, &a.regs, b, accumulate) }
-            }
-        }
-    )*};
-}
-
-const _: () = {
-    assert!(SwizzledKMajor::<8>::K_STEP == 2 && SwizzledMnMajor::<64>::K_STEP == 128);
-    assert!(<SwizzledKMajor<8> as BOperand>::TRANS == 0);
-    assert!(<SwizzledMnMajor<64> as BOperand>::TRANS == 1);
-};
-
-bf16_shapes! {
-    64 => 32, wgmma_m64n64k64_bf16, wgmma_m64n64k64_bf16_rs;
-    128 => 64, wgmma_m64n128k64_bf16, wgmma_m64n128k64_bf16_rs;
-    256 => 128, wgmma_m64n256k64_bf16, wgmma_m64n256k64_bf16_rs;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bf16_rounds_to_nearest_even() {
-        assert_eq!(Bf16::from_f32(1.0).0, 0x3F80);
-        assert_eq!(Bf16::from_f32(1.0).to_f32(), 1.0);
-        // 1 + 2^-8 is half-way between 1 and 1 + 2^-7: to even (1).
-        assert_eq!(Bf16::from_f32(1.0 + 1.0 / 256.0).to_f32(), 1.0);
-        assert_eq!(
-            Bf16::from_f32(1.0 + 3.0 / 256.0).to_f32(),
-            1.0 + 2.0 / 128.0
-        );
-        assert_eq!(Bf16::from_f32(-256.0).to_f32(), -256.0);
-        assert!(Bf16::from_f32(f32::NAN).to_f32().is_nan());
-        assert_eq!(Bf16::from_f32(f32::INFINITY).to_f32(), f32::INFINITY);
-    }
 
     #[test]
     fn descriptor_fields_follow_the_ptx_encoding() {
@@ -468,7 +387,7 @@ mod tests {
     #[test]
     fn the_swizzled_tile_layout_puts_bytes_where_the_tensor_copy_does() {
         use crate::layout::TileLayout;
-        let t = SwizzledKMajor::<64> {};
+        let t = SwizzledKMajor::<64>::LAYOUT;
         for row in 0..64 {
             for col in 0..64 {
                 let at = t.row_start(row) + t.byte_in_row(row, 2 * col);

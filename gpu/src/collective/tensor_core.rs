@@ -1,0 +1,240 @@
+//! The tensor-core collective (sm_90a; CUTLASS 3's sm90 collective mainloop): a producer
+//! that copies every k-tile of a tile into a pipeline's stages ([`load_k_tiles`]), and a
+//! consumer warpgroup that multiplies them with `K` k-tiles of `wgmma` in flight, each stage
+//! released once the multiplies reading it have completed ([`mma_k_tiles`]: the release trails
+//! the read by `K` stages), with the schedule of the consumer warpgroups as a type
+//! ([`Cooperative`], [`PingPong`] with its [`OrderBarrier`]).
+//!
+//! A kernel built on it writes only what is its own: which copies fill a stage, where in a
+//! stage the operands are, and what happens to the tile after its mainloop (an epilogue).
+
+use crate::layout::Mbarrier;
+use crate::pipeline::{GroupConsumer, HeldStage, Producer, ProducerStage};
+use crate::ptx::{self, MatrixDescriptor};
+use crate::shared::Shared;
+use crate::wgmma::{AFragment, BOperand, InFlight, WarpgroupMma};
+
+/// The producer's mainloop (CUTLASS's `load`): `k_tiles` times, acquire the next free stage,
+/// let `copy` issue the copies of k-tile `kt` bound to it, commit it.
+#[inline(always)]
+pub fn load_k_tiles<P: Producer>(
+    producer: &mut P,
+    k_tiles: u32,
+    mut copy: impl FnMut(&ProducerStage<'_, P>, u32),
+) {
+    for kt in 0..k_tiles {
+        let stage = producer.producer_acquire();
+        copy(&stage, kt);
+        stage.producer_commit();
+    }
+}
+
+/// Where a k-tile's A operand is read from: shared memory (its [`MatrixDescriptor`]) or this
+/// thread's registers (an [`AFragment`] the caller loaded from the stage, `ldmatrix`).
+pub trait AOperand: Copy {
+    /// The most k-tiles that may be in flight: A from registers allows none beside the one
+    /// being issued, since the next k-tile's fragment is loaded into the same registers
+    /// ([`InFlight::mma_a_regs`]).
+    const MAX_IN_FLIGHT: usize;
+
+    /// Issues one k-tile with this A into `flight`.
+    ///
+    /// # Safety
+    /// As [`InFlight::mma`].
+    unsafe fn issue<M, B, S, const K: usize>(
+        self,
+        flight: &mut InFlight<'_, M::Acc, S, K>,
+        stage: S,
+        b: MatrixDescriptor,
+        accumulate: bool,
+    ) -> Option<S>
+    where
+        M: WarpgroupMma<B>,
+        B: BOperand;
+}
+
+impl AOperand for MatrixDescriptor {
+    const MAX_IN_FLIGHT: usize = 7;
+
+    #[inline(always)]
+    unsafe fn issue<M, B, S, const K: usize>(
+        self,
+        flight: &mut InFlight<'_, M::Acc, S, K>,
+        stage: S,
+        b: MatrixDescriptor,
+        accumulate: bool,
+    ) -> Option<S>
+    where
+        M: WarpgroupMma<B>,
+        B: BOperand,
+    {
+        // SAFETY: forwarded contract.
+        unsafe { flight.mma::<M, B>(stage, self, b, accumulate) }
+    }
+}
+
+impl AOperand for AFragment {
+    const MAX_IN_FLIGHT: usize = 0;
+
+    #[inline(always)]
+    unsafe fn issue<M, B, S, const K: usize>(
+        self,
+        flight: &mut InFlight<'_, M::Acc, S, K>,
+        stage: S,
+        b: MatrixDescriptor,
+        accumulate: bool,
+    ) -> Option<S>
+    where
+        M: WarpgroupMma<B>,
+        B: BOperand,
+    {
+        // SAFETY: forwarded contract; K = 0 (`mma_k_tiles` checks it), so the group is
+        // complete before the next fragment is loaded.
+        unsafe { flight.mma_a_regs::<M, B>(stage, &self, b, accumulate) }
+    }
+}
+
+/// A warpgroup's mainloop (CUTLASS's `mma` and `mma_tail`): for each of `k_tiles >= 1`
+/// stages, wait for it, issue its multiplies into `acc` (`operands(stage)` says where A and
+/// B are), and keep at most `K` k-tiles in flight; a stage is released for the group
+/// (`group_thread`: this thread's index in the warpgroup) as soon as the wait after a later
+/// issue shows its multiplies complete, then `after_release` runs (a multistage producer's
+/// next copy). `issued` runs once after the last issue, before the tail waits (ping-pong:
+/// the other warpgroup may start issuing). When it returns the accumulators are complete and
+/// every stage is released.
+///
+/// `K` is at most the A operand's [`AOperand::MAX_IN_FLIGHT`] (checked when it is built).
+///
+/// # Safety
+/// The whole warpgroup calls it, converged, with the same arguments (but `group_thread`); the
+/// next `k_tiles` stages of the consumer's ring are this tile's, each holding the operands
+/// `operands` describes once its wait returns (the copy engine's completion observed, or
+/// copies by threads fenced for the async proxy in `operands`), and nothing writes a stage
+/// until it is released.
+#[inline(always)]
+pub unsafe fn mma_k_tiles<M, B, C, A, const K: usize>(
+    consumer: &mut C,
+    acc: &mut M::Acc,
+    k_tiles: u32,
+    group_thread: u32,
+    mut operands: impl FnMut(u32) -> (A, MatrixDescriptor),
+    mut after_release: impl FnMut(),
+    issued: impl FnOnce(),
+) where
+    M: WarpgroupMma<B>,
+    B: BOperand,
+    C: GroupConsumer,
+    A: AOperand,
+{
+    const {
+        assert!(
+            K <= A::MAX_IN_FLIGHT,
+            "too many k-tiles in flight for this A operand"
+        )
+    };
+    let mut flight = InFlight::<_, HeldStage, K>::new(acc);
+    for kt in 0..k_tiles {
+        let stage = consumer.consumer_wait_held();
+        let (a, b) = operands(stage.index());
+        let accumulate = kt > 0;
+        // SAFETY: the stage's operands are filled and stay unwritten until it is released,
+        // which happens only when `InFlight` hands it back (its group complete); the whole
+        // warpgroup (contract).
+        let done = unsafe { a.issue::<M, B, _, K>(&mut flight, stage, b, accumulate) };
+        if let Some(done) = done {
+            consumer.consumer_release_held(done, group_thread);
+            after_release();
+        }
+    }
+    issued();
+    // SAFETY: the whole warpgroup (contract).
+    let held = unsafe { flight.finish() };
+    for stage in held.into_iter().flatten() {
+        consumer.consumer_release_held(stage, group_thread);
+        after_release();
+    }
+}
+
+/// How the consumer warpgroups of a block share its tiles (CUTLASS's kernel schedules).
+pub trait Schedule {
+    /// Whether each warpgroup takes whole tiles of its own in turn (ping-pong), rather than
+    /// all sharing each tile (cooperative).
+    const PINGPONG: bool;
+    /// The warpgroups that read and release each stage.
+    const READERS_PER_STAGE: u32 = if Self::PINGPONG { 1 } else { 2 };
+}
+
+/// Both consumer warpgroups multiply each tile together, each its own 64 rows (CUTLASS's
+/// `KernelTmaWarpSpecializedCooperative`).
+pub struct Cooperative;
+
+impl Schedule for Cooperative {
+    const PINGPONG: bool = false;
+}
+
+/// Each consumer warpgroup takes every other tile, the two issuing their mainloops in turn
+/// ([`OrderBarrier`]) so that one's epilogue runs while the other multiplies (CUTLASS's
+/// `KernelTmaWarpSpecializedPingpong`).
+pub struct PingPong;
+
+impl Schedule for PingPong {
+    const PINGPONG: bool = true;
+}
+
+/// The ordered sequence barrier of a ping-pong schedule: two mbarriers, `order[c]`
+/// completing a phase when the other warpgroup has issued a whole mainloop; warpgroup `c`
+/// waits for it before its next one (but warpgroup 0 not before its first). Besides keeping
+/// the tensor cores to one warpgroup at a time, it is what lets the two skip each other's
+/// stages in one ring: neither runs more than one ring phase ahead of the stages it waits on
+/// by parity.
+#[derive(Clone, Copy)]
+pub struct OrderBarrier {
+    order: Shared<Mbarrier>,
+}
+
+impl OrderBarrier {
+    /// Bytes of shared memory the two mbarriers take.
+    pub const BYTES: u32 = 16;
+
+    /// The barrier at `at`, its two mbarriers initialized (one arrival per phase) by the
+    /// thread whose `initializer` is true.
+    ///
+    /// # Safety
+    /// `at` is 8-byte aligned, [`Self::BYTES`] reserved for this barrier; every thread of the
+    /// block calls it with the same `at`, `initializer` true in exactly one, and the block
+    /// syncs before any thread waits on or arrives at it.
+    #[inline(always)]
+    pub unsafe fn new(at: Shared<u8>, initializer: bool) -> OrderBarrier {
+        let order = at.cast::<Mbarrier>();
+        if initializer {
+            // SAFETY: forwarded contract.
+            unsafe {
+                ptx::mbarrier_init(order, 1);
+                ptx::mbarrier_init(order.add(1), 1);
+            }
+        }
+        OrderBarrier { order }
+    }
+
+    /// Warpgroup `consumer` (0 or 1) waits for its turn: phase `phase` of its mbarrier (0, 1,
+    /// 0, ... over its successive waits).
+    ///
+    /// # Safety
+    /// The block synced after [`new`](Self::new); the other warpgroup arrives once per
+    /// mainloop ([`Self::arrive`]).
+    #[inline(always)]
+    pub unsafe fn wait(&self, consumer: u32, phase: u32) {
+        // SAFETY: forwarded contract.
+        unsafe { ptx::mbarrier_wait_parity(self.order.add(consumer), phase) };
+    }
+
+    /// Warpgroup `consumer` has issued its mainloop: the other's turn. One thread of it.
+    ///
+    /// # Safety
+    /// As [`wait`](Self::wait): one arrival per mainloop, waited for in turn.
+    #[inline(always)]
+    pub unsafe fn arrive(&self, consumer: u32) {
+        // SAFETY: forwarded contract.
+        let _ = unsafe { ptx::mbarrier_arrive(self.order.add(1 - consumer)) };
+    }
+}

@@ -1,0 +1,256 @@
+//! The multiply atom ([`Wgmma`]: one k-tile of any [`Element`] into FP32 accumulators, A from
+//! shared memory or registers, B K-major or MN-major) and multiplies in flight
+//! ([`InFlight`]: issue and wait as separate calls, the accumulators and the stages the
+//! multiplies read held until a wait covers them).
+
+use super::{
+    AFragment, Accumulator, BOperand, Bf16, E4M3, E5M2, Element, F16, SwizzledKMajor,
+    SwizzledMnMajor,
+};
+use crate::ptx::{self, MatrixDescriptor};
+use core::marker::PhantomData;
+
+/// The tensor-core multiply of a 64 x `N` tile of FP32 accumulators by one k-tile of `E`:
+/// A 64 rows of a [`SwizzledKMajor`] tile (one 128-byte row of K each), B `N` rows or columns
+/// of a tile stored as [`BOperand`] says. Four `wgmma.mma_async` of 32 bytes of K each
+/// (m64nNk16 for 16-bit types, m64nNk32 for 8-bit), one commit group.
+pub struct Wgmma<E: Element, const N: u32>(PhantomData<E>);
+
+/// Accumulators a `wgmma.wait_group` can name: the tile sizes the atoms write.
+pub trait TiedAccumulator {
+    /// `wgmma.wait_group N` with this thread's accumulators as the statement's operands.
+    ///
+    /// # Safety
+    /// The whole warpgroup, converged; after it no group that writes these accumulators is
+    /// pending (`N` counts the later groups, on other accumulators).
+    unsafe fn wait_tied<const N: u32>(&mut self);
+}
+
+macro_rules! tied {
+    ($($regs:literal => $f:ident),*) => {$(
+        impl TiedAccumulator for Accumulator<$regs> {
+            #[inline(always)]
+            unsafe fn wait_tied<const N: u32>(&mut self) {
+                // SAFETY: forwarded contract.
+                unsafe { ptx::$f::<N>(&mut self.regs) }
+            }
+        }
+    )*};
+}
+tied!(32 => wgmma_wait_group_32, 64 => wgmma_wait_group_64, 128 => wgmma_wait_group_128);
+
+/// A `wgmma` shape and input type with B stored as `B`: issues one k-tile's multiplies into
+/// `Acc` (see [`crate::ptx::wgmma_k_tile_m64n256_bf16`] for the statement and its rules).
+pub trait WarpgroupMma<B: BOperand> {
+    /// The accumulator tile (N / 2 registers per thread).
+    type Acc: TiedAccumulator;
+
+    /// Issues `acc (+)= A B` over one k-tile and commits it as one group; returns with the
+    /// multiplies in flight.
+    ///
+    /// # Safety
+    /// As [`crate::ptx::wgmma_k_tile_m64n256_bf16`]: the warpgroup together; the descriptors
+    /// describe tiles that are filled and not written, and `acc` is not touched, until a
+    /// `wgmma.wait_group` covers this group ([`InFlight`] keeps both).
+    unsafe fn issue(
+        acc: &mut Self::Acc,
+        a: MatrixDescriptor,
+        b: MatrixDescriptor,
+        accumulate: bool,
+    );
+
+    /// As [`issue`](Self::issue), A from registers ([`AFragment`]).
+    ///
+    /// # Safety
+    /// As [`issue`](Self::issue), and the fragment's registers are not written until a wait
+    /// covers this group.
+    unsafe fn issue_a_regs(
+        acc: &mut Self::Acc,
+        a: &AFragment,
+        b: MatrixDescriptor,
+        accumulate: bool,
+    );
+}
+
+// Each (type, shape): B K-major; for 16-bit types B MN-major too. The k-steps and transpose
+// bit are the layouts' (`BOperand`), written out as the instruction's const generics (checked
+// equal below).
+macro_rules! atoms {
+    ($($e:ident $n:literal => $regs:literal, $f:ident, $rs:ident $(, $mn:ident)?;)*) => {$(
+        impl<const R: u32> WarpgroupMma<SwizzledKMajor<R, $e>> for Wgmma<$e, $n> {
+            type Acc = Accumulator<$regs>;
+            #[inline(always)]
+            unsafe fn issue(acc: &mut Self::Acc, a: MatrixDescriptor, b: MatrixDescriptor, accumulate: bool) {
+                // SAFETY: forwarded contract; B K-major.
+                unsafe { ptx::$f::<2, 2, 0>(&mut acc.regs, a, b, accumulate) }
+            }
+            #[inline(always)]
+            unsafe fn issue_a_regs(acc: &mut Self::Acc, a: &AFragment, b: MatrixDescriptor, accumulate: bool) {
+                // SAFETY: forwarded contract; B K-major.
+                unsafe { ptx::$rs::<2, 0>(&mut acc.regs, &a.regs, b, accumulate) }
+            }
+        }
+        $(atoms!(@$mn $e $n => $regs, $f, $rs);)?
+    )*};
+    (@mn $e:ident $n:literal => $regs:literal, $f:ident, $rs:ident) => {
+        impl<const R: u32> WarpgroupMma<SwizzledMnMajor<R, $e>> for Wgmma<$e, $n> {
+            type Acc = Accumulator<$regs>;
+            #[inline(always)]
+            unsafe fn issue(acc: &mut Self::Acc, a: MatrixDescriptor, b: MatrixDescriptor, accumulate: bool) {
+                // SAFETY: forwarded contract; B MN-major (transposed).
+                unsafe { ptx::$f::<2, 128, 1>(&mut acc.regs, a, b, accumulate) }
+            }
+            #[inline(always)]
+            unsafe fn issue_a_regs(acc: &mut Self::Acc, a: &AFragment, b: MatrixDescriptor, accumulate: bool) {
+                // SAFETY: forwarded contract; B MN-major (transposed).
+                unsafe { ptx::$rs::<128, 1>(&mut acc.regs, &a.regs, b, accumulate) }
+            }
+        }
+    };
+}
+
+atoms! {
+    Bf16 64 => 32, wgmma_k_tile_m64n64_bf16, wgmma_k_tile_m64n64_bf16_rs, mn;
+    Bf16 128 => 64, wgmma_k_tile_m64n128_bf16, wgmma_k_tile_m64n128_bf16_rs, mn;
+    Bf16 256 => 128, wgmma_k_tile_m64n256_bf16, wgmma_k_tile_m64n256_bf16_rs, mn;
+    F16 64 => 32, wgmma_k_tile_m64n64_f16, wgmma_k_tile_m64n64_f16_rs, mn;
+    F16 128 => 64, wgmma_k_tile_m64n128_f16, wgmma_k_tile_m64n128_f16_rs, mn;
+    F16 256 => 128, wgmma_k_tile_m64n256_f16, wgmma_k_tile_m64n256_f16_rs, mn;
+    E4M3 64 => 32, wgmma_k_tile_m64n64_e4m3, wgmma_k_tile_m64n64_e4m3_rs;
+    E4M3 128 => 64, wgmma_k_tile_m64n128_e4m3, wgmma_k_tile_m64n128_e4m3_rs;
+    E4M3 256 => 128, wgmma_k_tile_m64n256_e4m3, wgmma_k_tile_m64n256_e4m3_rs;
+    E5M2 64 => 32, wgmma_k_tile_m64n64_e5m2, wgmma_k_tile_m64n64_e5m2_rs;
+    E5M2 128 => 64, wgmma_k_tile_m64n128_e5m2, wgmma_k_tile_m64n128_e5m2_rs;
+    E5M2 256 => 128, wgmma_k_tile_m64n256_e5m2, wgmma_k_tile_m64n256_e5m2_rs;
+}
+
+const _: () = {
+    assert!(SwizzledKMajor::<8, Bf16>::K_STEP == 2 && SwizzledKMajor::<8, E4M3>::K_STEP == 2);
+    assert!(
+        SwizzledMnMajor::<64, Bf16>::K_STEP == 128 && SwizzledMnMajor::<64, F16>::K_STEP == 128
+    );
+};
+
+/// A warpgroup's multiplies in flight on one accumulator tile, at most `K` groups pending
+/// after each issue: the accumulators are borrowed from [`InFlight::new`] to
+/// [`InFlight::finish`] (the wait that names them), so Rust code cannot read or write them
+/// while a multiply may still be writing them; each group's stage `S` (what its operands were
+/// read from: a held pipeline stage) is kept until a wait shows the group complete, then
+/// handed back to be released. CUTLASS's mainloop with `K` MMAs in flight, the release
+/// trailing the read by `K` k-tiles.
+///
+/// `K = 0` waits for each group before the next issue (one multiply in flight, nothing beside
+/// it); `K = 1` keeps the tensor cores fed across the wait for the next stage.
+#[must_use = "the accumulators are complete only after `finish`"]
+pub struct InFlight<'acc, A: TiedAccumulator, S, const K: usize> {
+    acc: &'acc mut A,
+    /// The stages of the last `K` groups, oldest first (`None`: fewer issued).
+    held: [Option<S>; K],
+}
+
+impl<'acc, A: TiedAccumulator, S, const K: usize> InFlight<'acc, A, S, K> {
+    /// Starts multiplying into `acc` (nothing is issued yet).
+    #[inline(always)]
+    pub fn new(acc: &'acc mut A) -> Self {
+        const { assert!(K <= 7, "wgmma.wait_group takes 0..=7") };
+        InFlight {
+            acc,
+            held: [const { None }; K],
+        }
+    }
+
+    /// Issues one k-tile into the accumulators (`M`, A and B from shared memory), then waits
+    /// until at most `K` groups are pending (`wgmma.wait_group K`): returns the stage of the
+    /// group that completed by then (issued `K` calls ago; `None` during the first `K`).
+    ///
+    /// # Safety
+    /// The whole warpgroup, converged, with the same arguments; the descriptors describe
+    /// `stage`'s tiles, filled (the copies' completion observed) and not written until the
+    /// stage comes back from this call or [`finish`](Self::finish).
+    #[inline(always)]
+    pub unsafe fn mma<M: WarpgroupMma<B, Acc = A>, B: BOperand>(
+        &mut self,
+        stage: S,
+        a: MatrixDescriptor,
+        b: MatrixDescriptor,
+        accumulate: bool,
+    ) -> Option<S> {
+        // SAFETY: forwarded contract; the accumulators are borrowed by `self` until `finish`.
+        unsafe { M::issue(self.acc, a, b, accumulate) };
+        // SAFETY: the whole warpgroup (contract).
+        unsafe { self.retire(stage) }
+    }
+
+    /// As [`mma`](Self::mma), A from registers.
+    ///
+    /// # Safety
+    /// As [`mma`](Self::mma); with `K > 0`, `a`'s registers are not written until the group
+    /// completes — a loop that loads a fresh fragment per k-tile rewrites the same PTX
+    /// registers one iteration later, so it needs `K = 0`.
+    #[inline(always)]
+    pub unsafe fn mma_a_regs<M: WarpgroupMma<B, Acc = A>, B: BOperand>(
+        &mut self,
+        stage: S,
+        a: &AFragment,
+        b: MatrixDescriptor,
+        accumulate: bool,
+    ) -> Option<S> {
+        // SAFETY: forwarded contract.
+        unsafe { M::issue_a_regs(self.acc, a, b, accumulate) };
+        // SAFETY: the whole warpgroup (contract).
+        unsafe { self.retire(stage) }
+    }
+
+    /// `wgmma.wait_group K`, then the oldest stage out and `stage` in.
+    #[inline(always)]
+    unsafe fn retire(&mut self, stage: S) -> Option<S> {
+        // SAFETY: the whole warpgroup (callers' contract).
+        unsafe { wait_group_k::<K>() };
+        if K == 0 {
+            return Some(stage);
+        }
+        let oldest = self.held.first_mut().and_then(Option::take);
+        let mut i = 0;
+        while i + 1 < K {
+            self.held[i] = self.held[i + 1].take();
+            i += 1;
+        }
+        if let Some(last) = self.held.last_mut() {
+            *last = Some(stage);
+        }
+        oldest
+    }
+
+    /// Waits for every group (`wgmma.wait_group 0` naming the accumulators) and gives back the
+    /// stages still held, oldest first: the accumulators are complete and free again.
+    ///
+    /// # Safety
+    /// The whole warpgroup, converged.
+    #[inline(always)]
+    pub unsafe fn finish(self) -> [Option<S>; K] {
+        // SAFETY: forwarded contract; no later group is pending on other registers.
+        unsafe { self.acc.wait_tied::<0>() };
+        self.held
+    }
+}
+
+/// `wgmma.wait_group K` for a `usize` count.
+///
+/// # Safety
+/// As [`ptx::wgmma_wait_group`].
+#[inline(always)]
+unsafe fn wait_group_k<const K: usize>() {
+    // SAFETY: forwarded contract (K <= 7, checked in `InFlight::new`).
+    unsafe {
+        match K {
+            0 => ptx::wgmma_wait_group::<0>(),
+            1 => ptx::wgmma_wait_group::<1>(),
+            2 => ptx::wgmma_wait_group::<2>(),
+            3 => ptx::wgmma_wait_group::<3>(),
+            4 => ptx::wgmma_wait_group::<4>(),
+            5 => ptx::wgmma_wait_group::<5>(),
+            6 => ptx::wgmma_wait_group::<6>(),
+            _ => ptx::wgmma_wait_group::<7>(),
+        }
+    }
+}
