@@ -434,8 +434,15 @@ impl CudaBuilder {
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
+            // The device target's rlibs only: a build script's dependencies (a device crate
+            // that embeds its own PTX builds with ptx-builder) are host objects.
             for file in msg["filenames"].as_array().into_iter().flatten() {
-                if let Some(file) = file.as_str().filter(|f| f.ends_with(".rlib")) {
+                if let Some(file) = file.as_str().filter(|f| {
+                    f.ends_with(".rlib")
+                        && Path::new(f)
+                            .components()
+                            .any(|c| c.as_os_str() == DEVICE_TARGET)
+                }) {
                     rlibs.push((name.clone(), PathBuf::from(file)));
                 }
             }

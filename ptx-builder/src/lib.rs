@@ -157,7 +157,9 @@ impl std::fmt::Display for Arch {
 /// What host's build script and `cargo xtask build-ptx` both build.
 pub fn workspace_device_code() -> CudaBuilder {
     let workspace = workspace_root();
-    CudaBuilder::new(workspace.join("workloads")).target_dir(workspace.join("target"))
+    CudaBuilder::new(workspace.join("workloads"))
+        .kernels_from("gpu-kernels")
+        .target_dir(workspace.join("target"))
 }
 
 /// The workspace root this crate was compiled in.

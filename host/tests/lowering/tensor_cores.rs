@@ -176,21 +176,24 @@ fn cluster_bf16_kernels_multicast_their_shared_tile() {
         assert_eq!(gpu_fences, if in_cluster { 2 } else { 0 }, "{entry}");
         clustered += usize::from(in_cluster);
     }
-    assert_eq!(clustered, 4);
+    // ws_cooperative_2x1 and _1x2, ws_pingpong_2x1: two entry points each.
+    assert_eq!(clustered, 6);
 }
 
-/// Every tensor load of the cooperative `n x k` families is preceded by the `expect_tx` of the
-/// bytes it brings this block: a whole tile for a plain copy, every receiver's slice for a
-/// multicast one — so each stage expects its A tile (16 KiB) and its B tile (32 KiB) whichever
-/// block copies them. 2 x 1: A local (16 KiB), B multicast (2 x 16 KiB); 1 x 2: A multicast
-/// (2 x 8 KiB), B local; one block: both local.
+/// Every tensor load of the warp-specialized `n x k` families is preceded by the `expect_tx` of
+/// the bytes it brings this block: a whole tile for a plain copy, every receiver's slice for a
+/// multicast one — so each stage expects its A tile (16 KiB; 8 KiB for ping-pong's 64 rows) and
+/// its B tile (32 KiB) whichever block copies them. 2 x 1: A local, B multicast (2 x 16 KiB);
+/// 1 x 2: A multicast (2 x 8 KiB), B local; one block: both local.
 #[test]
 fn multicast_copies_expect_every_receivers_bytes() {
     use workloads::bf16_gemm::{ASource, BLayout, Bf16Style, TileCluster};
     let mut checked = 0;
     for (family, entry, _, _) in bf16_entries() {
-        if family.style != Bf16Style::WsCooperative
-            || family.b_layout != BLayout::NK
+        if !matches!(
+            family.style,
+            Bf16Style::WsCooperative | Bf16Style::WsPingpong
+        ) || family.b_layout != BLayout::NK
             || family.a_source != ASource::SharedMemory
         {
             continue;
@@ -226,16 +229,18 @@ fn multicast_copies_expect_every_receivers_bytes() {
                 loads.insert((multicast, bytes));
             }
         }
+        let a_tile = 128 * u64::from(family.style.geometry().tile_m);
         let want: std::collections::BTreeSet<(bool, u64)> = match family.cluster {
-            TileCluster { m: 2, n: 1 } => [(false, 16384), (true, 32768)].into(),
-            TileCluster { m: 1, n: 2 } => [(true, 16384), (false, 32768)].into(),
-            _ => [(false, 16384), (false, 32768)].into(),
+            TileCluster { m: 2, n: 1 } => [(false, a_tile), (true, 32768)].into(),
+            TileCluster { m: 1, n: 2 } => [(true, a_tile), (false, 32768)].into(),
+            _ => [(false, a_tile), (false, 32768)].into(),
         };
         assert_eq!(loads, want, "{entry}");
         checked += 1;
     }
-    // ws_cooperative, _2x1, _1x2 and the FP16 ws_cooperative, two entry points each.
-    assert_eq!(checked, 8);
+    // ws_cooperative, _2x1, _1x2, ws_pingpong, _2x1, and the FP16 ws_cooperative and
+    // ws_pingpong, two entry points each.
+    assert_eq!(checked, 14);
 }
 
 /// The accumulator rule (PTX ISA: no access to a `wgmma.mma_async`'s accumulator registers

@@ -35,9 +35,9 @@
 
 use super::{
     BF16_KERNELS, BK, BLayout, BM, BN, Bf16CpAsyncParams, Bf16CpAsyncStoreParams, Bf16Entries,
-    Bf16GemmParams, Bf16GemmStoreParams, Bf16Kernel, C_POISON, CBox, DirectEntry, ElementType,
-    Epilogue, F16GemmParams, HELPER_THREADS, TileCluster, bf16_gemm_reference, bf16_pad_rows,
-    bf16_widen, f16_gemm_reference, f16_widen,
+    Bf16GemmParams, Bf16Kernel, C_POISON, CBox, DirectEntry, ElementType, Epilogue, F16GemmParams,
+    GemmStoreParams, HELPER_THREADS, TileCluster, bf16_gemm_reference, bf16_pad_rows, bf16_widen,
+    f16_gemm_reference, f16_widen,
 };
 use crate::gemm::host::{Mnk, parse_mnk, plant_in_matrix};
 use crate::verify::{verify_against_reference, verify_reference_scale};
@@ -301,7 +301,7 @@ impl Workload for Bf16Gemm {
 
 /// A family's entry point for one N.
 enum Resolved {
-    TensorStore(Kernel<Bf16GemmStoreParams>),
+    TensorStore(Kernel<GemmStoreParams>),
     Direct(Kernel<Bf16GemmParams>),
     F16Direct(Kernel<F16GemmParams>),
     CpAsyncTensorStore(Kernel<Bf16CpAsyncStoreParams>),

@@ -1,7 +1,8 @@
 //! `user-app [N]`: scales N random floats (default 1000003) by 1.5 on the GPU with the
 //! `scale` kernel of `user-kernels`, and on compute capability 9.0 and later also multiplies a
 //! 1003 x min(N, 50021) matrix by a vector with `gemv_multicast` (thread block clusters,
-//! multicast copies); then runs `row_softmax` on matrices with ragged rows; checks every
+//! multicast copies) and calls the BF16 GEMM of `gpu-kernels` on its own buffers (`gemm.rs`);
+//! then runs `row_softmax` on matrices with ragged rows; checks every
 //! result against the CPU. One line on stdout when it
 //! verifies; one line on stderr and exit 1 when it cannot run or a value is wrong.
 //!
@@ -9,6 +10,8 @@
 //! time, picks the module built for the GPU's arch, and launches `scale` through the
 //! `EntryPoint` the kernels crate declares, so its arguments are checked against the kernel's
 //! parameter types at compile time.
+
+mod gemm;
 
 use gpu_runtime::{Gpu, LaunchConfig, Module};
 use std::process::ExitCode;
@@ -94,8 +97,10 @@ fn run() -> Result<String, String> {
     }
     let (rows, cols) = (1003, n.min(50_021));
     gemv(&gpu, rows, cols)?;
+    let gemm = gemm::bf16_gemm(&gpu, 300, 517, 40)?;
     Ok(format!(
-        "{scaled}; y = A x ({rows} x {cols}) in clusters of {GEMV_CLUSTER} with multicast, exact"
+        "{scaled}; y = A x ({rows} x {cols}) in clusters of {GEMV_CLUSTER} with multicast, exact; \
+         {gemm}"
     ))
 }
 

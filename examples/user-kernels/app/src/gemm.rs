@@ -1,0 +1,50 @@
+//! The BF16 GEMM of `gpu-kernels` on this program's own buffers: `C = A B^T` at a ragged
+//! shape, inputs small integers (exact in BF16, every product and sum exact in FP32, every
+//! result exact in BF16), checked bit for bit against the CPU.
+
+use gpu::wgmma::Bf16;
+use gpu_kernels::gemm16::{BLayout, Gemm16, GemmShape};
+use gpu_runtime::Gpu;
+
+/// Runs and checks one `m x n x k` GEMM; `Ok` with a line saying what ran.
+pub fn bf16_gemm(gpu: &Gpu, m: u32, n: u32, k: u32) -> Result<String, String> {
+    let gemm = Gemm16::load(gpu).map_err(|e| e.to_string())?;
+    let cuda = |e: gpu_runtime::GpuError| e.to_string();
+    // Values -2..=2: a sum of k products is at most 4 k in size, exact in FP32 and, below 256,
+    // in BF16 (checked below).
+    let small = |i: u64, salt: u64| {
+        (((i ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 61) as i32 % 5 - 2) as f32
+    };
+    let a: Vec<f32> = (0..m as u64 * k as u64).map(|i| small(i, 1)).collect();
+    let b: Vec<f32> = (0..n as u64 * k as u64).map(|i| small(i, 2)).collect();
+    let bits = |v: &[f32]| v.iter().map(|&x| Bf16::from_f32(x).0).collect::<Vec<u16>>();
+    let a_dev = gpu.upload(&bits(&a), "A").map_err(cuda)?;
+    let b_dev = gpu.upload(&bits(&b), "B").map_err(cuda)?;
+    let mut c_dev = gpu.zeros::<u16>(m as usize * n as usize, "C").map_err(cuda)?;
+    let shape = GemmShape { m, n, k };
+    gemm.bf16(gpu, &a_dev, &b_dev, BLayout::NK, &mut c_dev, shape)
+        .map_err(|e| e.to_string())?;
+    gpu.synchronize(|| "running the BF16 GEMM".into())
+        .map_err(cuda)?;
+    let c = gpu.download(&c_dev, "C").map_err(cuda)?;
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    for i in 0..m {
+        for j in 0..n {
+            let want: f32 = (0..k).map(|l| a[i * k + l] * b[j * k + l]).sum();
+            if want.abs() > 256.0 {
+                return Err(format!("C[{i}][{j}] = {want} is not exact in BF16: a smaller K"));
+            }
+            let got = Bf16(c[i * n + j]).to_f32();
+            if got.to_bits() != want.to_bits() {
+                return Err(format!("GEMM FAILED at C[{i}][{j}]: got {got}, expected {want}"));
+            }
+        }
+    }
+    // A bad call is refused with a clear error, before anything runs.
+    let short = GemmShape { m: m as u32 + 1, ..shape };
+    match gemm.bf16(gpu, &a_dev, &b_dev, BLayout::NK, &mut c_dev, short) {
+        Err(e) if e.to_string().contains("A holds") => {}
+        other => return Err(format!("a GEMM larger than its buffers was not refused: {other:?}")),
+    }
+    Ok(format!("C = A B^T ({m} x {n} x {k}, BF16, gpu-kernels) exact"))
+}
