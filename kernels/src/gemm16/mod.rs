@@ -34,7 +34,7 @@ pub use host::*;
 
 use gpu::layout::StagedLayout;
 use gpu::tensor_map::TensorMap;
-use gpu::wgmma::{Bf16, F16, SwizzledKMajor, SwizzledMnMajor};
+use gpu::wgmma::{Bf16, F16, SwizzledKMajor, SwizzledMnMajor, WARPGROUP_THREADS};
 
 /// Rows of A in a stage at most (the shared 128 x 256 tile).
 pub const BM: u32 = 128;
@@ -209,20 +209,113 @@ impl TileCluster {
     }
 }
 
-/// Declares one family's two entry points: element type, threads, who produces, the
-/// consumers' schedule, B's layout, where A is multiplied from, the k-tiles of `wgmma` in
-/// flight, the cluster of tiles.
-macro_rules! gemm_entry_points {
-    ($($style:literal $name:ident, $direct:ident: $e:ident, $threads:literal, $roles:ident, $schedule:ident, $b:ident, $a:ident, in flight $k:literal, $cm:literal x $cn:literal $([cluster = $cluster:tt])?;)*) => {$(
+/// The kernel table: one line per family, with named fields — its tensor-store entry point
+/// and `direct:` its direct-store one, `element:` of A, B and C, `style:` (who produces and how
+/// the consumers share the tiles: [`Bf16Style`]), `b:` B's layout ([`BLayout`]), `a:` where
+/// `wgmma` reads A ([`ASource`]), `in_flight:` k-tiles of `wgmma` kept in flight, `cluster:`
+/// the cluster of tiles (`m x n` blocks; with `[launch (x, y, z)]`, declared at the launch).
+/// It declares both entry points of every family (device and host: [`gpu::kernel!`]) and
+/// [`BF16_KERNELS`], the table the host reads — so a family is written once.
+macro_rules! gemm_kernels {
+    ($(
+        $name:ident {
+            direct: $direct:ident,
+            element: $e:ident,
+            style: $style:ident,
+            b: $b:ident,
+            a: $a:ident,
+            in_flight: $k:literal,
+            cluster: $cm:literal x $cn:literal $([launch $cluster:tt])? $(,)?
+        }
+    )*) => {
+        $(gemm_kernels!(@entries $style, $name, $direct, $e, $b, $a, $k, $cm, $cn, [$($cluster)?]);)*
+
+        /// Every kernel family, in report order (the FP16 ones after all BF16 ones).
+        pub static BF16_KERNELS: &[Bf16Kernel] = &[$(
+            Bf16Kernel {
+                name: $name.name(),
+                element: ElementType::$e,
+                style: Bf16Style::$style,
+                b_layout: BLayout::$b,
+                a_source: ASource::$a,
+                in_flight: $k,
+                cluster: TileCluster { m: $cm, n: $cn },
+                entries: gemm_kernels!(@table $style, $e, $name, $direct),
+            },
+        )*];
+    };
+    (@table CpAsync, Bf16, $store:ident, $direct:ident) => {
+        Bf16Entries::Pointers { tensor_store: $store, direct: $direct }
+    };
+    (@table $style:ident, $e:ident, $store:ident, $direct:ident) => {
+        Bf16Entries::TensorMaps { tensor_store: $store, direct: DirectEntry::$e($direct) }
+    };
+    // The `cp_async` style: A and B as pointers, all threads copying (BF16, B n x k, A from
+    // shared memory).
+    (@entries CpAsync, $name:ident, $direct:ident, $e:ident, NK, SharedMemory, $k:literal, $cm:literal, $cn:literal, []) => {
         gpu::kernel! {
-            #[doc = concat!($style, "; tensor-store epilogue (module docs).")]
+            /// `C = A B^T` fed by `cp.async` (style `cp_async`); tensor-store epilogue.
+            ///
+            /// # Safety
+            /// 1-D grid of any size, 256 threads, `Geometry::SHARED_TILE.layout().bytes` of
+            /// dynamic shared memory; `a` and `b` hold `m x k` and `n x k` row-major,
+            /// 16-byte aligned, `k` a multiple of 8; `c` a tensor map of C (`n x m`, box
+            /// [`CBox::BOX`], 128-byte swizzle); m, n, k >= 1.
+            pub fn $name(a: *const $e, b: *const $e, c: TensorMap, m: u32, n: u32, k: u32)
+                [max_threads = 256]
+                [device if target_feature = "sm_90a"]
+            {
+                let c = gpu::tensor_map_param!(entry, 2, c);
+                // SAFETY: forwarded launch contract.
+                unsafe {
+                    kernels::gemm_cp_async::<$e, _, $k, { Geometry::SHARED_TILE.stages as usize }>(
+                        a, b, epilogue::TensorStore(c), m, n, k,
+                    )
+                }
+            }
+        }
+
+        gpu::kernel! {
+            /// `C = A B^T` fed by `cp.async` (style `cp_async`); direct-store epilogue.
+            ///
+            /// # Safety
+            /// As the tensor-store kernel, with `c` holding `m * n` elements, 16-byte aligned.
+            pub fn $direct(a: *const $e, b: *const $e, c: *mut $e, m: u32, n: u32, k: u32)
+                [max_threads = 256]
+                [device if target_feature = "sm_90a"]
+            {
+                // SAFETY: forwarded launch contract.
+                unsafe {
+                    kernels::gemm_cp_async::<$e, _, $k, { Geometry::SHARED_TILE.stages as usize }>(
+                        a, b, epilogue::DirectStore(c), m, n, k,
+                    )
+                }
+            }
+        }
+    };
+    // The tensor-map styles: who produces and the schedule follow from the style.
+    (@entries WsCooperative, $($rest:tt)*) => {
+        gemm_kernels!(@tma WarpSpecialized, Cooperative, 384, $($rest)*);
+    };
+    (@entries WsPingpong, $($rest:tt)*) => {
+        gemm_kernels!(@tma WarpSpecialized, PingPong, 384, $($rest)*);
+    };
+    (@entries Multistage, $($rest:tt)*) => {
+        gemm_kernels!(@tma Multistage, Cooperative, 256, $($rest)*);
+    };
+    (@tma $roles:ident, $schedule:ident, $threads:literal, $name:ident, $direct:ident, $e:ident,
+     $b:ident, $a:ident, $k:literal, $cm:literal, $cn:literal, [$($cluster:tt)?]) => {
+        gpu::kernel! {
+            /// A tensor-map family of the table (its row says what it is); tensor-store
+            /// epilogue (module docs).
             ///
             /// # Safety
             #[doc = concat!("1-D grid of any size, ", stringify!($threads), " threads, ")]
             /// the style's `Geometry::layout().bytes` of dynamic shared memory; `a` a tensor map
-            /// of A (`k x m`, box `Geometry::a_box()`), `b` of B (`k x n`, box [`BTile::BOX`];
-            /// for the `_b_kn` kernels `n x k`, box [`BKnTile::BOX`]), `c` of C (`n x m`, box
-            /// [`CBox::BOX`]), all 128-byte swizzle (zero fill on loads); m, n, k >= 1.
+            /// of A (`k x m`, box `TileCluster::a_box`), `b` of B (`k x n`, box
+            /// `TileCluster::b_box`; B `k x n`: `n x k`, box [`BKnTile::BOX`]), `c` of C (`n x
+            /// m`, box [`CBox::BOX`]), all 128-byte swizzle (zero fill on loads); m, n, k >= 1;
+            /// for a cluster of tiles, clusters of its blocks along x.
             pub fn $name(a: TensorMap, b: TensorMap, c: TensorMap, m: u32, n: u32, k: u32)
                 [max_threads = $threads]
                 $([cluster = $cluster])?
@@ -234,17 +327,15 @@ macro_rules! gemm_entry_points {
                 let c = gpu::tensor_map_param!(entry, 2, c);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$e, $schedule, kernels::$roles, kernels::$b, kernels::$a, _, $k, {
-                        kernels::geometry::<$schedule>().stages as usize
-                    }, $cm, $cn>(
-                        a, b, epilogue::TensorStore(c), m, n, k,
-                    )
+                    kernels::gemm::<$e, $schedule, kernels::$roles, gemm_kernels!(@b $b),
+                        gemm_kernels!(@a $a), _, $k, { kernels::geometry::<$schedule>().stages as usize },
+                        $cm, $cn>(a, b, epilogue::TensorStore(c), m, n, k)
                 }
             }
         }
 
         gpu::kernel! {
-            #[doc = concat!($style, "; direct-store epilogue (module docs).")]
+            /// As its tensor-store twin, with the direct-store epilogue (any N).
             ///
             /// # Safety
             /// As the tensor-store kernel, with `c` holding `m * n` elements.
@@ -258,68 +349,293 @@ macro_rules! gemm_entry_points {
                 let b = gpu::tensor_map_param!(entry, 1, b);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$e, $schedule, kernels::$roles, kernels::$b, kernels::$a, _, $k, {
-                        kernels::geometry::<$schedule>().stages as usize
-                    }, $cm, $cn>(
-                        a, b, epilogue::DirectStore(c), m, n, k,
-                    )
+                    kernels::gemm::<$e, $schedule, kernels::$roles, gemm_kernels!(@b $b),
+                        gemm_kernels!(@a $a), _, $k, { kernels::geometry::<$schedule>().stages as usize },
+                        $cm, $cn>(a, b, epilogue::DirectStore(c), m, n, k)
                 }
             }
         }
-    )*};
+    };
+    (@b NK) => { kernels::BNk };
+    (@b KN) => { kernels::BKn };
+    (@a SharedMemory) => { kernels::ASmem };
+    (@a Registers) => { kernels::ARegs };
 }
 
-gemm_entry_points! {
-    "`C = A B^T`, a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_direct: Bf16, 384, WarpSpecialized, Cooperative, BNk, ASmem, in flight 1, 1 x 1;
-    "`C = A B` (B `k x n`), a producer warpgroup and two consumer warpgroups" bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct: Bf16, 384, WarpSpecialized, Cooperative, BKn, ASmem, in flight 1, 1 x 1;
-    "`C = A B^T`, a producer warpgroup and two consumer warpgroups, in 2 x 1 clusters sharing B's tile by multicast" bf16_gemm_ws_cooperative_2x1, bf16_gemm_ws_cooperative_2x1_direct: Bf16, 384, WarpSpecialized, Cooperative, BNk, ASmem, in flight 1, 2 x 1 [cluster = (2, 1, 1)];
-    "`C = A B^T`, a producer warpgroup and two consumer warpgroups, in 1 x 2 clusters sharing A's tile by multicast" bf16_gemm_ws_cooperative_1x2, bf16_gemm_ws_cooperative_1x2_direct: Bf16, 384, WarpSpecialized, Cooperative, BNk, ASmem, in flight 1, 1 x 2 [cluster = (2, 1, 1)];
-    "`C = A B^T`, a producer warpgroup and two consumer warpgroups multiplying A from registers" bf16_gemm_ws_cooperative_rs, bf16_gemm_ws_cooperative_rs_direct: Bf16, 384, WarpSpecialized, Cooperative, BNk, ARegs, in flight 0, 1 x 1;
-    "`C = A B^T`, ping-pong consumer warpgroups" bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_direct: Bf16, 384, WarpSpecialized, PingPong, BNk, ASmem, in flight 1, 1 x 1;
-    "`C = A B^T`, ping-pong consumer warpgroups, in 2 x 1 clusters sharing B's tile by multicast" bf16_gemm_ws_pingpong_2x1, bf16_gemm_ws_pingpong_2x1_direct: Bf16, 384, WarpSpecialized, PingPong, BNk, ASmem, in flight 1, 2 x 1 [cluster = (2, 1, 1)];
-    "`C = A B` (B `k x n`), ping-pong consumer warpgroups" bf16_gemm_ws_pingpong_b_kn, bf16_gemm_ws_pingpong_b_kn_direct: Bf16, 384, WarpSpecialized, PingPong, BKn, ASmem, in flight 1, 1 x 1;
-    "`C = A B^T`, two warpgroups that compute, one thread also producing" bf16_gemm_multistage, bf16_gemm_multistage_direct: Bf16, 256, Multistage, Cooperative, BNk, ASmem, in flight 0, 1 x 1;
-    "`C = A B` (B `k x n`), two warpgroups that compute, one thread also producing" bf16_gemm_multistage_b_kn, bf16_gemm_multistage_b_kn_direct: Bf16, 256, Multistage, Cooperative, BKn, ASmem, in flight 0, 1 x 1;
-    "FP16: `C = A B^T`, a producer warpgroup and two consumer warpgroups" f16_gemm_ws_cooperative, f16_gemm_ws_cooperative_direct: F16, 384, WarpSpecialized, Cooperative, BNk, ASmem, in flight 1, 1 x 1;
-    "FP16: `C = A B^T`, ping-pong consumer warpgroups" f16_gemm_ws_pingpong, f16_gemm_ws_pingpong_direct: F16, 384, WarpSpecialized, PingPong, BNk, ASmem, in flight 1, 1 x 1;
+gemm_kernels! {
+    bf16_gemm_ws_cooperative { direct: bf16_gemm_ws_cooperative_direct, element: Bf16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: 1 x 1 }
+    bf16_gemm_ws_cooperative_b_kn { direct: bf16_gemm_ws_cooperative_b_kn_direct, element: Bf16, style: WsCooperative, b: KN, a: SharedMemory, in_flight: 1, cluster: 1 x 1 }
+    bf16_gemm_ws_cooperative_rs { direct: bf16_gemm_ws_cooperative_rs_direct, element: Bf16, style: WsCooperative, b: NK, a: Registers, in_flight: 0, cluster: 1 x 1 }
+    bf16_gemm_ws_cooperative_2x1 { direct: bf16_gemm_ws_cooperative_2x1_direct, element: Bf16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: 2 x 1 [launch (2, 1, 1)] }
+    bf16_gemm_ws_cooperative_1x2 { direct: bf16_gemm_ws_cooperative_1x2_direct, element: Bf16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: 1 x 2 [launch (2, 1, 1)] }
+    bf16_gemm_ws_pingpong { direct: bf16_gemm_ws_pingpong_direct, element: Bf16, style: WsPingpong, b: NK, a: SharedMemory, in_flight: 1, cluster: 1 x 1 }
+    bf16_gemm_ws_pingpong_b_kn { direct: bf16_gemm_ws_pingpong_b_kn_direct, element: Bf16, style: WsPingpong, b: KN, a: SharedMemory, in_flight: 1, cluster: 1 x 1 }
+    bf16_gemm_ws_pingpong_2x1 { direct: bf16_gemm_ws_pingpong_2x1_direct, element: Bf16, style: WsPingpong, b: NK, a: SharedMemory, in_flight: 1, cluster: 2 x 1 [launch (2, 1, 1)] }
+    bf16_gemm_multistage { direct: bf16_gemm_multistage_direct, element: Bf16, style: Multistage, b: NK, a: SharedMemory, in_flight: 0, cluster: 1 x 1 }
+    bf16_gemm_multistage_b_kn { direct: bf16_gemm_multistage_b_kn_direct, element: Bf16, style: Multistage, b: KN, a: SharedMemory, in_flight: 0, cluster: 1 x 1 }
+    bf16_gemm_cp_async { direct: bf16_gemm_cp_async_direct, element: Bf16, style: CpAsync, b: NK, a: SharedMemory, in_flight: 0, cluster: 1 x 1 }
+    f16_gemm_ws_cooperative { direct: f16_gemm_ws_cooperative_direct, element: F16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: 1 x 1 }
+    f16_gemm_ws_pingpong { direct: f16_gemm_ws_pingpong_direct, element: F16, style: WsPingpong, b: NK, a: SharedMemory, in_flight: 1, cluster: 1 x 1 }
 }
 
-gpu::kernel! {
-    /// `C = A B^T` fed by `cp.async` (style `cp_async`); tensor-store epilogue.
-    ///
-    /// # Safety
-    /// 1-D grid of any size, 256 threads, `Geometry::SHARED_TILE.layout().bytes` of dynamic
-    /// shared memory; `a` and `b` hold `m x k` and `n x k` BF16 row-major, 16-byte aligned,
-    /// `k` a multiple of 8; `c` a tensor map of C (`n x m`, box [`CBox::BOX`], 128-byte
-    /// swizzle); m, n, k >= 1.
-    pub fn bf16_gemm_cp_async(a: *const Bf16, b: *const Bf16, c: TensorMap, m: u32, n: u32, k: u32)
-        [max_threads = 256]
-        [device if target_feature = "sm_90a"]
-    {
-        let c = gpu::tensor_map_param!(entry, 2, c);
-        // SAFETY: forwarded launch contract.
-        unsafe {
-            kernels::gemm_cp_async::<Bf16, _, 0, { Geometry::SHARED_TILE.stages as usize }>(
-                a, b, epilogue::TensorStore(c), m, n, k,
-            )
+/// How a kernel writes C. Both round the accumulators to C's element into shared memory first,
+/// one 64 x 256 part per consumer warpgroup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Epilogue {
+    /// Tensor stores (`UTMASTG`) that the next tile's math overlaps; C's rows must be 16-byte
+    /// multiples (N a multiple of 8).
+    TensorStore,
+    /// The warpgroup stores the rows itself, staged shifted to where C's 16-byte chunks fall:
+    /// 16-byte stores, the elements at each end of a row's part one by one; any N.
+    Direct,
+}
+
+/// How a block's stages are filled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bf16Style {
+    /// A producer warpgroup and two consumer warpgroups sharing a 128 x 256 tile.
+    WsCooperative,
+    /// A producer warpgroup and two consumer warpgroups on alternate 64 x 256 tiles, one's
+    /// epilogue overlapping the other's math.
+    WsPingpong,
+    /// Two warpgroups that compute, the first thread also producing.
+    Multistage,
+    /// Two warpgroups that compute, every thread also copying its share of each stage with
+    /// `cp.async` (no copy engine).
+    CpAsync,
+}
+
+impl Bf16Style {
+    /// Its block geometry.
+    pub const fn geometry(self) -> Geometry {
+        match self {
+            Bf16Style::WsPingpong => Geometry::TILE_PER_WARPGROUP,
+            Bf16Style::WsCooperative | Bf16Style::Multistage | Bf16Style::CpAsync => {
+                Geometry::SHARED_TILE
+            }
+        }
+    }
+
+    /// Threads per block.
+    pub const fn threads(self) -> u32 {
+        match self {
+            Bf16Style::WsCooperative | Bf16Style::WsPingpong => 3 * WARPGROUP_THREADS,
+            Bf16Style::Multistage | Bf16Style::CpAsync => 2 * WARPGROUP_THREADS,
+        }
+    }
+
+    /// The label reports use.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Bf16Style::WsCooperative => "ws_cooperative",
+            Bf16Style::WsPingpong => "ws_pingpong",
+            Bf16Style::Multistage => "multistage",
+            Bf16Style::CpAsync => "cp_async",
+        }
+    }
+
+    /// One line on it.
+    pub const fn summary(self) -> &'static str {
+        match self {
+            Bf16Style::WsCooperative => {
+                "producer warpgroup (setmaxnreg 40) + 2 consumer warpgroups (232) on a 128x256 tile, TMA + wgmma, persistent"
+            }
+            Bf16Style::WsPingpong => {
+                "producer warpgroup + 2 consumer warpgroups on alternate 64x256 tiles, epilogue overlapping math, TMA + wgmma, persistent"
+            }
+            Bf16Style::Multistage => {
+                "2 warpgroups compute, one elected thread issues the tensor copies ahead, TMA + wgmma, persistent"
+            }
+            Bf16Style::CpAsync => {
+                "2 warpgroups compute, all 256 threads cp.async 16-byte chunks into the swizzled stages (BlockPipeline), wgmma, persistent"
+            }
         }
     }
 }
 
-gpu::kernel! {
-    /// `C = A B^T` fed by `cp.async` (style `cp_async`); direct-store epilogue.
-    ///
-    /// # Safety
-    /// As the tensor-store kernel, with `c` holding `m * n` BF16, 16-byte aligned.
-    pub fn bf16_gemm_cp_async_direct(a: *const Bf16, b: *const Bf16, c: *mut Bf16, m: u32, n: u32, k: u32)
-        [max_threads = 256]
-        [device if target_feature = "sm_90a"]
-    {
-        // SAFETY: forwarded launch contract.
-        unsafe {
-            kernels::gemm_cp_async::<Bf16, _, 0, { Geometry::SHARED_TILE.stages as usize }>(
-                a, b, epilogue::DirectStore(c), m, n, k,
-            )
+/// The element type of a family's A, B and C (FP32 accumulation either way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElementType {
+    /// bfloat16 ([`Bf16`]: 8 exponent bits, 7 mantissa bits).
+    Bf16,
+    /// IEEE binary16 ([`F16`]: 5 exponent bits, 10 mantissa bits).
+    F16,
+}
+
+impl ElementType {
+    /// Both, BF16 first.
+    pub const ALL: [ElementType; 2] = [ElementType::Bf16, ElementType::F16];
+
+    /// Its name in entry points and rows (`bf16`, `f16`).
+    pub const fn label(self) -> &'static str {
+        match self {
+            ElementType::Bf16 => "bf16",
+            ElementType::F16 => "f16",
+        }
+    }
+
+    /// The bits of `x` rounded to this type (to nearest, ties to even).
+    pub const fn round(self, x: f32) -> u16 {
+        match self {
+            ElementType::Bf16 => Bf16::from_f32(x).0,
+            ElementType::F16 => F16::from_f32(x).0,
+        }
+    }
+
+    /// The value of `bits` of this type, exactly.
+    pub const fn value(self, bits: u16) -> f32 {
+        match self {
+            ElementType::Bf16 => Bf16(bits).to_f32(),
+            ElementType::F16 => F16(bits).to_f32(),
+        }
+    }
+}
+
+/// Where the consumers' `wgmma` takes A from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ASource {
+    /// Shared memory, through a descriptor, as B.
+    SharedMemory,
+    /// Registers, loaded from the stage with `ldmatrix` (CUTLASS's "RS" form, what a kernel
+    /// that transforms A on its way to the tensor cores needs).
+    Registers,
+}
+
+/// A tensor-map family's direct-store entry point, typed by the element of its C.
+#[derive(Clone, Copy, Debug)]
+pub enum DirectEntry {
+    /// C in BF16.
+    Bf16(gpu::kernel::EntryPoint<Bf16GemmParams>),
+    /// C in FP16.
+    F16(gpu::kernel::EntryPoint<F16GemmParams>),
+}
+
+impl DirectEntry {
+    /// Its element.
+    pub const fn element(&self) -> ElementType {
+        match self {
+            DirectEntry::Bf16(_) => ElementType::Bf16,
+            DirectEntry::F16(_) => ElementType::F16,
+        }
+    }
+
+    /// The name it is exported under.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            DirectEntry::Bf16(e) => e.name(),
+            DirectEntry::F16(e) => e.name(),
+        }
+    }
+
+    /// The cluster it was declared with, if any.
+    pub const fn cluster(&self) -> Option<[u32; 3]> {
+        match self {
+            DirectEntry::Bf16(e) => e.cluster(),
+            DirectEntry::F16(e) => e.cluster(),
+        }
+    }
+}
+
+/// A family's two entry points: the tensor-store one for N a multiple of 8 and the
+/// direct-store one for any N, taking A and B as tensor maps or (the `cp_async` style, BF16
+/// only) as pointers.
+#[derive(Debug)]
+pub enum Bf16Entries {
+    /// A and B through tensor maps.
+    TensorMaps {
+        /// The tensor-store kernel (its parameters are the same for either element).
+        tensor_store: gpu::kernel::EntryPoint<GemmStoreParams>,
+        /// The direct-store kernel.
+        direct: DirectEntry,
+    },
+    /// A and B as pointers.
+    Pointers {
+        /// The tensor-store kernel.
+        tensor_store: gpu::kernel::EntryPoint<Bf16CpAsyncStoreParams>,
+        /// The direct-store kernel.
+        direct: gpu::kernel::EntryPoint<Bf16CpAsyncParams>,
+    },
+}
+
+impl Bf16Entries {
+    /// The tensor-store and direct-store entry points' names.
+    pub const fn names(&self) -> [&'static str; 2] {
+        match self {
+            Bf16Entries::TensorMaps {
+                tensor_store,
+                direct,
+            } => [tensor_store.name(), direct.name()],
+            Bf16Entries::Pointers {
+                tensor_store,
+                direct,
+            } => [tensor_store.name(), direct.name()],
+        }
+    }
+}
+
+/// One GEMM kernel family: its element, style, B's layout, where A is multiplied from, and
+/// its two entry points.
+#[derive(Debug)]
+pub struct Bf16Kernel {
+    /// The family's name (its tensor-store entry point's).
+    pub name: &'static str,
+    /// The element of its A, B and C.
+    pub element: ElementType,
+    /// How its stages are filled.
+    pub style: Bf16Style,
+    /// How its B is laid out.
+    pub b_layout: BLayout,
+    /// Where its `wgmma` reads A.
+    pub a_source: ASource,
+    /// The k-tiles of `wgmma` each consumer warpgroup keeps in flight.
+    pub in_flight: u32,
+    /// The blocks that share its tiles.
+    pub cluster: TileCluster,
+    /// Its entry points.
+    pub entries: Bf16Entries,
+}
+
+impl Bf16Kernel {
+    /// The style reports and plots group it under: its style's label, prefixed `f16_` for an
+    /// FP16 family (so that each FP16 style is drawn beside, not merged with, its BF16 one).
+    pub const fn style_label(&self) -> &'static str {
+        match (self.element, self.style) {
+            (ElementType::Bf16, style) => style.label(),
+            (ElementType::F16, Bf16Style::WsCooperative) => "f16_ws_cooperative",
+            (ElementType::F16, Bf16Style::WsPingpong) => "f16_ws_pingpong",
+            (ElementType::F16, Bf16Style::Multistage) => "f16_multistage",
+            (ElementType::F16, Bf16Style::CpAsync) => "f16_cp_async",
+        }
+    }
+
+    /// One line on it: its style's, or for A from registers, that.
+    pub const fn summary(&self) -> &'static str {
+        if let ElementType::F16 = self.element {
+            return "the BF16 family of its style, B layout and cluster, instantiated for FP16 A, B and C (FP32 accumulation)";
+        }
+        match (self.a_source, self.cluster, self.style) {
+            (_, TileCluster { m: 2, n: 1 }, Bf16Style::WsPingpong) => {
+                "as ws_pingpong, in 2x1 clusters: two blocks on adjacent tile rows, each multicasting half of B's tile to both (half the L2 reads of B)"
+            }
+            (ASource::Registers, _, _) => {
+                "as ws_cooperative, the consumers ldmatrix A into registers and wgmma from there (the RS form)"
+            }
+            (_, TileCluster { m: 2, n: 1 }, _) => {
+                "as ws_cooperative, in 2x1 clusters: two blocks on adjacent tile rows, each multicasting half of B's tile to both"
+            }
+            (_, TileCluster { m: 1, n: 2 }, _) => {
+                "as ws_cooperative, in 1x2 clusters: two blocks on adjacent tile columns, each multicasting half of A's tile to both"
+            }
+            _ => self.style.summary(),
+        }
+    }
+
+    /// The epilogue it runs at `n`.
+    pub const fn epilogue_for(&self, n: u32) -> Epilogue {
+        if n.is_multiple_of(8) {
+            Epilogue::TensorStore
+        } else {
+            Epilogue::Direct
         }
     }
 }
