@@ -9,8 +9,8 @@ use crate::layout::{Mbarrier, PipelineSharedState};
 use crate::ptx;
 use crate::shared::Shared;
 
-/// A [`BulkPipeline`] shared by the blocks of a multicast group of a cluster (sm_90; CUTLASS's
-/// `PipelineTmaAsync` with a cluster shape): each block's producer fills its slice of the
+/// A [`BulkPipeline`](super::BulkPipeline) shared by the blocks of a multicast group of a
+/// cluster (sm_90; CUTLASS's `PipelineTmaAsync` with a cluster shape): each block's producer fills its slice of the
 /// stage in every block of the group at once ([`memcpy_async_tensor_multicast`]), so a stage
 /// of a block is filled by all the group's producers, and may be refilled only when the
 /// consumers of every block of the group have released it. So each block's `empty[s]`
@@ -49,7 +49,7 @@ impl<const STAGES: usize> ClusterBulkPipeline<STAGES> {
     ///    a column of a 2-D cluster say), each fill of a stage of `x` reaches every block of
     ///    `x`'s group (the union of its copies' receivers is the group), and the blocks of a
     ///    group walk the same number of stages.
-    /// 2. As [`BulkPipeline::init`] (2) for each block, its consumers releasing with
+    /// 2. As [`BulkPipeline::init`](super::BulkPipeline::init) (2) for each block, its consumers releasing with
     ///    [`ConsumerStage::consumer_release_for_group`] (every thread of a group, with its
     ///    index in the group: the first `group`'s highest rank + 1 of them arrive) or
     ///    [`ConsumerStage::consumer_release`] (each thread arrives on every block of the
@@ -119,8 +119,8 @@ impl<const STAGES: usize> sealed::Sealed for ClusterBulkProducer<'_, STAGES> {}
 impl<const STAGES: usize> sealed::Sealed for ClusterBulkConsumer<'_, STAGES> {}
 
 impl<const STAGES: usize> Producer for ClusterBulkProducer<'_, STAGES> {
-    /// As a [`BulkPipeline`]'s: this block's `empty[s]`, which collects the releases of the
-    /// whole group.
+    /// As a [`BulkPipeline`](super::BulkPipeline)'s: this block's `empty[s]`, which collects
+    /// the releases of the whole group.
     #[inline(always)]
     fn producer_acquire(&mut self) -> ProducerStage<'_, Self> {
         let index = self.ring.wait_until_free();

@@ -301,7 +301,7 @@ impl<const REGS: usize> Accumulator<REGS> {
 /// 16-byte row it gives — matrix `lane / 8` is rows 0-7 (even) or 8-15 (odd) of columns 0-7
 /// (`lane < 16`) or 8-15. For A (rows of M, columns of K) that is `wgmma`'s register
 /// fragment of a 16-row slice; for an [`Accumulator`]'s 16 columns `16 q..16 q + 16` it is
-/// registers `8 q..8 q + 8` rounded in pairs ([`Accumulator::stmatrix_regs`]).
+/// registers `8 q..8 q + 8` rounded in pairs ([`Accumulator::pack_x4`]).
 pub const fn x4_lane_row(lane: u32) -> (u32, u32) {
     (((lane / 8) % 2) * 8 + lane % 8, 8 * ((lane / 16) % 2))
 }
