@@ -101,9 +101,15 @@ fn run(args: Vec<String>) -> Result<()> {
 }
 
 /// Clippy over the device build of `workloads` (and `gpu`, a workspace member under it), each
-/// arch in its own target folder.
+/// arch in its own target folder, and over `gpu-kernels`' (sm_90a, the arch it is built for).
 fn clippy(builder: &CudaBuilder) -> Result<()> {
-    for arch in builder.selected_archs() {
+    let kernels = CudaBuilder::new(workspace_root().join("kernels"));
+    let jobs = builder
+        .selected_archs()
+        .into_iter()
+        .map(|arch| (builder, arch, "workloads"))
+        .chain([(&kernels, Arch::Sm90a, "gpu-kernels")]);
+    for (builder, arch, what) in jobs {
         let dir = workspace_root()
             .join("target")
             .join("clippy")
@@ -114,9 +120,9 @@ fn clippy(builder: &CudaBuilder) -> Result<()> {
             .status()
             .context("running cargo clippy")?;
         if !status.success() {
-            bail!("clippy found problems in the device code for {arch}");
+            bail!("clippy found problems in the device code of {what} for {arch}");
         }
-        println!("clippy: device code for {arch} is clean");
+        println!("clippy: device code of {what} for {arch} is clean");
     }
     Ok(())
 }
