@@ -258,9 +258,44 @@ fn multicast_copies_expect_every_receivers_bytes() {
 #[test]
 fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
     let (mut regions, mut register_a, mut in_flight, mut fp16) = (0, 0, 0, 0);
-    let register_list = |instr: &PtxInstr| {
+    for (name, view) in &inspection(Arch::Sm90a).kernels {
+        let found = accumulator_rule(&view.ptx).unwrap_or_else(|e| panic!("{name}: {e}"));
+        regions += found.regions;
+        register_a += found.register_a;
+        fp16 += found.fp16;
+        in_flight += usize::from(found.keeps_one_in_flight);
+    }
+    assert!(regions >= 4, "found {regions} wgmma regions");
+    assert!(register_a >= 1, "no wgmma takes A from registers");
+    assert!(
+        in_flight >= 4,
+        "{in_flight} kernels keep a k-tile in flight"
+    );
+    assert!(fp16 >= 1, "no kernel multiplies FP16");
+}
+
+/// What [`accumulator_rule`] found in a kernel that keeps it.
+struct WgmmaRegions {
+    regions: usize,
+    register_a: usize,
+    fp16: usize,
+    keeps_one_in_flight: bool,
+}
+
+/// Checks the accumulator rule (see the test above) on one kernel's instructions.
+fn accumulator_rule(ptx: &[PtxInstr]) -> Result<WgmmaRegions, String> {
+    let mut found = WgmmaRegions {
+        regions: 0,
+        register_a: 0,
+        fp16: 0,
+        keeps_one_in_flight: false,
+    };
+    let register_list = |instr: &PtxInstr| -> Result<String, String> {
         let ops = &instr.operands;
-        ops[ops.find('{').expect("a register list")..=ops.find('}').expect("its end")].to_string()
+        match (ops.find('{'), ops.find('}')) {
+            (Some(open), Some(close)) => Ok(ops[open..=close].to_string()),
+            _ => Err(format!("no register list in `{ops}`")),
+        }
     };
     let names_register = |text: &str, reg: &str| {
         text.match_indices(reg).any(|(at, _)| {
@@ -270,88 +305,132 @@ fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
                 .is_some_and(|c| c.is_ascii_alphanumeric())
         })
     };
-    for (name, view) in &inspection(Arch::Sm90a).kernels {
-        let ptx = &view.ptx;
-        // Each issue region, and the accumulator lists with their multiplies' indices.
-        let mut lists: Vec<(String, Vec<usize>)> = Vec::new();
-        let mut i = 0;
-        while i < ptx.len() {
-            if ptx[i].opcode.starts_with("wgmma.mma_async") {
-                panic!("{name}: a wgmma.mma_async outside a fence..commit region at {i}");
+    // Each issue region, and the accumulator lists with their multiplies' indices.
+    let mut lists: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut i = 0;
+    while i < ptx.len() {
+        if ptx[i].opcode.starts_with("wgmma.mma_async") {
+            return Err(format!(
+                "a wgmma.mma_async outside a fence..commit region at {i}"
+            ));
+        }
+        if ptx[i].opcode != "wgmma.fence.sync.aligned" {
+            i += 1;
+            continue;
+        }
+        let region: Vec<&PtxInstr> = ptx[i + 1..].iter().take(5).collect();
+        let opcodes: Vec<&str> = region.iter().map(|r| r.opcode.as_str()).collect();
+        if opcodes.len() != 5
+            || !opcodes[..4]
+                .iter()
+                .all(|o| o.starts_with("wgmma.mma_async.sync.aligned.m64n"))
+            || opcodes[4] != "wgmma.commit_group.sync.aligned"
+        {
+            return Err(format!(
+                "a fence not followed by 4 multiplies and a commit: {opcodes:?}"
+            ));
+        }
+        let first = register_list(region[0])?;
+        if first.matches("%r").count() < 32 {
+            return Err(format!("too few accumulators: {first}"));
+        }
+        for mma in &region[1..4] {
+            if register_list(mma)? != first {
+                return Err("the four multiplies name different accumulators".into());
             }
-            if ptx[i].opcode != "wgmma.fence.sync.aligned" {
-                i += 1;
+        }
+        if opcodes[0].ends_with(".f16.f16") {
+            found.fp16 += 1;
+        }
+        // A from registers: a second register list (four registers) before B's descriptor.
+        let ops = &region[0].operands;
+        let after = &ops[ops.find('}').map_or(ops.len(), |c| c + 1)..];
+        if after.trim_start_matches([',', ' ']).starts_with('{') {
+            found.register_a += 1;
+        }
+        match lists.iter_mut().find(|(l, _)| *l == first) {
+            Some((_, at)) => at.extend(i + 1..i + 5),
+            None => lists.push((first, (i + 1..i + 5).collect())),
+        }
+        found.regions += 1;
+        i += 6;
+    }
+    for (list, mmas) in &lists {
+        let regs: Vec<&str> = list
+            .trim_matches(['{', '}'])
+            .split(',')
+            .map(str::trim)
+            .collect();
+        let (start, last) = (mmas[0], mmas[mmas.len() - 1]);
+        let end = (last..ptx.len())
+            .find(|&j| {
+                ptx[j].opcode == "wgmma.wait_group.sync.aligned" && ptx[j].operands.trim() == "0"
+            })
+            .ok_or("no wait_group 0 after the last multiply")?;
+        for (j, instr) in ptx.iter().enumerate().take(end).skip(start) {
+            if mmas.contains(&j) {
                 continue;
             }
-            let region: Vec<&PtxInstr> = ptx[i + 1..].iter().take(5).collect();
-            let opcodes: Vec<&str> = region.iter().map(|r| r.opcode.as_str()).collect();
-            assert_eq!(opcodes.len(), 5, "{name}: a fence at the end");
-            assert!(
-                opcodes[..4]
-                    .iter()
-                    .all(|o| o.starts_with("wgmma.mma_async.sync.aligned.m64n")),
-                "{name}: {opcodes:?}"
-            );
-            assert_eq!(opcodes[4], "wgmma.commit_group.sync.aligned", "{name}");
-            let first = register_list(region[0]);
-            assert!(first.matches("%r").count() >= 32, "{name}: {first}");
-            for mma in &region[1..4] {
-                assert_eq!(register_list(mma), first, "{name}: accumulators differ");
+            let text = format!("{} {}", instr.opcode, instr.operands);
+            if let Some(reg) = regs.iter().find(|r| names_register(&text, r)) {
+                return Err(format!(
+                    "`{text}` names accumulator {reg} while a multiply is in flight"
+                ));
             }
-            if opcodes[0].ends_with(".f16.f16") {
-                fp16 += 1;
-            }
-            // A from registers: a second register list (four registers) before B's descriptor.
-            let after = &region[0].operands[region[0].operands.find('}').unwrap() + 1..];
-            if after.trim_start_matches([',', ' ']).starts_with('{') {
-                register_a += 1;
-            }
-            match lists.iter_mut().find(|(l, _)| *l == first) {
-                Some((_, at)) => at.extend(i + 1..i + 5),
-                None => lists.push((first, (i + 1..i + 5).collect())),
-            }
-            regions += 1;
-            i += 6;
-        }
-        for (list, mmas) in &lists {
-            let regs: Vec<&str> = list
-                .trim_matches(['{', '}'])
-                .split(',')
-                .map(str::trim)
-                .collect();
-            let (start, last) = (mmas[0], *mmas.last().unwrap());
-            let end = (last..ptx.len())
-                .find(|&j| {
-                    ptx[j].opcode == "wgmma.wait_group.sync.aligned"
-                        && ptx[j].operands.trim() == "0"
-                })
-                .unwrap_or_else(|| panic!("{name}: no wait_group 0 after the last multiply"));
-            for (j, instr) in ptx.iter().enumerate().take(end).skip(start) {
-                if mmas.contains(&j) {
-                    continue;
-                }
-                let text = format!("{} {}", instr.opcode, instr.operands);
-                if let Some(reg) = regs.iter().find(|r| names_register(&text, r)) {
-                    panic!(
-                        "{name}: `{text}` names accumulator {reg} while a multiply is in flight"
-                    );
-                }
-            }
-        }
-        if ptx
-            .iter()
-            .any(|i| i.opcode == "wgmma.wait_group.sync.aligned" && i.operands.trim() == "1")
-        {
-            in_flight += 1;
         }
     }
-    assert!(regions >= 4, "found {regions} wgmma regions");
-    assert!(register_a >= 1, "no wgmma takes A from registers");
-    assert!(
-        in_flight >= 4,
-        "{in_flight} kernels keep a k-tile in flight"
-    );
-    assert!(fp16 >= 1, "no kernel multiplies FP16");
+    found.keeps_one_in_flight = ptx
+        .iter()
+        .any(|i| i.opcode == "wgmma.wait_group.sync.aligned" && i.operands.trim() == "1");
+    Ok(found)
+}
+
+/// The checker itself: a k-tile loop kept in flight passes; the same loop with a copy of an
+/// accumulator before its wait, or with the wait missing, fails, naming what broke it.
+#[test]
+fn the_accumulator_rule_check_catches_a_touched_register() {
+    let instr = |opcode: &str, operands: &str| PtxInstr {
+        predicate: None,
+        opcode: opcode.to_string(),
+        operands: operands.to_string(),
+    };
+    let acc: Vec<String> = (0..32).map(|i| format!("%r{}", 100 + i)).collect();
+    let list = format!("{{{}}}", acc.join(", "));
+    let k_tile = |out: &mut Vec<PtxInstr>| {
+        out.push(instr("wgmma.fence.sync.aligned", ""));
+        for _ in 0..4 {
+            out.push(instr(
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16",
+                &format!("{list}, %rd1, %rd2, p, 1, 1, 0, 0"),
+            ));
+        }
+        out.push(instr("wgmma.commit_group.sync.aligned", ""));
+    };
+    let mut good = Vec::new();
+    k_tile(&mut good);
+    good.push(instr(
+        "mbarrier.try_wait.parity.shared::cta.b64",
+        "p, [%r5], %r6",
+    ));
+    k_tile(&mut good);
+    good.push(instr("wgmma.wait_group.sync.aligned", "1"));
+    good.push(instr("wgmma.wait_group.sync.aligned", "0"));
+    good.push(instr("cvt.rn.bf16x2.f32", "%r7, %r101, %r100"));
+    let found = accumulator_rule(&good).expect("the clean loop passes");
+    assert_eq!((found.regions, found.keeps_one_in_flight), (2, true));
+
+    let mut touched = good.clone();
+    touched.insert(7, instr("mov.b32", "%r900, %r131"));
+    let err = accumulator_rule(&touched)
+        .err()
+        .expect("a copy in flight fails");
+    assert!(err.contains("%r131"), "{err}");
+    // `%r1000` is not `%r100`: only whole register names count.
+    let mut other = good.clone();
+    other.insert(7, instr("mov.b32", "%r1000, %r1001"));
+    assert!(accumulator_rule(&other).is_ok());
+    let unwaited: Vec<PtxInstr> = good[..good.len() - 2].to_vec();
+    assert!(accumulator_rule(&unwaited).is_err());
 }
 
 /// ptxas assembles the sm_90a module without a warning: in particular none saying that it
