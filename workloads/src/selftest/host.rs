@@ -4,6 +4,8 @@
 
 use super::math::{COLLECTIVE_THREADS, MATH_THREADS, math_entry_points};
 use super::math_host::{MathKernel, MathProblem};
+use super::mma::{MMA_SHARED_BYTES, MMA_THREADS, mma_entry_points};
+use super::mma_host::MmaProblem;
 use super::tile::{TILE_THREADS, tile_entry_points};
 use super::tile_host::TileProblem;
 use super::{
@@ -39,6 +41,9 @@ pub enum SelftestExperiment {
     /// `selftest_tile` (sm_90a): the register-tile verbs of `gpu::wgmma::Accumulator`
     /// against the host's computation from the tile in memory.
     Tile,
+    /// `selftest_mma` (sm_90a): the multiply atom `gpu::wgmma::Wgmma` for each element type
+    /// against `2 A B^T`, bit for bit.
+    Mma,
 }
 
 static EXPERIMENTS: LazyLock<Vec<SelftestExperiment>> = LazyLock::new(|| {
@@ -50,6 +55,7 @@ static EXPERIMENTS: LazyLock<Vec<SelftestExperiment>> = LazyLock::new(|| {
             SelftestExperiment::Math(MathKernel::Math),
             SelftestExperiment::Math(MathKernel::Collectives),
             SelftestExperiment::Tile,
+            SelftestExperiment::Mma,
         ])
         .collect()
 });
@@ -64,6 +70,7 @@ impl Experiment for SelftestExperiment {
                 math_entry_points::selftest_collectives.name()
             }
             SelftestExperiment::Tile => tile_entry_points::selftest_tile.name(),
+            SelftestExperiment::Mma => mma_entry_points::selftest_mma.name(),
         }
     }
     fn role(&self) -> Role {
@@ -86,6 +93,7 @@ impl Experiment for SelftestExperiment {
             SelftestExperiment::Math(MathKernel::Math) => "math",
             SelftestExperiment::Math(MathKernel::Collectives) => "collectives",
             SelftestExperiment::Tile => "tile",
+            SelftestExperiment::Mma => "mma",
         }
     }
     fn stages(&self) -> Option<u32> {
@@ -93,7 +101,8 @@ impl Experiment for SelftestExperiment {
             SelftestExperiment::Copy(k) => Some(k.form.stages()),
             SelftestExperiment::BarrierOps
             | SelftestExperiment::Math(_)
-            | SelftestExperiment::Tile => None,
+            | SelftestExperiment::Tile
+            | SelftestExperiment::Mma => None,
         }
     }
     fn threads(&self) -> Option<u32> {
@@ -103,6 +112,7 @@ impl Experiment for SelftestExperiment {
             SelftestExperiment::Math(MathKernel::Math) => MATH_THREADS,
             SelftestExperiment::Math(MathKernel::Collectives) => COLLECTIVE_THREADS,
             SelftestExperiment::Tile => TILE_THREADS,
+            SelftestExperiment::Mma => MMA_THREADS,
         })
     }
     fn shared_bytes(&self) -> Option<u32> {
@@ -111,12 +121,13 @@ impl Experiment for SelftestExperiment {
             SelftestExperiment::BarrierOps
             | SelftestExperiment::Math(_)
             | SelftestExperiment::Tile => 0,
+            SelftestExperiment::Mma => MMA_SHARED_BYTES,
         })
     }
     fn archs(&self) -> &'static [Arch] {
         match self {
             SelftestExperiment::Copy(k) if k.form.needs_sm90() => &[Arch::Sm90],
-            SelftestExperiment::Tile => &[Arch::Sm90a],
+            SelftestExperiment::Tile | SelftestExperiment::Mma => &[Arch::Sm90a],
             _ => &Arch::PORTABLE,
         }
     }
@@ -152,6 +163,9 @@ impl Experiment for SelftestExperiment {
             }
             SelftestExperiment::Tile => {
                 "sm_90a: Accumulator row max/sum, scale_rows, exp2_scaled, to_a_fragment vs the host"
+            }
+            SelftestExperiment::Mma => {
+                "sm_90a: Wgmma<E, 64> for BF16, FP16, E4M3, E5M2 (two k-tiles) vs 2 A B^T, exactly"
             }
         }
     }
@@ -269,6 +283,10 @@ impl Workload for Selftest {
                 Some((Arch::Sm90a, _)) => Some(TileProblem::new(gpu, inputs.seed)?),
                 _ => None,
             },
+            mma: match gpu.info().specific {
+                Some((Arch::Sm90a, _)) => Some(MmaProblem::new(gpu, inputs.seed)?),
+                _ => None,
+            },
             copied: None,
             observed: None,
             on_gpu,
@@ -325,6 +343,8 @@ pub struct SelftestProblem {
     math: MathProblem,
     /// The register-tile kernel, its input and output, where the sm_90a module is loaded.
     tile: Option<TileProblem>,
+    /// The multiply-atom kernel, its input and output, where the sm_90a module is loaded.
+    mma: Option<MmaProblem>,
     /// Past `GPU_CHECK_MIN_ELEMENTS` floats: what every copy kernel must write (the input,
     /// then zeros to the end of the last tile; a kernel's output is a prefix of it at such
     /// sizes) on the GPU, and the kernels that compare with it there.
@@ -337,6 +357,13 @@ impl SelftestProblem {
         self.tile
             .as_mut()
             .context("`selftest_tile` is in the sm_90a module, which is not loaded")
+    }
+
+    /// The multiply-atom kernel's problem, which only a GPU with the sm_90a module has.
+    fn mma(&mut self) -> Result<&mut MmaProblem> {
+        self.mma
+            .as_mut()
+            .context("`selftest_mma` is in the sm_90a module, which is not loaded")
     }
 }
 
@@ -377,6 +404,7 @@ impl Problem<SelftestExperiment> for SelftestProblem {
             }
             SelftestExperiment::Math(kernel) => self.math.poison(gpu, *kernel)?,
             SelftestExperiment::Tile => self.tile()?.poison(gpu)?,
+            SelftestExperiment::Mma => self.mma()?.poison(gpu)?,
         }
         Ok(())
     }
@@ -413,6 +441,7 @@ impl Problem<SelftestExperiment> for SelftestProblem {
             }
             SelftestExperiment::Math(kernel) => self.math.launch(gpu, *kernel)?,
             SelftestExperiment::Tile => self.tile()?.launch(gpu)?,
+            SelftestExperiment::Mma => self.mma()?.launch(gpu)?,
         }
         Ok(())
     }
@@ -434,6 +463,7 @@ impl Problem<SelftestExperiment> for SelftestProblem {
             }
             SelftestExperiment::Math(kernel) => self.math.check(gpu, *kernel)?,
             SelftestExperiment::Tile => self.tile()?.check(gpu)?,
+            SelftestExperiment::Mma => self.mma()?.check(gpu)?,
         })
     }
 
@@ -470,6 +500,7 @@ impl Problem<SelftestExperiment> for SelftestProblem {
             }
             SelftestExperiment::Math(kernel) => self.math.plant(gpu, *kernel, fault),
             SelftestExperiment::Tile => self.tile()?.plant(gpu, fault),
+            SelftestExperiment::Mma => self.mma()?.plant(gpu, fault),
         }
     }
 
@@ -571,7 +602,7 @@ mod tests {
     #[test]
     fn every_kernel_and_barrier_ops_are_experiments() {
         let names: Vec<&str> = Selftest.experiments().iter().map(|e| e.name()).collect();
-        assert_eq!(names.len(), COPY_KERNELS.len() + 4);
+        assert_eq!(names.len(), COPY_KERNELS.len() + 5);
         assert!(names.contains(&"selftest_math") && names.contains(&"selftest_collectives"));
         assert!(names.contains(&"selftest_tile"));
         let tile = Selftest
@@ -579,6 +610,12 @@ mod tests {
             .iter()
             .find(|e| e.name() == "selftest_tile");
         assert_eq!(tile.unwrap().archs(), [Arch::Sm90a]);
+        let mma = Selftest
+            .experiments()
+            .iter()
+            .find(|e| e.name() == "selftest_mma");
+        assert_eq!(mma.unwrap().archs(), [Arch::Sm90a]);
+        assert_eq!(mma.unwrap().shared_bytes(), Some(16384));
         assert!(names.contains(&BARRIER_OPS.name()));
     }
 }

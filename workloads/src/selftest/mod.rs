@@ -16,15 +16,17 @@
 //!
 //! [`selftest_tile`](tile_entry_points::selftest_tile) runs the register-tile verbs of
 //! `gpu::wgmma::Accumulator` (row maxima and sums, row scaling, the softmax's exponentials,
-//! the A fragments of `P V`) on one warpgroup; it is the one kernel of the sm_90a module here.
+//! the A fragments of `P V`) on one warpgroup; [`selftest_mma`](mma_entry_points::selftest_mma)
+//! runs the multiply atom `gpu::wgmma::Wgmma` for each element type (BF16, FP16, E4M3, E5M2)
+//! on one warpgroup. They are the kernels of the sm_90a module here.
 //!
 //! Every kernel is declared once, in [`entry_points`], with [`gpu::kernel!`]: its
 //! [`EntryPoint`](gpu::kernel::EntryPoint) (everywhere: a [`CopyKernel`]'s `entry`,
 //! [`BARRIER_OPS`], [`HANG_KERNEL`]) and its entry point (on nvptx64), so the host launches
 //! exactly what the device defines, with the parameter types it declares.
 
-// The sm_90a device build holds the register-tile kernel only (see the crate root): the rest
-// is left out of it.
+// The sm_90a device build holds the register-tile and multiply-atom kernels only (see the
+// crate root): the rest is left out of it.
 #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 mod shapes;
 #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
@@ -43,6 +45,12 @@ pub use tile::*;
 /// The host half of the register-tile self-test.
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod tile_host;
+
+mod mma;
+pub use mma::*;
+/// The host half of the multiply-atom self-test.
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod mma_host;
 
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90a")))]
 mod kernels;
