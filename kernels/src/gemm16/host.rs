@@ -172,7 +172,7 @@ impl Gemm16 {
             })?,
         };
         let g = Geometry::SHARED_TILE;
-        let bytes = g.layout().bytes;
+        let bytes = g.shared().bytes;
         if bytes > self.max_shared_bytes {
             return Err(GemmError::Shape(format!(
                 "the kernel needs {bytes} B of shared memory per block; the GPU allows {}",

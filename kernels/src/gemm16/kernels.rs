@@ -7,7 +7,7 @@
 #![cfg(target_feature = "sm_90a")]
 
 use super::epilogue::{StoreC, TileOut};
-use super::{BK, BN, GROUP_M, Geometry, WARPGROUP_STAGING_BYTES};
+use super::{BK, BN, GROUP_M, Geometry};
 use gpu::cluster::{Cluster, MulticastGroup};
 use gpu::collective::tensor_core::{OrderBarrier, Schedule, load_k_tiles, mma_k_tiles};
 use gpu::group::Threads;
@@ -22,7 +22,6 @@ use gpu::pipeline::{
 };
 use gpu::ptx::{self, MatrixDescriptor, Shared, TensorMapRef};
 use gpu::schedule::{GridStride, TileSchedule, grouped_tile};
-use gpu::shared::dynamic_shared;
 use gpu::wgmma::{
     Accumulator, BOperand, SixteenBit, SwizzledKMajor, SwizzledMnMajor, WARPGROUP_THREADS,
     WarpgroupMma, Wgmma,
@@ -114,7 +113,7 @@ impl ASourceKind for ARegs {
 /// Stage `s`'s A and B tiles.
 #[inline(always)]
 fn stage_tiles(g: Geometry, s: u32) -> (Shared<u8>, Shared<u8>) {
-    let a = dynamic_shared().add(g.layout().stage_offset(s));
+    let a = g.shared().stages.at(s);
     (a, a.add(g.a_tile_bytes()))
 }
 
@@ -244,16 +243,11 @@ pub(super) unsafe fn gemm<
     const { assert!(CM * CN <= 16 && BN.is_multiple_of(8 * CM) && super::BM.is_multiple_of(8 * CN)) };
     let g = geometry::<S>();
     let thread = ptx::thread_idx_x();
-    let barriers: Shared<PipelineSharedState<STAGES>> =
-        dynamic_shared().add(g.layout().barriers_offset).cast();
-    // SAFETY: 16 bytes reserved after the pipeline's barriers (the geometry); one thread
-    // initializes them; the pipeline's init below syncs the block.
-    let order = unsafe {
-        OrderBarrier::new(
-            dynamic_shared().add(g.order_offset()),
-            S::PINGPONG && thread == 0,
-        )
-    };
+    let barriers: Shared<PipelineSharedState<STAGES>> = g.shared().barriers.at(0).cast();
+    // SAFETY: the order's two mbarriers (the geometry reserves them); one thread initializes
+    // them; the pipeline's init below syncs the block.
+    let order =
+        unsafe { OrderBarrier::new(g.shared().order.at(0).cast(), S::PINGPONG && thread == 0) };
     if CM * CN == 1 {
         // SAFETY: every thread calls it; one thread produces; each fill is released by
         // `READERS_PER_STAGE` group releases (one per warpgroup that reads it), ping-pong
@@ -496,8 +490,7 @@ unsafe fn gemm_roles<
         let out = TileOut {
             m,
             n,
-            staging: dynamic_shared()
-                .add(g.staging_offset() + consumer_index * WARPGROUP_STAGING_BYTES),
+            staging: g.shared().staging.at(consumer_index),
             consumer_index,
             row0: tm * g.tile_m + a_row,
             col0: tn * BN,
@@ -675,8 +668,7 @@ pub(super) unsafe fn gemm_cp_async<E, O, const K: usize, const STAGES: usize>(
     let (tiles_m, tiles_n) = g.tiles(m, n);
     let tile_count = tiles_m * tiles_n;
     let k_tiles = k.div_ceil(BK);
-    let barriers: Shared<PipelineSharedState<STAGES>> =
-        dynamic_shared().add(g.layout().barriers_offset).cast();
+    let barriers: Shared<PipelineSharedState<STAGES>> = g.shared().barriers.at(0).cast();
     // SAFETY: every thread calls it; all 256 produce (one commit each per fill) and the two
     // warpgroups release each fill once each; the layout reserves the barriers.
     let mut pipeline =
@@ -775,8 +767,7 @@ pub(super) unsafe fn gemm_cp_async<E, O, const K: usize, const STAGES: usize>(
         let out = TileOut {
             m,
             n,
-            staging: dynamic_shared()
-                .add(g.staging_offset() + consumer_index * WARPGROUP_STAGING_BYTES),
+            staging: g.shared().staging.at(consumer_index),
             consumer_index,
             row0: tm * g.tile_m + a_row,
             col0: tn * BN,

@@ -32,7 +32,7 @@ mod host;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
 
-use gpu::layout::StagedLayout;
+use gpu::layout::{Mbarrier, SharedLayout, SharedRegion};
 use gpu::tensor_map::TensorMap;
 use gpu::wgmma::{Bf16, F16, SwizzledKMajor, SwizzledMnMajor, WARPGROUP_THREADS};
 
@@ -93,26 +93,21 @@ impl Geometry {
         }
     }
 
-    const fn stage_layout(self) -> StagedLayout {
-        StagedLayout::new(self.a_tile_bytes() + BTile::BYTES, self.stages, true)
-    }
-
-    /// Where the ping-pong order's two mbarriers are: right after the pipeline's.
-    pub const fn order_offset(self) -> u32 {
-        self.stage_layout().bytes
-    }
-
-    /// Where the C staging starts: the first 1 KiB boundary after the mbarriers (the
-    /// pipeline's and the ping-pong order's).
-    pub const fn staging_offset(self) -> u32 {
-        (self.order_offset() + 2 * gpu::layout::Mbarrier::BYTES).next_multiple_of(1024)
-    }
-
-    /// The dynamic shared memory.
-    pub const fn layout(self) -> StagedLayout {
-        StagedLayout {
-            bytes: self.staging_offset() + C_STAGING_BYTES,
-            ..self.stage_layout()
+    /// The block's dynamic shared memory, carved once ([`GemmShared`]).
+    pub const fn shared(self) -> GemmShared {
+        let stage_bytes = self.a_tile_bytes() + BTile::BYTES;
+        // The tiles are 128-byte swizzled: 1 KiB aligned.
+        let layout = SharedLayout::EMPTY;
+        let (layout, stages) = layout.region::<u8>(self.stages, stage_bytes, 1024);
+        let (layout, barriers) = layout.array::<Mbarrier>(2 * self.stages);
+        let (layout, order) = layout.array::<Mbarrier>(2);
+        let (layout, staging) = layout.region::<u8>(2, WARPGROUP_STAGING_BYTES, 1024);
+        GemmShared {
+            stages,
+            barriers,
+            order,
+            staging,
+            bytes: layout.bytes(),
         }
     }
 
@@ -120,6 +115,24 @@ impl Geometry {
     pub const fn tiles(self, m: u32, n: u32) -> (u32, u32) {
         (m.div_ceil(self.tile_m), n.div_ceil(BN))
     }
+}
+
+/// A geometry's dynamic shared memory ([`Geometry::shared`], a [`SharedLayout`]): what the
+/// kernels take typed handles from and the host launches with.
+#[derive(Clone, Copy, Debug)]
+pub struct GemmShared {
+    /// The stages, each A's tile then B's (1 KiB aligned).
+    pub stages: SharedRegion<u8>,
+    /// The pipeline's mbarriers (`full[0..stages]`, `empty[0..stages]`: a
+    /// `PipelineSharedState`).
+    pub barriers: SharedRegion<Mbarrier>,
+    /// The ping-pong order's two mbarriers ([`gpu::collective::tensor_core::OrderBarrier`]).
+    pub order: SharedRegion<Mbarrier>,
+    /// The two consumer warpgroups' C staging, [`WARPGROUP_STAGING_BYTES`] each (1 KiB
+    /// aligned).
+    pub staging: SharedRegion<u8>,
+    /// The dynamic shared memory to launch with.
+    pub bytes: u32,
 }
 
 /// Bytes between rows of the direct-store staging: 256 BF16 plus up to 7 of shift (each row
@@ -257,7 +270,7 @@ macro_rules! gemm_kernels {
             /// `C = A B^T` fed by `cp.async` (style `cp_async`); tensor-store epilogue.
             ///
             /// # Safety
-            /// 1-D grid of any size, 256 threads, `Geometry::SHARED_TILE.layout().bytes` of
+            /// 1-D grid of any size, 256 threads, `Geometry::SHARED_TILE.shared().bytes` of
             /// dynamic shared memory; `a` and `b` hold `m x k` and `n x k` row-major,
             /// 16-byte aligned, `k` a multiple of 8; `c` a tensor map of C (`n x m`, box
             /// [`CBox::BOX`], 128-byte swizzle); m, n, k >= 1.
@@ -311,7 +324,7 @@ macro_rules! gemm_kernels {
             ///
             /// # Safety
             #[doc = concat!("1-D grid of any size, ", stringify!($threads), " threads, ")]
-            /// the style's `Geometry::layout().bytes` of dynamic shared memory; `a` a tensor map
+            /// the style's `Geometry::shared().bytes` of dynamic shared memory; `a` a tensor map
             /// of A (`k x m`, box `TileCluster::a_box`), `b` of B (`k x n`, box
             /// `TileCluster::b_box`; B `k x n`: `n x k`, box [`BKnTile::BOX`]), `c` of C (`n x
             /// m`, box [`CBox::BOX`]), all 128-byte swizzle (zero fill on loads); m, n, k >= 1;

@@ -156,7 +156,7 @@ impl Experiment for Bf16Experiment {
         self.family().map(|k| k.style.threads())
     }
     fn shared_bytes(&self) -> Option<u32> {
-        self.family().map(|k| k.style.geometry().layout().bytes)
+        self.family().map(|k| k.style.geometry().shared().bytes)
     }
     fn summary(&self) -> &'static str {
         match self {
@@ -336,7 +336,7 @@ fn launch_config(
     let mut config = LaunchConfig::linear(
         (tiles_m * tiles_n).min(gpu.info().multiprocessors),
         kernel.style.threads(),
-        geometry.layout().bytes,
+        geometry.shared().bytes,
     );
     if kernel.cluster != TileCluster::NONE {
         // Asked for a grid of one cluster: the launch checks refuse a grid that clusters do

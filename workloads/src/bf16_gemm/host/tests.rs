@@ -169,22 +169,26 @@ fn every_geometry_fits_a_block_and_keeps_its_regions_apart() {
     use super::super::{BTile, C_STAGING_BYTES, Geometry};
     const MAX_DYNAMIC_SHARED: u32 = 227 * 1024;
     for g in [Geometry::SHARED_TILE, Geometry::TILE_PER_WARPGROUP] {
-        let layout = g.layout();
+        let shared = g.shared();
         assert!(
-            layout.bytes <= MAX_DYNAMIC_SHARED,
+            shared.bytes <= MAX_DYNAMIC_SHARED,
             "{g:?}: {}",
-            layout.bytes
+            shared.bytes
         );
         // Stages 1 KiB aligned (128-byte swizzle), then the pipeline's mbarriers, then the
         // order's two, then the staging at a 1 KiB boundary, to the end.
         let stage_bytes = g.a_tile_bytes() + BTile::BYTES;
         assert_eq!(stage_bytes % 1024, 0);
-        assert_eq!(layout.stage_offset(1), stage_bytes);
-        assert_eq!(layout.barriers_offset, g.stages * stage_bytes);
-        assert_eq!(g.order_offset(), layout.barriers_offset + 16 * g.stages);
-        assert!(g.staging_offset() >= g.order_offset() + 16);
-        assert_eq!(g.staging_offset() % 1024, 0);
-        assert_eq!(layout.bytes, g.staging_offset() + C_STAGING_BYTES);
+        assert_eq!(shared.stages.item_offset(1), stage_bytes);
+        assert_eq!(shared.barriers.offset(), g.stages * stage_bytes);
+        assert_eq!(shared.barriers.count(), 2 * g.stages);
+        assert_eq!(
+            shared.order.offset(),
+            shared.barriers.offset() + 16 * g.stages
+        );
+        assert!(shared.staging.offset() >= shared.order.offset() + 16);
+        assert_eq!(shared.staging.offset() % 1024, 0);
+        assert_eq!(shared.bytes, shared.staging.offset() + C_STAGING_BYTES);
         assert_eq!(g.a_box(), [64, g.tile_m]);
     }
     assert_eq!(Geometry::SHARED_TILE.tiles(4096, 4097), (32, 17));
