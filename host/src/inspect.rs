@@ -139,6 +139,7 @@ pub fn is_async_sass(opcode: &str) -> bool {
         "BAR",
         "BPT",
         "HGMMA",
+        "QGMMA",
         "WARPGROUP",
         "USETMAXREG",
     ]
