@@ -20,7 +20,9 @@ pub fn bf16_gemm(gpu: &Gpu, m: u32, n: u32, k: u32) -> Result<String, String> {
     let bits = |v: &[f32]| v.iter().map(|&x| Bf16::from_f32(x).0).collect::<Vec<u16>>();
     let a_dev = gpu.upload(&bits(&a), "A").map_err(cuda)?;
     let b_dev = gpu.upload(&bits(&b), "B").map_err(cuda)?;
-    let mut c_dev = gpu.zeros::<u16>(m as usize * n as usize, "C").map_err(cuda)?;
+    let mut c_dev = gpu
+        .zeros::<u16>(m as usize * n as usize, "C")
+        .map_err(cuda)?;
     let shape = GemmShape { m, n, k };
     gemm.bf16(gpu, &a_dev, &b_dev, BLayout::NK, &mut c_dev, shape)
         .map_err(|e| e.to_string())?;
@@ -32,19 +34,32 @@ pub fn bf16_gemm(gpu: &Gpu, m: u32, n: u32, k: u32) -> Result<String, String> {
         for j in 0..n {
             let want: f32 = (0..k).map(|l| a[i * k + l] * b[j * k + l]).sum();
             if want.abs() > 256.0 {
-                return Err(format!("C[{i}][{j}] = {want} is not exact in BF16: a smaller K"));
+                return Err(format!(
+                    "C[{i}][{j}] = {want} is not exact in BF16: a smaller K"
+                ));
             }
             let got = Bf16(c[i * n + j]).to_f32();
             if got.to_bits() != want.to_bits() {
-                return Err(format!("GEMM FAILED at C[{i}][{j}]: got {got}, expected {want}"));
+                return Err(format!(
+                    "GEMM FAILED at C[{i}][{j}]: got {got}, expected {want}"
+                ));
             }
         }
     }
     // A bad call is refused with a clear error, before anything runs.
-    let short = GemmShape { m: m as u32 + 1, ..shape };
+    let short = GemmShape {
+        m: m as u32 + 1,
+        ..shape
+    };
     match gemm.bf16(gpu, &a_dev, &b_dev, BLayout::NK, &mut c_dev, short) {
         Err(e) if e.to_string().contains("A holds") => {}
-        other => return Err(format!("a GEMM larger than its buffers was not refused: {other:?}")),
+        other => {
+            return Err(format!(
+                "a GEMM larger than its buffers was not refused: {other:?}"
+            ));
+        }
     }
-    Ok(format!("C = A B^T ({m} x {n} x {k}, BF16, gpu-kernels) exact"))
+    Ok(format!(
+        "C = A B^T ({m} x {n} x {k}, BF16, gpu-kernels) exact"
+    ))
 }
