@@ -17,6 +17,7 @@ pub static WORKLOADS: &[&dyn AnyWorkload] = &[
     &workloads::study::host::Study,
     &workloads::gemm::host::Gemm,
     &workloads::bf16_gemm::host::Bf16Gemm,
+    &workloads::attention::host::AttentionWorkload,
     &workloads::stream::host::Stream,
     &workloads::dsmem::host::DsmemLatency,
     &workloads::dsmem::host::DsmemBandwidth,

@@ -37,6 +37,7 @@
 // links to them.
 #![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 
+pub mod attention;
 pub mod gemm16;
 
 /// This crate's device code, one module per arch it is built for (sm_90a), as

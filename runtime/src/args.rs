@@ -60,6 +60,54 @@ pub enum KernelArg {
     F64(f64),
     /// A tensor map, by value.
     TensorMap(TensorMap),
+    /// A `#[repr(C)]` struct of 4-byte fields, by value ([`StructArg`]).
+    Struct(StructArg),
+}
+
+/// The bytes of a `#[repr(C)]` kernel parameter struct whose fields are all 4-byte numbers
+/// (`u32`, `i32`, `f32`), up to [`StructArg::MAX_WORDS`] of them: what the device declares as
+/// `.param .align 4 .b8 p[N]` (a struct by value), the driver copying `N` bytes from here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StructArg {
+    words: [u32; StructArg::MAX_WORDS],
+    len: usize,
+}
+
+impl StructArg {
+    /// The most 4-byte fields a struct argument may have.
+    pub const MAX_WORDS: usize = 16;
+
+    /// The struct `value`'s bytes.
+    ///
+    /// # Safety
+    /// `T` is `#[repr(C)]` and made only of 4-byte numbers (no padding, no pointers, no
+    /// references), at most [`Self::MAX_WORDS`] of them, and is what the kernel's parameter
+    /// is declared as.
+    pub unsafe fn new<T: Copy>(value: &T) -> StructArg {
+        const { assert!(size_of::<T>().is_multiple_of(4) && size_of::<T>() <= 4 * 16) };
+        let len = size_of::<T>() / 4;
+        let mut words = [0u32; StructArg::MAX_WORDS];
+        // SAFETY: `T` is `len` initialized 4-byte words (contract); `words` holds at least
+        // `len` and does not overlap `value`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                std::ptr::from_ref(value).cast::<u32>(),
+                words.as_mut_ptr(),
+                len,
+            )
+        };
+        StructArg { words, len }
+    }
+
+    /// The words, in field order.
+    pub fn words(&self) -> &[u32] {
+        &self.words[..self.len]
+    }
+
+    /// All the words (the launch passes their address).
+    pub(crate) fn words_array(&self) -> &[u32; StructArg::MAX_WORDS] {
+        &self.words
+    }
 }
 
 /// The most parameters a kernel declared through [`Params`](crate::Params) takes.
@@ -113,6 +161,8 @@ impl ArgList {
                 KernelArg::F64(value) => std::ptr::from_ref(value).cast_mut().cast(),
                 // The encoded map is the struct's first field (`repr(C)`), as cudarc passes it.
                 KernelArg::TensorMap(map) => std::ptr::from_ref(map).cast_mut().cast(),
+                // The driver copies the parameter's declared size from the words.
+                KernelArg::Struct(s) => s.words.as_ptr().cast_mut().cast(),
             };
         }
         pointers
@@ -168,6 +218,7 @@ fn describe_args(args: &[KernelArg]) -> String {
             KernelArg::F32(v) => format!("{v:?}"),
             KernelArg::F64(v) => format!("{v:?}"),
             KernelArg::TensorMap(m) => format!("{m:?}"),
+            KernelArg::Struct(s) => format!("{:x?}", s.words()),
         })
         .collect();
     format!("({})", each.join(", "))

@@ -288,6 +288,7 @@ impl<P: Params> Kernel<P> {
                 KernelArg::F32(value) => launch.arg(value),
                 KernelArg::F64(value) => launch.arg(value),
                 KernelArg::TensorMap(map) => launch.arg(map),
+                KernelArg::Struct(s) => launch.arg(s.words_array()),
             };
         }
         let cuda_config = CudaLaunchConfig {

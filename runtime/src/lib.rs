@@ -40,7 +40,7 @@ pub mod launch;
 pub mod library;
 pub mod tensor_map;
 
-pub use args::{KernelArg, LaunchConfig, NO_CLUSTER};
+pub use args::{KernelArg, LaunchConfig, NO_CLUSTER, StructArg};
 /// The `cudarc` this crate is built on (buffers are its `CudaSlice`s).
 pub use cudarc;
 pub use device::{

@@ -19,6 +19,7 @@
 // links to them.
 #![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 
+pub mod attention;
 pub mod bf16_gemm;
 #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub mod dsmem;

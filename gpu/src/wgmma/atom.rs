@@ -254,3 +254,72 @@ unsafe fn wait_group_k<const K: usize>() {
         }
     }
 }
+
+/// Multiplies issued into one accumulator tile and not yet waited for, with what they read
+/// kept borrowed (`H`: the stages, the A fragments): the form for a kernel that keeps two
+/// tiles' multiplies in flight at once (attention's `S = Q K^T` beside the previous block's
+/// `O += P V`), where [`InFlight`]'s one-tile ring does not fit. Made empty with
+/// [`new`](Self::new); each [`mma`](Self::mma) or [`mma_a_regs`](Self::mma_a_regs) issues
+/// one k-tile (one commit group) into the tile; [`wait`](Self::wait) is the `wgmma.wait_group
+/// N` that names the accumulators and hands `H` back. Until then Rust code can neither read
+/// nor write the accumulators, nor write what `H` borrows.
+#[must_use = "the accumulators are complete only after `wait`"]
+pub struct Issued<'acc, A: TiedAccumulator, H> {
+    acc: &'acc mut A,
+    held: H,
+}
+
+impl<'acc, A: TiedAccumulator, H> Issued<'acc, A, H> {
+    /// Starts issuing into `acc`, keeping `held` (nothing is issued yet).
+    #[inline(always)]
+    pub fn new(acc: &'acc mut A, held: H) -> Self {
+        Issued { acc, held }
+    }
+
+    /// Issues one k-tile, A and B from shared memory: `acc (+)= A B`, one commit group.
+    ///
+    /// # Safety
+    /// As [`WarpgroupMma::issue`]: the whole warpgroup, converged, with the same arguments;
+    /// the descriptors describe tiles that are filled and that nothing writes until
+    /// [`wait`](Self::wait) shows this group complete (`held` keeps the stages).
+    #[inline(always)]
+    pub unsafe fn mma<M: WarpgroupMma<B, Acc = A>, B: BOperand>(
+        &mut self,
+        a: MatrixDescriptor,
+        b: MatrixDescriptor,
+        accumulate: bool,
+    ) {
+        // SAFETY: forwarded contract; the accumulators are borrowed until `wait`.
+        unsafe { M::issue(self.acc, a, b, accumulate) }
+    }
+
+    /// As [`mma`](Self::mma), A from registers.
+    ///
+    /// # Safety
+    /// As [`mma`](Self::mma), and `a` is not written until the wait: pass it borrowed in
+    /// `held` (`&[AFragment; _]`), so the borrow checker keeps it.
+    #[inline(always)]
+    pub unsafe fn mma_a_regs<M: WarpgroupMma<B, Acc = A>, B: BOperand>(
+        &mut self,
+        a: &AFragment,
+        b: MatrixDescriptor,
+        accumulate: bool,
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe { M::issue_a_regs(self.acc, a, b, accumulate) }
+    }
+
+    /// `wgmma.wait_group N` naming the accumulators: returns once at most `N` groups are
+    /// pending, every one of them committed after this tile's last — so this tile's are
+    /// complete — and hands back what they read.
+    ///
+    /// # Safety
+    /// The whole warpgroup, converged; `N` is at most the number of groups (on other
+    /// accumulators) this warpgroup committed after this tile's last.
+    #[inline(always)]
+    pub unsafe fn wait<const N: u32>(self) -> H {
+        // SAFETY: forwarded contract.
+        unsafe { self.acc.wait_tied::<N>() };
+        self.held
+    }
+}

@@ -17,6 +17,7 @@
 //! | [`row_sum`](Accumulator::row_sum) | `REGS / 2 - 1` `FADD`, then 2 `SHFL.BFLY` + 2 `FADD` |
 //! | [`scale_rows`](Accumulator::scale_rows)`(s)` | `REGS / 2` `FMUL` |
 //! | [`exp2_scaled`](Accumulator::exp2_scaled)`(scale, offset)` | `REGS / 2` `FFMA` + `REGS / 2` `MUFU.EX2` (`ex2.approx.ftz.f32`) |
+//! | [`mask_columns_from`](Accumulator::mask_columns_from)`(t, limit)` | `REGS / 2` `ISETP` + `REGS / 2` `FSEL` |
 //!
 //! With these an online-softmax step over one `64 x N` tile of scores `s` reads (the running
 //! maximum `m` and sum `l` of this thread's rows, the output `o`, `scale = softmax_scale *
@@ -48,7 +49,6 @@ use crate::{math, ptx, reduce::shfl_xor};
 /// Which of a thread's two rows register `i` of an [`Accumulator`] holds: 0 for row
 /// `16 (t / 32) + (t % 32) / 4`, 1 for the row 8 below it. Registers come in fours: two
 /// adjacent columns of the first row, then the same two columns of the second.
-#[cfg(any(target_arch = "nvptx64", test))]
 #[inline(always)]
 const fn row_half(i: usize) -> usize {
     (i / 2) % 2
@@ -163,6 +163,29 @@ impl<const REGS: usize> Accumulator<REGS> {
     }
 }
 
+impl<const REGS: usize> Accumulator<REGS> {
+    /// Every element of this thread's row `h` (0: its first row, 1: the one 8 below) whose
+    /// column is at or past `limit[h]` becomes `-inf`: the mask of an attention score tile
+    /// (keys past the sequence's end, or past a causal row's diagonal), `limit` counted from
+    /// the tile's first column (negative: the whole row; `N` or more: none). `t` is this
+    /// thread's index in the warpgroup. Exactly the elements [`Accumulator::position`] puts
+    /// at those columns.
+    ///
+    /// Lowers to `REGS` integer compares and `REGS` selects (SASS `ISETP`, `FSEL`), the
+    /// columns being constants plus `2 (t % 4)`; no shuffles.
+    #[inline(always)]
+    pub fn mask_columns_from(&mut self, t: u32, limit: [i32; 2]) {
+        let mut i = 0;
+        while i < REGS {
+            let (_, col) = Self::position(t, i as u32);
+            if col as i32 >= limit[row_half(i)] {
+                self.regs[i] = f32::NEG_INFINITY;
+            }
+            i += 1;
+        }
+    }
+}
+
 /// `v` (one value per row) combined over the four lanes of the quad: `combine` with lane
 /// `l ^ 1`'s, then with lane `l ^ 2`'s. Every lane of the warp calls it, converged.
 #[cfg(target_arch = "nvptx64")]
@@ -247,6 +270,25 @@ mod tests {
         quads_hold_whole_rows::<64>();
         quads_hold_whole_rows::<88>();
         quads_hold_whole_rows::<128>();
+    }
+
+    /// The mask sets exactly the elements at or past each row's limit, in both rows of every
+    /// thread, negative and past-the-end limits included.
+    #[test]
+    fn the_column_mask_sets_what_is_at_or_past_each_rows_limit() {
+        for t in 0..128u32 {
+            for limit in [[-3, 200], [0, 1], [37, 64], [64, 5], [63, 62]] {
+                let mut acc = Accumulator::<32> { regs: [1.0; 32] };
+                acc.mask_columns_from(t, limit);
+                for i in 0..32 {
+                    let (row, col) = Accumulator::<32>::position(t, i as u32);
+                    let (first, _) = Accumulator::<32>::position(t, 0);
+                    let h = usize::from(row != first);
+                    let masked = col as i32 >= limit[h];
+                    assert_eq!(acc.regs[i] == f32::NEG_INFINITY, masked, "t {t} i {i}");
+                }
+            }
+        }
     }
 
     #[test]

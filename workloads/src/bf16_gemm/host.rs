@@ -52,7 +52,8 @@ use harness::check::{CheckReport, POISON};
 use harness::experiment::{
     Experiment, Fault, Inputs, Problem, Role, Unavailable, Values, Work, Workload,
 };
-use operands::{ElementInputs, Padder, far_off_bits, input_bytes};
+pub(crate) use operands::far_off_bits;
+use operands::{ElementInputs, Padder, input_bytes};
 pub use operands::{generate_inputs, output_tolerance};
 use ptx_builder::Arch;
 use std::sync::LazyLock;

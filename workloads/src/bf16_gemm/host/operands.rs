@@ -309,7 +309,7 @@ pub fn output_tolerance(element: ElementType, len: u64, max_abs: f64, norm: f64)
 /// The bits of an element of `element` moved far outside any tolerance ([`far_off`]) and
 /// still finite: where that overflows FP16 (65504), the largest finite value of the other
 /// sign, at least 65504 away.
-pub(super) fn far_off_bits(element: ElementType, bits: u16) -> u16 {
+pub(crate) fn far_off_bits(element: ElementType, bits: u16) -> u16 {
     let x = element.value(bits);
     let far = element.round(far_off(x));
     if element.value(far).is_finite() {

@@ -1,0 +1,409 @@
+//! The host API of the attention forward pass: [`Attention`] loads this crate's module for an
+//! open GPU and runs the caller's buffers, the shape checked first (a clear
+//! [`AttentionError`], never a launch that reads or writes past a buffer).
+
+use super::{ATTENTION_KERNELS, AttentionArgs, AttentionKernel, AttentionParams};
+use crate::gemm16::ElementType;
+use gpu_runtime::cudarc::driver::CudaSlice;
+use gpu_runtime::tensor_map::{self, Swizzle, TensorMapBuilder, TensorMapError, TensorMaps};
+use gpu_runtime::{Gpu, GpuError, Kernel, KernelArg, LaunchConfig, Library, Param, StructArg};
+
+impl Param for AttentionArgs {
+    type Arg<'a> = AttentionArgs;
+    fn kernel_arg(arg: &AttentionArgs, _: &Gpu) -> KernelArg {
+        // SAFETY: `repr(C)`, seven 4-byte numbers, the kernels' declared parameter.
+        KernelArg::Struct(unsafe { StructArg::new(arg) })
+    }
+}
+
+/// One attention problem: Q `(batch, seqlen_q, heads_q, head_dim)`, K and V `(batch,
+/// seqlen_kv, heads_kv, head_dim)`, O like Q, all row-major and packed; the log-sum-exp
+/// `(batch, heads_q, seqlen_q)` FP32.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttentionShape {
+    /// Sequences.
+    pub batch: u32,
+    /// Query rows per sequence.
+    pub seqlen_q: u32,
+    /// Key and value rows per sequence.
+    pub seqlen_kv: u32,
+    /// Query and output heads.
+    pub heads_q: u32,
+    /// Key and value heads: `heads_q` a multiple of it (grouped-query; 1: multi-query).
+    pub heads_kv: u32,
+    /// 64, 128 or 256.
+    pub head_dim: u32,
+    /// Causal mask, aligned to the bottom right: query `i` sees keys `j <= i + seqlen_kv -
+    /// seqlen_q` (FlashAttention's convention); a query that sees none gets O = 0 and a
+    /// log-sum-exp of `-inf`.
+    pub causal: bool,
+    /// The softmax scale; `None`: `1 / sqrt(head_dim)`.
+    pub scale: Option<f32>,
+}
+
+impl AttentionShape {
+    /// Elements of Q (and O).
+    pub fn q_elements(&self) -> u64 {
+        self.batch as u64 * self.seqlen_q as u64 * self.heads_q as u64 * self.head_dim as u64
+    }
+
+    /// Elements of K (and of V).
+    pub fn kv_elements(&self) -> u64 {
+        self.batch as u64 * self.seqlen_kv as u64 * self.heads_kv as u64 * self.head_dim as u64
+    }
+
+    /// Floats of the log-sum-exp.
+    pub fn lse_elements(&self) -> u64 {
+        self.batch as u64 * self.heads_q as u64 * self.seqlen_q as u64
+    }
+
+    /// The softmax scale.
+    pub fn softmax_scale(&self) -> f32 {
+        self.scale
+            .unwrap_or_else(|| 1.0 / (self.head_dim as f32).sqrt())
+    }
+
+    /// The usual FLOP count of the forward pass, `4 batch heads_q seqlen_q seqlen_kv d`
+    /// (two multiplies), halved for a causal mask (FlashAttention's count).
+    pub fn flops(&self) -> f64 {
+        let full = 4.0
+            * self.batch as f64
+            * self.heads_q as f64
+            * self.seqlen_q as f64
+            * self.seqlen_kv as f64
+            * self.head_dim as f64;
+        if self.causal { full / 2.0 } else { full }
+    }
+
+    /// The kernels' view of it.
+    pub fn args(&self) -> AttentionArgs {
+        AttentionArgs {
+            batch: self.batch,
+            seqlen_q: self.seqlen_q,
+            seqlen_kv: self.seqlen_kv,
+            heads_q: self.heads_q,
+            heads_kv: self.heads_kv,
+            causal: u32::from(self.causal),
+            scale_log2: self.softmax_scale() * std::f32::consts::LOG2_E,
+        }
+    }
+}
+
+/// Why an attention pass was not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AttentionError {
+    /// The shape or a buffer does not fit the call.
+    #[error("{0}")]
+    Shape(String),
+    /// The GPU cannot run the kernels, or the launch failed.
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    /// A tensor map could not be encoded.
+    #[error(transparent)]
+    TensorMap(#[from] TensorMapError),
+}
+
+/// The attention kernels of this crate, loaded for one GPU. Needs compute capability 9.0
+/// (sm_90a).
+pub struct Attention {
+    kernels: Vec<(&'static AttentionKernel, Kernel<AttentionParams>)>,
+    maps: TensorMaps,
+    multiprocessors: u32,
+    max_shared_bytes: u32,
+    _library: Library,
+}
+
+/// The largest sequence length, head count or batch: tensor-map coordinates are 32-bit
+/// signed, and the tile walk counts in 32 bits.
+const MAX_DIM: u32 = i32::MAX as u32;
+
+impl Attention {
+    /// Loads every kernel of [`ATTENTION_KERNELS`] for `gpu` (this crate's embedded sm_90a
+    /// module, in `gpu`'s context).
+    pub fn load(gpu: &Gpu) -> Result<Attention, AttentionError> {
+        let info = gpu.info();
+        if info.compute_capability != (9, 0) {
+            return Err(AttentionError::Shape(format!(
+                "the attention kernels need compute capability 9.0 (wgmma, sm_90a); {} has {}.{}",
+                info.name, info.compute_capability.0, info.compute_capability.1
+            )));
+        }
+        let library = gpu.load_library("gpu-kernels", crate::MODULES)?;
+        let mut kernels = Vec::new();
+        for kernel in ATTENTION_KERNELS {
+            kernels.push((kernel, library.entry_point(kernel.entry)?));
+        }
+        Ok(Attention {
+            kernels,
+            maps: TensorMaps::default(),
+            multiprocessors: info.multiprocessors,
+            max_shared_bytes: info.max_shared_bytes_per_block,
+            _library: library,
+        })
+    }
+
+    /// The forward pass in BF16 (`element` [`ElementType::Bf16`]) or FP16, FP32 softmax and
+    /// accumulation, O rounded to nearest-even: launched on `gpu`'s stream, not waited for.
+    /// Runs the kernel with every technique for the head dimension
+    /// ([`AttentionKernel::best`]). Checked first ([`check_shape`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward(
+        &self,
+        gpu: &Gpu,
+        element: ElementType,
+        q: &CudaSlice<u16>,
+        k: &CudaSlice<u16>,
+        v: &CudaSlice<u16>,
+        o: &mut CudaSlice<u16>,
+        lse: &mut CudaSlice<f32>,
+        shape: AttentionShape,
+    ) -> Result<(), AttentionError> {
+        let kernel = AttentionKernel::best(element, shape.head_dim).ok_or_else(|| {
+            AttentionError::Shape(format!(
+                "head dimension {} is not built: 64, 128 or 256",
+                shape.head_dim
+            ))
+        })?;
+        self.run(gpu, kernel, q, k, v, o, lse, shape)
+    }
+
+    /// As [`forward`](Self::forward), with `kernel` (any of [`ATTENTION_KERNELS`] for the
+    /// shape's head dimension: the ablation's variants).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        gpu: &Gpu,
+        kernel: &'static AttentionKernel,
+        q: &CudaSlice<u16>,
+        k: &CudaSlice<u16>,
+        v: &CudaSlice<u16>,
+        o: &mut CudaSlice<u16>,
+        lse: &mut CudaSlice<f32>,
+        shape: AttentionShape,
+    ) -> Result<(), AttentionError> {
+        check_shape(
+            kernel,
+            shape,
+            [q.len(), k.len(), v.len(), o.len(), lse.len()],
+        )?;
+        let Some((_, entry)) = self.kernels.iter().find(|(k, _)| std::ptr::eq(*k, kernel)) else {
+            return Err(AttentionError::Shape(format!(
+                "{} is not a kernel of this crate's table",
+                kernel.name
+            )));
+        };
+        let g = kernel.geometry;
+        let bytes = g.shared().bytes;
+        if bytes > self.max_shared_bytes {
+            return Err(AttentionError::Shape(format!(
+                "{} needs {bytes} B of shared memory per block; the GPU allows {}",
+                kernel.name, self.max_shared_bytes
+            )));
+        }
+        let tiles = g.m_blocks(shape.seqlen_q) as u64 * shape.heads_q as u64 * shape.batch as u64;
+        let config = LaunchConfig::linear(
+            tiles.min(self.multiprocessors as u64) as u32,
+            g.threads(),
+            bytes,
+        );
+        let map_element = match kernel.element {
+            ElementType::Bf16 => tensor_map::ElementType::BF16,
+            ElementType::F16 => tensor_map::ElementType::F16,
+        };
+        let d = shape.head_dim as u64;
+        let map = |buffer: &CudaSlice<u16>, seqlen: u32, heads: u32, box_dims: [u32; 4]| {
+            self.maps.get(
+                TensorMapBuilder::new(
+                    map_element,
+                    gpu.address(buffer),
+                    &[d, heads as u64, seqlen as u64, shape.batch as u64],
+                )
+                .box_dims(&box_dims)
+                .swizzle(Swizzle::Bytes128),
+            )
+        };
+        let q_map = map(q, shape.seqlen_q, shape.heads_q, g.q_box())?;
+        let k_map = map(k, shape.seqlen_kv, shape.heads_kv, g.k_box())?;
+        let v_map = map(v, shape.seqlen_kv, shape.heads_kv, g.v_box())?;
+        let o_map = map(o, shape.seqlen_q, shape.heads_q, g.o_box())?;
+        // SAFETY: the maps describe Q, K, V and O of the kernel's element, inside their
+        // buffers (checked), with the geometry's boxes, 128-byte swizzle and zero fill; `lse`
+        // holds batch * heads_q * seqlen_q floats (checked); every size is at least 1 and
+        // heads_q a multiple of heads_kv (checked); a 1-D grid of the geometry's threads and
+        // shared memory: the kernels' launch contract.
+        unsafe {
+            entry.launch(
+                gpu,
+                config,
+                (&q_map, &k_map, &v_map, &o_map, lse, shape.args()),
+            )?
+        };
+        Ok(())
+    }
+}
+
+/// The checks of [`Attention::run`] for `kernel`, on the shape and the buffers' lengths
+/// `[q, k, v, o, lse]`: every size at least 1 and below 2^31; the kernel's head dimension;
+/// `heads_q` a multiple of `heads_kv`; a finite positive scale; the tile walk countable in 32
+/// bits; each buffer at least as long as its tensor.
+pub fn check_shape(
+    kernel: &AttentionKernel,
+    shape: AttentionShape,
+    lengths: [usize; 5],
+) -> Result<(), AttentionError> {
+    let bad = |why: String| Err(AttentionError::Shape(why));
+    let AttentionShape {
+        batch,
+        seqlen_q,
+        seqlen_kv,
+        heads_q,
+        heads_kv,
+        head_dim,
+        ..
+    } = shape;
+    for (name, value) in [
+        ("batch", batch),
+        ("seqlen_q", seqlen_q),
+        ("seqlen_kv", seqlen_kv),
+        ("heads_q", heads_q),
+        ("heads_kv", heads_kv),
+    ] {
+        if value == 0 {
+            return bad(format!("{name} must be at least 1 (got 0)"));
+        }
+        if value > MAX_DIM {
+            return bad(format!("{name} = {value} must be below 2^31"));
+        }
+    }
+    if head_dim != kernel.geometry.head_dim {
+        return bad(format!(
+            "head dimension {head_dim}: {} takes {} (the kernels take 64, 128 or 256)",
+            kernel.name, kernel.geometry.head_dim
+        ));
+    }
+    if !heads_q.is_multiple_of(heads_kv) {
+        return bad(format!(
+            "heads_q = {heads_q} is not a multiple of heads_kv = {heads_kv}"
+        ));
+    }
+    let scale = shape.softmax_scale();
+    if !(scale.is_finite() && scale > 0.0) {
+        return bad(format!(
+            "the softmax scale must be finite and positive (got {scale})"
+        ));
+    }
+    let tiles = kernel.geometry.m_blocks(seqlen_q) as u64 * heads_q as u64 * batch as u64;
+    if tiles > MAX_DIM as u64 {
+        return bad(format!(
+            "{tiles} tiles of {} query rows: at most 2^31 - 1",
+            kernel.geometry.block_m()
+        ));
+    }
+    let (q, kv, lse) = (
+        shape.q_elements(),
+        shape.kv_elements(),
+        shape.lse_elements(),
+    );
+    for (name, need, have) in [
+        ("Q", q, lengths[0]),
+        ("K", kv, lengths[1]),
+        ("V", kv, lengths[2]),
+        ("O", q, lengths[3]),
+        ("the log-sum-exp", lse, lengths[4]),
+    ] {
+        if (have as u64) < need {
+            return bad(format!(
+                "{name} holds {have} elements; the problem needs {need}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(batch: u32, sq: u32, skv: u32, hq: u32, hkv: u32, d: u32) -> AttentionShape {
+        AttentionShape {
+            batch,
+            seqlen_q: sq,
+            seqlen_kv: skv,
+            heads_q: hq,
+            heads_kv: hkv,
+            head_dim: d,
+            causal: false,
+            scale: None,
+        }
+    }
+
+    fn lengths(s: AttentionShape) -> [usize; 5] {
+        let (q, kv, lse) = (s.q_elements(), s.kv_elements(), s.lse_elements());
+        [q, kv, kv, q, lse].map(|n| n as usize)
+    }
+
+    #[test]
+    fn shapes_and_buffers_are_checked_with_clear_errors() {
+        let k128 = AttentionKernel::best(ElementType::Bf16, 128).expect("built");
+        let msg = |r: Result<(), AttentionError>| r.unwrap_err().to_string();
+        let good = shape(2, 1000, 4097, 16, 4, 128);
+        assert!(check_shape(k128, good, lengths(good)).is_ok());
+        let zero = shape(2, 0, 4097, 16, 4, 128);
+        assert!(
+            msg(check_shape(k128, zero, lengths(good))).contains("seqlen_q must be at least 1")
+        );
+        let gqa = shape(1, 64, 64, 6, 4, 128);
+        assert!(msg(check_shape(k128, gqa, lengths(gqa))).contains("not a multiple of heads_kv"));
+        let d96 = shape(1, 64, 64, 4, 4, 96);
+        assert!(msg(check_shape(k128, d96, lengths(d96))).contains("head dimension 96"));
+        let mut short = lengths(good);
+        short[2] -= 1;
+        assert!(msg(check_shape(k128, good, short)).contains("V holds"));
+        short = lengths(good);
+        short[4] -= 1;
+        assert!(msg(check_shape(k128, good, short)).contains("log-sum-exp holds"));
+        let big = shape(1 << 31, 1, 1, 1, 1, 128);
+        assert!(msg(check_shape(k128, big, [usize::MAX; 5])).contains("below 2^31"));
+        let negative = AttentionShape {
+            scale: Some(-1.0),
+            ..good
+        };
+        assert!(msg(check_shape(k128, negative, lengths(good))).contains("scale"));
+        let tiles = shape(1 << 20, 1 << 20, 1, 1 << 10, 1, 128);
+        assert!(msg(check_shape(k128, tiles, [usize::MAX; 5])).contains("tiles"));
+    }
+
+    #[test]
+    fn every_head_dimension_has_a_kernel_with_every_technique_that_fits() {
+        for e in [ElementType::Bf16, ElementType::F16] {
+            for d in [64, 128, 256] {
+                let k = AttentionKernel::best(e, d).expect("built");
+                assert_eq!(k.geometry.head_dim, d);
+                assert!(k.geometry.shared().bytes <= super::super::MAX_SHARED_BYTES);
+            }
+        }
+        for k in ATTENTION_KERNELS {
+            let g = k.geometry;
+            assert!(
+                g.shared().bytes <= super::super::MAX_SHARED_BYTES,
+                "{}",
+                k.name
+            );
+            assert!(g.block_n.is_multiple_of(64) && g.head_dim.is_multiple_of(64));
+            assert!(k.techniques.pingpong <= (g.consumers == 2), "{}", k.name);
+        }
+    }
+
+    #[test]
+    fn the_flop_count_and_scale_follow_flash_attention() {
+        let s = shape(4, 4096, 4096, 16, 16, 128);
+        assert_eq!(s.flops(), 4.0 * 4.0 * 16.0 * 4096.0 * 4096.0 * 128.0);
+        let causal = AttentionShape { causal: true, ..s };
+        assert_eq!(causal.flops(), s.flops() / 2.0);
+        assert_eq!(s.softmax_scale(), 1.0 / 128f32.sqrt());
+        assert_eq!(
+            s.args().scale_log2,
+            s.softmax_scale() * std::f32::consts::LOG2_E
+        );
+    }
+}

@@ -1,0 +1,573 @@
+//! The attention kernels' device code (sm_90a): one body for every element, head dimension,
+//! geometry and technique (the module docs of [`super`] say what it does).
+
+#![cfg(target_feature = "sm_90a")]
+
+use super::{AttentionArgs, AttentionGeometry, ROWS_PER_CONSUMER};
+use core::num::NonZeroU32;
+use gpu::collective::tensor_core::OrderBarrier;
+use gpu::layout::PipelineSharedState;
+use gpu::math;
+use gpu::memcpy_async::AlignedSize;
+use gpu::memcpy_async::bulk::{memcpy_async_tensor, store_async_tensor};
+use gpu::pipeline::{BulkPipeline, GroupConsumer, Producer};
+use gpu::ptx::{self, Shared, TensorMapRef};
+use gpu::schedule::{GridStride, TileSchedule};
+use gpu::wgmma::{
+    AFragment, Accumulator, Issued, SixteenBit, SwizzledKMajor, SwizzledMnMajor, TiedAccumulator,
+    WARPGROUP_THREADS, WarpgroupMma, Wgmma, x4_lane_row,
+};
+
+/// Registers per thread of the producer warpgroup after `setmaxnreg.dec`, and of each consumer
+/// after `setmaxnreg.inc`: `(24 + 2 * 240) * 128 = 64512` of the SM's 65536.
+const PRODUCER_REGS: u32 = 24;
+const CONSUMER_REGS: u32 = 240;
+
+/// `ln 2`: the log-sum-exp is kept in base 2 and written in base e.
+const LN_2: f32 = core::f32::consts::LN_2;
+
+/// One tile of the walk: query rows `m0..m0 + block_m` of head `head` of sequence `batch`,
+/// and how many blocks of keys it reads (`0..key_blocks`, walked from the last).
+#[derive(Clone, Copy)]
+struct Tile {
+    m0: u32,
+    head: u32,
+    batch: u32,
+    key_blocks: u32,
+}
+
+/// Tile `index` of the walk: head-major (the tiles of one head, whose K and V they share, run
+/// together and keep them in L2), query blocks from the last for a causal mask (the tiles
+/// with the most keys first, so the short ones fill the end of the persistent walk).
+#[inline(always)]
+fn tile_of(g: AttentionGeometry, args: &AttentionArgs, index: u32) -> Tile {
+    // At least 1 (the launch contract): the divisions need no check.
+    let m_blocks = nonzero(g.m_blocks(args.seqlen_q));
+    let (head_of_batch, i) = (index / m_blocks, index % m_blocks);
+    let causal = args.causal != 0;
+    let mb = if causal { m_blocks.get() - 1 - i } else { i };
+    let m0 = mb * g.block_m();
+    let all = args.seqlen_kv.div_ceil(g.block_n);
+    let key_blocks = if causal {
+        // The tile's last row sees keys up to `last + seqlen_kv - seqlen_q`.
+        let last = (m0 + g.block_m()).min(args.seqlen_q) as i32 - 1;
+        let max_key = last + args.seqlen_kv as i32 - args.seqlen_q as i32;
+        if max_key < 0 {
+            0
+        } else {
+            (max_key as u32 / g.block_n + 1).min(all)
+        }
+    } else {
+        all
+    };
+    Tile {
+        m0,
+        head: head_of_batch % nonzero(args.heads_q),
+        batch: head_of_batch / nonzero(args.heads_q),
+        key_blocks,
+    }
+}
+
+/// `x` as a divisor: at least 1.
+#[inline(always)]
+fn nonzero(x: u32) -> NonZeroU32 {
+    NonZeroU32::new(x).unwrap_or(NonZeroU32::MIN)
+}
+
+/// The turns of the two consumer warpgroups' multiplies (ping-pong): before issuing, a
+/// warpgroup waits until the other has issued (but warpgroup 0 not before its first turn);
+/// after, it lets the other go. Without ping-pong both are no-ops.
+struct Turns<const PINGPONG: bool> {
+    order: OrderBarrier,
+    consumer: u32,
+    phase: u32,
+    first: bool,
+}
+
+impl<const PINGPONG: bool> Turns<PINGPONG> {
+    /// Waits for this warpgroup's turn.
+    ///
+    /// # Safety
+    /// The block synced after the order barrier's initialization; both warpgroups take the
+    /// same number of turns.
+    #[inline(always)]
+    unsafe fn wait(&mut self) {
+        if PINGPONG {
+            if !(self.first && self.consumer == 0) {
+                // SAFETY: forwarded contract.
+                unsafe { self.order.wait(self.consumer, self.phase) };
+                self.phase ^= 1;
+            }
+            self.first = false;
+        }
+    }
+
+    /// The other warpgroup's turn (thread `t` of the warpgroup: one arrives).
+    ///
+    /// # Safety
+    /// As [`wait`](Self::wait), once per turn.
+    #[inline(always)]
+    unsafe fn done(&self, t: u32) {
+        if PINGPONG && t == 0 {
+            // SAFETY: forwarded contract.
+            unsafe { self.order.arrive(self.consumer) };
+        }
+    }
+}
+
+/// The warpgroup's named barrier (1 or 2; 0 is the block's).
+#[inline(always)]
+fn warpgroup_barrier(consumer: u32) {
+    if consumer == 0 {
+        ptx::barrier_sync_threads::<1>(WARPGROUP_THREADS);
+    } else {
+        ptx::barrier_sync_threads::<2>(WARPGROUP_THREADS);
+    }
+}
+
+/// The running softmax of a warpgroup's two rows per thread: the maximum score so far and the
+/// sum of the exponentials (of the scores minus that maximum) so far.
+#[derive(Clone, Copy)]
+struct RowState {
+    max: [f32; 2],
+    sum: [f32; 2],
+}
+
+impl RowState {
+    /// One block's step on its scores `s` (masked already): the new maximum, `s` turned into
+    /// `P = 2^(s scale - max scale)`, the sum rescaled and grown; returns the factor O must be
+    /// rescaled by (`2^((old max - new max) scale)`, 0 while no key was seen).
+    #[inline(always)]
+    fn step<const SREGS: usize>(&mut self, s: &mut Accumulator<SREGS>, scale: f32) -> [f32; 2] {
+        let max = s.row_max_with(self.max);
+        // A row that has seen only masked keys keeps a maximum of -inf: offset 0, so its
+        // exponentials are 2^-inf = 0 rather than NaN.
+        let offset = max.map(|m| {
+            if m == f32::NEG_INFINITY {
+                0.0
+            } else {
+                m * scale
+            }
+        });
+        let alpha = [0, 1].map(|h| math::exp2(self.max[h] * scale - offset[h]));
+        s.exp2_scaled(scale, offset);
+        let sum = s.row_sum();
+        self.sum = [0, 1].map(|h| self.sum[h] * alpha[h] + sum[h]);
+        self.max = max;
+        alpha
+    }
+}
+
+/// Issues `S = Q K^T` for one block of keys: this warpgroup's 64 rows of Q (`q_rows`: its
+/// first 64-column box; box `j` is `q_box_stride` bytes on) by the stage's `block_n` keys
+/// (`k_stage`, `d / 64` boxes of `BN` rows), one k-tile per 64 columns of the head.
+///
+/// # Safety
+/// The whole warpgroup, converged; Q's and the stage's copies have completed (their waits
+/// observed) and nothing writes them until the returned multiplies are waited for.
+#[inline(always)]
+unsafe fn issue_scores<'a, E, const BN: u32, const SREGS: usize, H>(
+    s: &'a mut Accumulator<SREGS>,
+    held: H,
+    q_rows: Shared<u8>,
+    q_box_stride: u32,
+    k_stage: Shared<u8>,
+    d_boxes: u32,
+) -> Issued<'a, Accumulator<SREGS>, H>
+where
+    E: SixteenBit,
+    Accumulator<SREGS>: TiedAccumulator,
+    Wgmma<E, BN>: WarpgroupMma<SwizzledKMajor<BN, E>, Acc = Accumulator<SREGS>>,
+{
+    let mut issued = Issued::new(s, held);
+    let mut j = 0;
+    while j < d_boxes {
+        // SAFETY: 64 rows of a 128-byte swizzled box, 1 KiB aligned (the Q tile is, and a
+        // consumer's rows start 8 KiB in), and the stage's box j; filled (contract).
+        unsafe {
+            let a = SwizzledKMajor::<64, E>::descriptor(q_rows.add(j * q_box_stride), 0);
+            let b = SwizzledKMajor::<BN, E>::descriptor(k_stage.add(j * BN * 128), 0);
+            issued.mma::<Wgmma<E, BN>, _>(a, b, j > 0);
+        }
+        j += 1;
+    }
+    issued
+}
+
+/// Issues `O += P V` for one block of keys: P from registers (`p`, one fragment per 64 keys)
+/// by the stage's V (`BN / 64` k-tiles of 64 keys, each `d / 64` MN-major boxes).
+///
+/// # Safety
+/// The whole warpgroup, converged; the stage's copies have completed and nothing writes it
+/// until the returned multiplies are waited for.
+#[inline(always)]
+unsafe fn issue_values<'a, E, const D: u32, const OREGS: usize, const PF: usize, H>(
+    o: &'a mut Accumulator<OREGS>,
+    p: &'a [AFragment; PF],
+    held: H,
+    v_stage: Shared<u8>,
+) -> Issued<'a, Accumulator<OREGS>, (&'a [AFragment; PF], H)>
+where
+    E: SixteenBit,
+    Accumulator<OREGS>: TiedAccumulator,
+    Wgmma<E, D>: WarpgroupMma<SwizzledMnMajor<D, E>, Acc = Accumulator<OREGS>>,
+{
+    let mut issued = Issued::new(o, (p, held));
+    let mut kt = 0;
+    while kt < PF {
+        // SAFETY: k-tile kt of the stage: `d / 64` boxes of 64 keys, 1 KiB aligned; filled
+        // (contract); the fragments are held by the token until the wait.
+        unsafe {
+            let b = SwizzledMnMajor::<D, E>::descriptor(v_stage.add(kt as u32 * D * 128));
+            issued.mma_a_regs::<Wgmma<E, D>, _>(&p[kt], b, true);
+        }
+        kt += 1;
+    }
+    issued
+}
+
+/// P for `P V`: the score tile rounded to `E`, 64 keys per fragment.
+#[inline(always)]
+fn to_fragments<E: SixteenBit, const SREGS: usize, const PF: usize>(
+    s: &Accumulator<SREGS>,
+) -> [AFragment; PF] {
+    let mut p = [AFragment { regs: [0; 16] }; PF];
+    let mut j = 0;
+    while j < PF {
+        p[j] = s.to_a_fragment::<E>(j);
+        j += 1;
+    }
+    p
+}
+
+/// The attention forward pass (module docs). `D`: head dimension; `BN`: keys per block;
+/// `SREGS = BN / 2`, `OREGS = D / 2`, `PF = PV_GROUPS = BN / 64` (the register tiles' sizes,
+/// and the commit groups of one block's `P V`);
+/// `STAGES` of each of the K and V pipelines; `CONSUMERS` warpgroups of 64 query rows;
+/// `PINGPONG`, `OVERLAP`: the techniques ([`super::Techniques`]).
+///
+/// # Safety
+/// The kernels' launch contract ([`super::AttentionParams`]), `g` the geometry these
+/// parameters make, with `g.threads()` threads and `g.shared().bytes` of dynamic shared memory.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn attention<
+    E,
+    const D: u32,
+    const BN: u32,
+    const SREGS: usize,
+    const OREGS: usize,
+    const PF: usize,
+    const PV_GROUPS: u32,
+    const STAGES: usize,
+    const CONSUMERS: u32,
+    const PINGPONG: bool,
+    const OVERLAP: bool,
+>(
+    g: AttentionGeometry,
+    q: TensorMapRef,
+    k: TensorMapRef,
+    v: TensorMapRef,
+    o: TensorMapRef,
+    lse: *mut f32,
+    args: AttentionArgs,
+) where
+    E: SixteenBit,
+    Accumulator<SREGS>: TiedAccumulator,
+    Accumulator<OREGS>: TiedAccumulator,
+    Wgmma<E, BN>: WarpgroupMma<SwizzledKMajor<BN, E>, Acc = Accumulator<SREGS>>,
+    Wgmma<E, D>: WarpgroupMma<SwizzledMnMajor<D, E>, Acc = Accumulator<OREGS>>,
+{
+    const {
+        assert!(SREGS as u32 * 2 == BN && OREGS as u32 * 2 == D && PF as u32 * 64 == BN);
+        assert!(PV_GROUPS as usize == PF);
+        assert!(CONSUMERS == 1 || CONSUMERS == 2);
+        assert!(CONSUMERS == 2 || !PINGPONG);
+    };
+    let thread = ptx::thread_idx_x();
+    let warpgroup = thread / WARPGROUP_THREADS;
+    let shared = g.shared();
+    let q_tile = shared.q.at(0);
+    let block_m = g.block_m();
+    let d_boxes = g.d_boxes();
+    let tiles = g.m_blocks(args.seqlen_q) * args.heads_q * args.batch;
+
+    // SAFETY: the order's two mbarriers (the layout reserves them); one thread initializes
+    // them; the pipelines' inits below sync the block.
+    let order = unsafe { OrderBarrier::new(shared.order.at(0).cast(), PINGPONG && thread == 0) };
+    // SAFETY (all three): every thread calls them; one thread produces; every consumer
+    // warpgroup waits for and releases each fill once (all read the same Q and keys); the
+    // layout reserves the barriers.
+    let mut q_pipeline = unsafe {
+        BulkPipeline::<1>::init(
+            shared.q_barriers.at(0).cast::<PipelineSharedState<1>>(),
+            CONSUMERS,
+        )
+    };
+    let mut k_pipeline = unsafe {
+        BulkPipeline::<STAGES>::init(
+            shared
+                .k_barriers
+                .at(0)
+                .cast::<PipelineSharedState<STAGES>>(),
+            CONSUMERS,
+        )
+    };
+    let mut v_pipeline = unsafe {
+        BulkPipeline::<STAGES>::init(
+            shared
+                .v_barriers
+                .at(0)
+                .cast::<PipelineSharedState<STAGES>>(),
+            CONSUMERS,
+        )
+    };
+    let (mut q_producer, mut q_consumer) = q_pipeline.split();
+    let (mut k_producer, mut k_consumer) = k_pipeline.split();
+    let (mut v_producer, mut v_consumer) = v_pipeline.split();
+    let group = nonzero(args.heads_q / nonzero(args.heads_kv));
+
+    if warpgroup == 0 {
+        // SAFETY: the whole warpgroup, converged; its one thread below needs few registers.
+        unsafe { ptx::setmaxnreg_dec::<PRODUCER_REGS>() };
+        if thread < 32 && ptx::elect_one() {
+            ptx::prefetch_tensormap(q);
+            ptx::prefetch_tensormap(k);
+            ptx::prefetch_tensormap(v);
+            let (q_box, k_box, v_box) = (
+                AlignedSize::<16>::of(block_m * 128),
+                AlignedSize::<16>::of(BN * 128),
+                AlignedSize::<16>::of(64 * 128),
+            );
+            let mut walk = GridStride::this_block(tiles);
+            while let Some(index) = walk.next() {
+                let tile = tile_of(g, &args, index);
+                let (head, batch) = (tile.head as i32, tile.batch as i32);
+                let kv_head = (tile.head / group) as i32;
+                // SAFETY (all copies): the stage is free (acquired); the maps describe Q, K
+                // and V with these boxes and 128-byte swizzle (launch contract); every
+                // destination is a 1 KiB aligned box of the stage; its full phase expects
+                // this thread's commit.
+                let stage = q_producer.producer_acquire();
+                for j in 0..d_boxes {
+                    let at = [64 * j as i32, head, tile.m0 as i32, batch];
+                    unsafe {
+                        memcpy_async_tensor(q_tile.add(j * block_m * 128), q, at, q_box, &stage)
+                    };
+                }
+                stage.producer_commit();
+                for block in (0..tile.key_blocks).rev() {
+                    let kv0 = (block * BN) as i32;
+                    let stage = k_producer.producer_acquire();
+                    let k_stage = shared.k.at(stage.index());
+                    for j in 0..d_boxes {
+                        let at = [64 * j as i32, kv_head, kv0, batch];
+                        unsafe {
+                            memcpy_async_tensor(k_stage.add(j * BN * 128), k, at, k_box, &stage)
+                        };
+                    }
+                    stage.producer_commit();
+                    let stage = v_producer.producer_acquire();
+                    let v_stage = shared.v.at(stage.index());
+                    for kt in 0..BN / 64 {
+                        for j in 0..d_boxes {
+                            let at = [64 * j as i32, kv_head, kv0 + 64 * kt as i32, batch];
+                            let dst =
+                                v_stage.add(kt * D * 128 + j * SwizzledMnMajor::<D, E>::BOX_BYTES);
+                            unsafe { memcpy_async_tensor(dst, v, at, v_box, &stage) };
+                        }
+                    }
+                    stage.producer_commit();
+                }
+            }
+        }
+        return;
+    }
+
+    // SAFETY: the whole warpgroup, converged; the producer gave these registers back.
+    unsafe { ptx::setmaxnreg_inc::<CONSUMER_REGS>() };
+    let consumer = warpgroup - 1;
+    let t = thread % WARPGROUP_THREADS;
+    let row0 = ROWS_PER_CONSUMER * consumer;
+    // This consumer's rows of each Q box (its O staging too: a swizzled 64-row box).
+    let q_rows = q_tile.add(row0 * 128);
+    let q_box_stride = block_m * 128;
+    let (top, _) = Accumulator::<SREGS>::position(t, 0);
+    let scale = args.scale_log2;
+    let causal = args.causal != 0;
+    let diagonal = args.seqlen_kv as i32 - args.seqlen_q as i32;
+    let mut turns = Turns::<PINGPONG> {
+        order,
+        consumer,
+        phase: 0,
+        first: true,
+    };
+
+    let mut walk = GridStride::this_block(tiles);
+    while let Some(index) = walk.next() {
+        let tile = tile_of(g, &args, index);
+        let q_stage = q_consumer.consumer_wait_held();
+        // The keys this thread's two rows see (exclusive), and the fewest any row of the
+        // warpgroup sees: blocks reaching past that are masked.
+        let first_row = (tile.m0 + row0) as i32;
+        let key_limit = |row: i32| {
+            if causal {
+                (row + diagonal + 1).min(args.seqlen_kv as i32)
+            } else {
+                args.seqlen_kv as i32
+            }
+        };
+        let row_limit = [
+            key_limit(first_row + top as i32),
+            key_limit(first_row + top as i32 + 8),
+        ];
+        let fewest = key_limit(first_row);
+        let mask = |s: &mut Accumulator<SREGS>, block: u32| {
+            let kv0 = (block * BN) as i32;
+            if kv0 + BN as i32 > fewest {
+                s.mask_columns_from(t, [row_limit[0] - kv0, row_limit[1] - kv0]);
+            }
+        };
+
+        let mut out = Accumulator::<OREGS>::zeros();
+        let mut rows = RowState {
+            max: [f32::NEG_INFINITY; 2],
+            sum: [0.0; 2],
+        };
+        if tile.key_blocks > 0 {
+            let mut s = Accumulator::<SREGS>::zeros();
+            // The last block first: its scores, its softmax, its P.
+            // SAFETY (all issues and waits below): the whole warpgroup; Q and each stage
+            // were waited for and are released only after the wait that covers their
+            // multiplies; `N` counts the groups issued after the waited tile's (the P V
+            // k-tiles for the scores); both warpgroups take `key_blocks + 1` turns.
+            let block = tile.key_blocks - 1;
+            unsafe { turns.wait() };
+            let k_stage = k_consumer.consumer_wait_held();
+            let issued = unsafe {
+                issue_scores::<E, BN, SREGS, _>(
+                    &mut s,
+                    (),
+                    q_rows,
+                    q_box_stride,
+                    shared.k.at(k_stage.index()),
+                    d_boxes,
+                )
+            };
+            unsafe { turns.done(t) };
+            unsafe { issued.wait::<0>() };
+            k_consumer.consumer_release_held(k_stage, t);
+            mask(&mut s, block);
+            let mut alpha = rows.step(&mut s, scale);
+            let mut p = to_fragments::<E, SREGS, PF>(&s);
+            // Each earlier block: its scores issued with the later block's P V.
+            for block in (0..tile.key_blocks - 1).rev() {
+                unsafe { turns.wait() };
+                let k_stage = k_consumer.consumer_wait_held();
+                let scores = unsafe {
+                    issue_scores::<E, BN, SREGS, _>(
+                        &mut s,
+                        (),
+                        q_rows,
+                        q_box_stride,
+                        shared.k.at(k_stage.index()),
+                        d_boxes,
+                    )
+                };
+                out.scale_rows(alpha);
+                let v_stage = v_consumer.consumer_wait_held();
+                let values = unsafe {
+                    issue_values::<E, D, OREGS, PF, _>(
+                        &mut out,
+                        &p,
+                        (),
+                        shared.v.at(v_stage.index()),
+                    )
+                };
+                unsafe { turns.done(t) };
+                if OVERLAP {
+                    // The softmax runs while P V does.
+                    unsafe { scores.wait::<PV_GROUPS>() };
+                    k_consumer.consumer_release_held(k_stage, t);
+                    mask(&mut s, block);
+                    alpha = rows.step(&mut s, scale);
+                    let _ = unsafe { values.wait::<0>() };
+                    v_consumer.consumer_release_held(v_stage, t);
+                } else {
+                    let _ = unsafe { values.wait::<0>() };
+                    unsafe { scores.wait::<0>() };
+                    k_consumer.consumer_release_held(k_stage, t);
+                    v_consumer.consumer_release_held(v_stage, t);
+                    mask(&mut s, block);
+                    alpha = rows.step(&mut s, scale);
+                }
+                p = to_fragments::<E, SREGS, PF>(&s);
+            }
+            // The first block's P V.
+            out.scale_rows(alpha);
+            unsafe { turns.wait() };
+            let v_stage = v_consumer.consumer_wait_held();
+            let values = unsafe {
+                issue_values::<E, D, OREGS, PF, _>(&mut out, &p, (), shared.v.at(v_stage.index()))
+            };
+            unsafe { turns.done(t) };
+            let _ = unsafe { values.wait::<0>() };
+            v_consumer.consumer_release_held(v_stage, t);
+        }
+
+        // O / sum (0 for a row that saw no key) and the log-sum-exp (-inf there).
+        let inverse = rows.sum.map(|l| if l > 0.0 { math::recip(l) } else { 0.0 });
+        out.scale_rows(inverse);
+        if t % 4 == 0 {
+            for h in 0..2 {
+                let row = tile.m0 + row0 + top + 8 * h;
+                if row < args.seqlen_q {
+                    let l = rows.sum[h as usize];
+                    let value = if l > 0.0 {
+                        (rows.max[h as usize] * scale + math::log2(l)) * LN_2
+                    } else {
+                        f32::NEG_INFINITY
+                    };
+                    let at = ((tile.batch * args.heads_q + tile.head) as u64)
+                        * args.seqlen_q as u64
+                        + row as u64;
+                    // SAFETY: inside the log-sum-exp's `batch * heads_q * seqlen_q` floats
+                    // (row < seqlen_q); this thread's row alone.
+                    unsafe { lse.add(at as usize).write(value) };
+                }
+            }
+        }
+        // Stage O in this warpgroup's rows of the Q tile (its multiplies are complete: none
+        // reads Q any more), one swizzled 64 x 64 box per 64 columns, and store it.
+        let (lane_row, lane_col) = x4_lane_row(t % 32);
+        let row = 16 * (t / 32) + lane_row;
+        for c in 0..OREGS / 8 {
+            let col = 16 * c as u32 + lane_col;
+            let at = q_rows.add(
+                (col / 64) * q_box_stride + SwizzledKMajor::<64, E>::byte_offset(row, col % 64),
+            );
+            // SAFETY: a 16-byte row of one 8 x 8 matrix inside this warpgroup's rows of box
+            // col / 64, each lane's its own; converged.
+            unsafe { ptx::stmatrix_x4(at.cast(), out.pack_x4::<E>(c)) };
+        }
+        ptx::fence_proxy_async_shared();
+        warpgroup_barrier(consumer);
+        if t == 0 {
+            for j in 0..d_boxes {
+                let at = [
+                    64 * j as i32,
+                    tile.head as i32,
+                    first_row,
+                    tile.batch as i32,
+                ];
+                // SAFETY: the box is staged (barrier above, fenced for the copy engine); the
+                // map is O's (contract); the copy engine clips it at the sequence's end.
+                unsafe { store_async_tensor(o, at, q_rows.add(j * q_box_stride)) };
+            }
+            ptx::bulk_commit_group();
+            // The next tile's Q may land here only once the stores have read it.
+            ptx::bulk_wait_group_read::<0>();
+        }
+        q_consumer.consumer_release_held(q_stage, t);
+    }
+}

@@ -1,0 +1,315 @@
+//! Fused attention forward on Hopper's tensor cores (sm_90a), FlashAttention-3's design on the
+//! library: `O = softmax(scale Q K^T + mask) V` and the row log-sum-exp, Q `(batch, seqlen_q,
+//! heads_q, d)`, K and V `(batch, seqlen_kv, heads_kv, d)`, O like Q, all row-major BF16 or
+//! FP16 ([`gpu::wgmma::SixteenBit`]), FP32 softmax and accumulation; `d` 64, 128 or 256; no
+//! mask or causal (aligned to the bottom right when `seqlen_q != seqlen_kv`); grouped-query
+//! heads (`heads_q` a multiple of `heads_kv`); any sequence lengths.
+//!
+//! A block owns a tile of `64 * consumers` query rows of one head at a time (persistent: a
+//! grid of at most one block per SM walks the tiles, the longest causal ones first) and walks
+//! that head's keys in blocks of `bn`, from the last block back:
+//! - a producer warp (its warpgroup's registers given to the consumers with `setmaxnreg`)
+//!   loads the tile's Q once and each block of K and of V through two stage pipelines, by
+//!   tensor copies of the 4-D tensors (zero fill past a sequence's end: no row of another
+//!   sequence or head is read);
+//! - each consumer warpgroup multiplies its 64 rows: `S = Q K^T` (`wgmma`, A and B from shared
+//!   memory), the online softmax on the score tile in registers ([`gpu::wgmma`]'s tile verbs:
+//!   mask, row max, `exp2` with the scale folded in, row sum, rescale of O), P rounded in
+//!   registers and fed back as the A operand of `O += P V` (`wgmma` from registers, V read
+//!   MN-major);
+//! - inside a warpgroup, the next block's `Q K^T` is issued together with this block's `P V`,
+//!   so the softmax of one runs while the other multiplies (`overlap`); between the two
+//!   warpgroups, an ordered barrier lets one issue while the other does its softmax
+//!   (`pingpong`);
+//! - the epilogue divides O by the row sums, stages it in the tile's Q buffer (swizzled, as
+//!   the loads are) and writes it with tensor stores (clipped at the sequence's end); the
+//!   log-sum-exp goes straight from registers.
+//!
+//! [`ATTENTION_KERNELS`] lists every kernel; `attention_kernels!` declares each once, for the
+//! device and the host. [`Attention`] is the host API.
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels;
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
+
+use crate::gemm16::ElementType;
+use gpu::layout::{Mbarrier, SharedLayout, SharedRegion};
+use gpu::tensor_map::TensorMap;
+// The elements are named by the table's device instantiations only.
+use gpu::wgmma::WARPGROUP_THREADS;
+#[allow(unused_imports)]
+use gpu::wgmma::{Bf16, F16};
+
+/// Query rows per consumer warpgroup (one m64 `wgmma` row block).
+pub const ROWS_PER_CONSUMER: u32 = 64;
+
+/// The problem as the kernels take it, by value: sizes, the softmax scale and the mask.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttentionArgs {
+    /// Sequences.
+    pub batch: u32,
+    /// Query rows per sequence.
+    pub seqlen_q: u32,
+    /// Key (and value) rows per sequence.
+    pub seqlen_kv: u32,
+    /// Query (and output) heads.
+    pub heads_q: u32,
+    /// Key and value heads (`heads_q` a multiple of it).
+    pub heads_kv: u32,
+    /// 1: causal, aligned to the bottom right (query `i` sees keys `j <= i + seqlen_kv -
+    /// seqlen_q`); 0: no mask.
+    pub causal: u32,
+    /// The softmax scale times `log2(e)`: the kernels exponentiate with `exp2`.
+    pub scale_log2: f32,
+}
+
+/// A kernel's block geometry: head dimension, keys per block, stages of the K and V
+/// pipelines, consumer warpgroups; and the dynamic shared memory they make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AttentionGeometry {
+    /// The head dimension `d`: 64, 128 or 256.
+    pub head_dim: u32,
+    /// Keys per block (`S`'s columns: the `wgmma` N of `Q K^T`, the K of `P V`).
+    pub block_n: u32,
+    /// Stages of each of the K and V pipelines.
+    pub stages: u32,
+    /// Consumer warpgroups, 64 query rows each.
+    pub consumers: u32,
+}
+
+impl AttentionGeometry {
+    /// Query rows per tile.
+    pub const fn block_m(self) -> u32 {
+        ROWS_PER_CONSUMER * self.consumers
+    }
+
+    /// Threads per block: the producer warpgroup and the consumers.
+    pub const fn threads(self) -> u32 {
+        WARPGROUP_THREADS * (1 + self.consumers)
+    }
+
+    /// 64-element (128-byte) column boxes of the head dimension.
+    pub const fn d_boxes(self) -> u32 {
+        self.head_dim / 64
+    }
+
+    /// Bytes of the Q tile (`block_m x d`, as `d / 64` swizzled boxes of `block_m` rows).
+    pub const fn q_bytes(self) -> u32 {
+        self.block_m() * self.head_dim * 2
+    }
+
+    /// Bytes of one K or V stage (`block_n x d`).
+    pub const fn kv_stage_bytes(self) -> u32 {
+        self.block_n * self.head_dim * 2
+    }
+
+    /// The tensor map box of Q (innermost first: d, heads, seqlen, batch).
+    pub const fn q_box(self) -> [u32; 4] {
+        [64, 1, self.block_m(), 1]
+    }
+
+    /// The box of K: one 64-column box of a block of keys.
+    pub const fn k_box(self) -> [u32; 4] {
+        [64, 1, self.block_n, 1]
+    }
+
+    /// The box of V: 64 columns of 64 keys (one box of a `SwizzledMnMajor` k-tile).
+    pub const fn v_box(self) -> [u32; 4] {
+        [64, 1, 64, 1]
+    }
+
+    /// The box of O: 64 columns of one consumer's 64 rows.
+    pub const fn o_box(self) -> [u32; 4] {
+        [64, 1, ROWS_PER_CONSUMER, 1]
+    }
+
+    /// The block's dynamic shared memory, carved once ([`AttentionShared`]).
+    pub const fn shared(self) -> AttentionShared {
+        let layout = SharedLayout::EMPTY;
+        // 128-byte swizzled tiles: 1 KiB aligned.
+        let (layout, q) = layout.region::<u8>(1, self.q_bytes(), 1024);
+        let (layout, k) = layout.region::<u8>(self.stages, self.kv_stage_bytes(), 1024);
+        let (layout, v) = layout.region::<u8>(self.stages, self.kv_stage_bytes(), 1024);
+        let (layout, q_barriers) = layout.array::<Mbarrier>(2);
+        let (layout, k_barriers) = layout.array::<Mbarrier>(2 * self.stages);
+        let (layout, v_barriers) = layout.array::<Mbarrier>(2 * self.stages);
+        let (layout, order) = layout.array::<Mbarrier>(2);
+        AttentionShared {
+            q,
+            k,
+            v,
+            q_barriers,
+            k_barriers,
+            v_barriers,
+            order,
+            bytes: layout.bytes(),
+        }
+    }
+
+    /// Query tiles of one head of one sequence.
+    pub const fn m_blocks(self, seqlen_q: u32) -> u32 {
+        seqlen_q.div_ceil(self.block_m())
+    }
+}
+
+/// A geometry's dynamic shared memory ([`AttentionGeometry::shared`]).
+#[derive(Clone, Copy, Debug)]
+pub struct AttentionShared {
+    /// The Q tile (and, after the last multiply, each consumer's O staging: its own rows).
+    pub q: SharedRegion<u8>,
+    /// The K stages.
+    pub k: SharedRegion<u8>,
+    /// The V stages.
+    pub v: SharedRegion<u8>,
+    /// Q's one-stage pipeline (`full`, `empty`).
+    pub q_barriers: SharedRegion<Mbarrier>,
+    /// The K pipeline's mbarriers.
+    pub k_barriers: SharedRegion<Mbarrier>,
+    /// The V pipeline's mbarriers.
+    pub v_barriers: SharedRegion<Mbarrier>,
+    /// The ping-pong order's two mbarriers.
+    pub order: SharedRegion<Mbarrier>,
+    /// The dynamic shared memory to launch with.
+    pub bytes: u32,
+}
+
+/// The largest dynamic shared memory a block may have on sm_90 (227 KiB).
+pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
+
+/// The parameters of every attention kernel: tensor maps of Q, K, V (loads, zero fill) and O
+/// (stores), 128-byte swizzle, dimensions innermost first `(d, heads, seqlen, batch)`, boxes
+/// [`AttentionGeometry::q_box`], `k_box`, `v_box`, `o_box`; the log-sum-exp, `batch x heads_q
+/// x seqlen_q` FP32; the problem.
+pub type AttentionParams = (
+    TensorMap,
+    TensorMap,
+    TensorMap,
+    TensorMap,
+    *mut f32,
+    AttentionArgs,
+);
+
+/// What a kernel does beyond the plain wgmma + TMA kernel: the techniques the ablation
+/// switches off one at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Techniques {
+    /// The two consumer warpgroups take turns issuing their multiplies (ordered barrier), so
+    /// one's softmax runs while the other's multiplies do.
+    pub pingpong: bool,
+    /// A warpgroup issues the next block's `Q K^T` with this block's `P V` and does the
+    /// softmax while the latter runs.
+    pub overlap: bool,
+}
+
+/// One kernel: its entry point, element, geometry and techniques.
+#[derive(Debug)]
+pub struct AttentionKernel {
+    /// The entry point's name (the report's row).
+    pub name: &'static str,
+    /// Q, K, V and O's element.
+    pub element: ElementType,
+    /// Its geometry.
+    pub geometry: AttentionGeometry,
+    /// What it overlaps.
+    pub techniques: Techniques,
+    /// The entry point.
+    pub entry: gpu::kernel::EntryPoint<AttentionParams>,
+}
+
+impl AttentionKernel {
+    /// The kernel of this table for `element` and head dimension `d` with every technique
+    /// (what [`Attention`] runs), if there is one.
+    pub fn best(element: ElementType, d: u32) -> Option<&'static AttentionKernel> {
+        ATTENTION_KERNELS.iter().find(|k| {
+            k.element == element
+                && k.geometry.head_dim == d
+                && k.geometry.consumers == 2
+                && k.techniques.pingpong
+                && k.techniques.overlap
+        })
+    }
+}
+
+/// The kernel table: one line per kernel with named fields — `element` of Q, K, V and O, `d`
+/// (head dimension), `block_n` (keys per block), `stages` (of K and of V), `consumers`
+/// (warpgroups), `pingpong` and `overlap` ([`Techniques`]). It declares each entry point
+/// ([`gpu::kernel!`]) and [`ATTENTION_KERNELS`], the table the host reads.
+macro_rules! attention_kernels {
+    ($(
+        $name:ident {
+            element: $e:ident,
+            d: $d:literal,
+            block_n: $bn:literal,
+            stages: $stages:literal,
+            consumers: $consumers:literal,
+            pingpong: $pingpong:literal,
+            overlap: $overlap:literal $(,)?
+        }
+    )*) => {
+        $(
+            gpu::kernel! {
+                /// An attention kernel of the table (its row says what it is; module docs).
+                ///
+                /// # Safety
+                /// 1-D grid of any size; the geometry's threads and `shared().bytes` of
+                /// dynamic shared memory; `q`, `k`, `v`, `o` tensor maps of Q, K, V and O as
+                /// [`AttentionParams`] says, of this element, their dimensions `args`'; `lse`
+                /// holds `batch * heads_q * seqlen_q` floats; every size in `args` at least 1,
+                /// `heads_q` a multiple of `heads_kv`.
+                pub fn $name(q: TensorMap, k: TensorMap, v: TensorMap, o: TensorMap, lse: *mut f32, args: AttentionArgs)
+                    [max_threads = { WARPGROUP_THREADS * (1 + $consumers) }]
+                    [device if target_feature = "sm_90a"]
+                {
+                    let q = gpu::tensor_map_param!(entry, 0, q);
+                    let k = gpu::tensor_map_param!(entry, 1, k);
+                    let v = gpu::tensor_map_param!(entry, 2, v);
+                    let o = gpu::tensor_map_param!(entry, 3, o);
+                    const G: AttentionGeometry = AttentionGeometry {
+                        head_dim: $d,
+                        block_n: $bn,
+                        stages: $stages,
+                        consumers: $consumers,
+                    };
+                    // SAFETY: forwarded launch contract.
+                    unsafe {
+                        kernels::attention::<$e, $d, $bn, { $bn / 2 }, { $d / 2 }, { $bn / 64 }, { $bn / 64 },
+                            $stages, $consumers, $pingpong, $overlap>(G, q, k, v, o, lse, args)
+                    }
+                }
+            }
+        )*
+
+        /// Every attention kernel, in report order.
+        pub static ATTENTION_KERNELS: &[AttentionKernel] = &[$(
+            AttentionKernel {
+                name: $name.name(),
+                element: ElementType::$e,
+                geometry: AttentionGeometry {
+                    head_dim: $d,
+                    block_n: $bn,
+                    stages: $stages,
+                    consumers: $consumers,
+                },
+                techniques: Techniques { pingpong: $pingpong, overlap: $overlap },
+                entry: $name,
+            },
+        )*];
+    };
+}
+
+attention_kernels! {
+    attention_bf16_d64 { element: Bf16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true }
+    attention_bf16_d128 { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true }
+    attention_bf16_d256 { element: Bf16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true }
+    attention_f16_d64 { element: F16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true }
+    attention_f16_d128 { element: F16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true }
+    attention_f16_d256 { element: F16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true }
+    attention_bf16_d128_no_pingpong { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: false, overlap: true }
+    attention_bf16_d128_no_overlap { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: false }
+    attention_bf16_d128_one_consumer { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 1, pingpong: false, overlap: true }
+}

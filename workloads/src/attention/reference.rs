@@ -1,0 +1,119 @@
+//! The attention reference's device code (any arch): one warp per query row, FP32.
+
+use super::AttentionArgs;
+use gpu::math;
+use gpu::ptx;
+use gpu::reduce::shfl_xor;
+use gpu::wgmma::SixteenBit;
+
+/// Elements of the head dimension per lane at most (`d = 256`).
+const MAX_PER_LANE: usize = 8;
+
+/// The sum of `x` over the warp, in every lane.
+#[inline(always)]
+fn warp_sum(mut x: f32) -> f32 {
+    let mut mask = 16;
+    while mask > 0 {
+        x += shfl_xor(x, mask);
+        mask /= 2;
+    }
+    x
+}
+
+/// See `bf16_attention_reference`.
+///
+/// # Safety
+/// Its launch contract.
+#[inline(always)]
+pub(super) unsafe fn reference<E: SixteenBit>(
+    q: *const E,
+    k: *const E,
+    v: *const E,
+    o: *mut f64,
+    lse: *mut f64,
+    args: AttentionArgs,
+    d: u32,
+) {
+    let AttentionArgs {
+        batch,
+        seqlen_q,
+        seqlen_kv,
+        heads_q,
+        heads_kv,
+        causal,
+        scale_log2,
+    } = args;
+    let scale = scale_log2 / core::f32::consts::LOG2_E;
+    let lane = ptx::thread_idx_x() % 32;
+    let warps_per_block = super::REFERENCE_THREADS / 32;
+    let warps = ptx::grid_dim_x() * warps_per_block;
+    let per_lane = ((d / 32) as usize).min(MAX_PER_LANE);
+    // Every size is at least 1 (contract): the divisions need no check.
+    let (seqlen_q, heads_q) = (seqlen_q.max(1), heads_q.max(1));
+    let group = (heads_q / heads_kv.max(1)).max(1);
+    let rows = batch as u64 * heads_q as u64 * seqlen_q as u64;
+    let mut row = (ptx::block_idx_x() * warps_per_block + ptx::thread_idx_x() / 32) as u64;
+    while row < rows {
+        // The log-sum-exp's order: (batch, head, query).
+        let i = row % seqlen_q as u64;
+        let head = (row / seqlen_q as u64) % heads_q as u64;
+        let b = row / (seqlen_q as u64 * heads_q as u64);
+        let kv_head = head / group as u64;
+        let q_at = ((b * seqlen_q as u64 + i) * heads_q as u64 + head) * d as u64;
+        let kv_row = |j: u64| ((b * seqlen_kv as u64 + j) * heads_kv as u64 + kv_head) * d as u64;
+        let limit = if causal != 0 {
+            (i as i64 + seqlen_kv as i64 - seqlen_q as i64 + 1).clamp(0, seqlen_kv as i64) as u64
+        } else {
+            seqlen_kv as u64
+        };
+        let mut qv = [0f32; MAX_PER_LANE];
+        for c in (0..MAX_PER_LANE).take_while(|&c| c < per_lane) {
+            // SAFETY: element lane + 32 c of Q's row (launch contract).
+            qv[c] = unsafe { (*q.add((q_at + lane as u64 + 32 * c as u64) as usize)).to_f32() };
+        }
+        let score = |j: u64| {
+            let at = kv_row(j);
+            let mut partial = 0f32;
+            for c in (0..MAX_PER_LANE).take_while(|&c| c < per_lane) {
+                // SAFETY: element lane + 32 c of K's row j < seqlen_kv.
+                let kx = unsafe { (*k.add((at + lane as u64 + 32 * c as u64) as usize)).to_f32() };
+                partial = ptx::fma_f32(qv[c], kx, partial);
+            }
+            warp_sum(partial) * scale
+        };
+        let mut max = f32::NEG_INFINITY;
+        for j in 0..limit {
+            max = max.max(score(j));
+        }
+        let mut sum = 0f32;
+        let mut acc = [0f32; MAX_PER_LANE];
+        for j in 0..limit {
+            let p = math::exp_accurate(score(j) - max);
+            sum += p;
+            let at = kv_row(j);
+            for c in (0..MAX_PER_LANE).take_while(|&c| c < per_lane) {
+                // SAFETY: element lane + 32 c of V's row j.
+                let vx = unsafe { (*v.add((at + lane as u64 + 32 * c as u64) as usize)).to_f32() };
+                acc[c] = ptx::fma_f32(p, vx, acc[c]);
+            }
+        }
+        for c in (0..MAX_PER_LANE).take_while(|&c| c < per_lane) {
+            let value = if sum > 0.0 { acc[c] / sum } else { 0.0 };
+            // SAFETY: element lane + 32 c of O's row (as many doubles as Q).
+            unsafe {
+                o.add((q_at + lane as u64 + 32 * c as u64) as usize)
+                    .write(value as f64)
+            };
+        }
+        if lane == 0 {
+            let value = if sum > 0.0 {
+                (max + math::log2(sum) * core::f32::consts::LN_2) as f64
+            } else {
+                f64::NEG_INFINITY
+            };
+            // SAFETY: the row's log-sum-exp.
+            unsafe { lse.add(row as usize).write(value) };
+        }
+        row += warps as u64;
+    }
+}
