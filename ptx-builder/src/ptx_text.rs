@@ -41,6 +41,30 @@ pub struct PtxInstr {
 /// Directives (`.reg`, `.local`), labels and comments are left out; instructions that came from
 /// inline asm (including `{ ... }` scopes inside it) are kept in order.
 pub fn kernel_instructions(ptx: &str) -> BTreeMap<String, Vec<PtxInstr>> {
+    kernel_bodies(ptx)
+        .into_iter()
+        .map(|(name, body)| (name, body.instructions))
+        .collect()
+}
+
+/// The branch labels of each kernel, keyed by kernel name: `(index, label)`, the label
+/// (without its colon) standing before instruction `index` of [`kernel_instructions`]' list
+/// (`index` = the list's length for a label at the end). With the branches (`bra`, whose
+/// operand names a label) they give the kernel's control flow.
+pub fn kernel_labels(ptx: &str) -> BTreeMap<String, Vec<(usize, String)>> {
+    kernel_bodies(ptx)
+        .into_iter()
+        .map(|(name, body)| (name, body.labels))
+        .collect()
+}
+
+/// A kernel's instructions and labels.
+struct Body {
+    instructions: Vec<PtxInstr>,
+    labels: Vec<(usize, String)>,
+}
+
+fn kernel_bodies(ptx: &str) -> BTreeMap<String, Body> {
     let mut kernels = BTreeMap::new();
     let mut lines = ptx.lines();
     while let Some(line) = lines.next() {
@@ -50,7 +74,10 @@ pub fn kernel_instructions(ptx: &str) -> BTreeMap<String, Vec<PtxInstr>> {
         // Parameters run until the body's opening brace; the body ends when braces balance.
         let mut depth = 0usize;
         let mut started = false;
-        let mut body = Vec::new();
+        let mut body = Body {
+            instructions: Vec::new(),
+            labels: Vec::new(),
+        };
         for line in lines.by_ref() {
             let code = line.split("//").next().unwrap_or("").trim();
             if !started {
@@ -68,8 +95,11 @@ pub fn kernel_instructions(ptx: &str) -> BTreeMap<String, Vec<PtxInstr>> {
                 let closes = stmt.matches('}').count();
                 depth = (depth + opens).saturating_sub(closes);
                 let stmt = stmt.trim_matches(|c| c == '{' || c == '}').trim();
-                if let Some(instr) = parse_instr(stmt) {
-                    body.push(instr);
+                if let Some(label) = stmt.strip_prefix('$').and_then(|l| l.strip_suffix(':')) {
+                    body.labels
+                        .push((body.instructions.len(), format!("${label}")));
+                } else if let Some(instr) = parse_instr(stmt) {
+                    body.instructions.push(instr);
                 }
             }
             if depth == 0 {
@@ -143,6 +173,14 @@ $L__BB0_1:
 	ret;
 }
 "#;
+
+    #[test]
+    fn labels_stand_before_their_instruction() {
+        let labels = kernel_labels(SAMPLE);
+        // `$L__BB0_1` precedes the try_wait (instruction 2 of `first`).
+        assert_eq!(labels["first"], [(2, "$L__BB0_1".to_string())]);
+        assert!(labels["second"].is_empty());
+    }
 
     #[test]
     fn finds_entries() {

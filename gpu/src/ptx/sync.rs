@@ -74,3 +74,23 @@ pub fn syncwarp() {
         )
     }
 }
+
+/// `barrier.arrive id, threads;` — this thread arrives at named barrier `id` (1..16) without
+/// waiting: the barrier completes when `threads` threads (a multiple of 32) have arrived or
+/// synced, releasing those that wait with [`barrier_sync_named`]. One role's signal to
+/// another (a ping-pong kernel's "your turn").
+///
+/// Every thread of the arriving warps calls it with the same `id` and `threads`; an `id` of
+/// 0 or 16 and more is outside the contract.
+#[inline(always)]
+pub fn barrier_arrive_named(id: u32, threads: u32) {
+    // SAFETY: as for `barrier_sync`: arriving has no memory-safety preconditions.
+    unsafe {
+        asm!(
+            "barrier.arrive {id}, {n};",
+            id = in(reg32) id,
+            n = in(reg32) threads,
+            options(nostack, preserves_flags)
+        )
+    }
+}

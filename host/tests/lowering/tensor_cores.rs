@@ -245,25 +245,33 @@ fn multicast_copies_expect_every_receivers_bytes() {
 
 /// The accumulator rule (PTX ISA: no access to a `wgmma.mma_async`'s accumulator registers
 /// until a `wgmma.wait_group` covers it), for multiplies issued and waited for in separate
-/// statements (`gpu::wgmma::InFlight`). In every sm_90a kernel:
+/// statements (`gpu::wgmma::InFlight`, `Issued`). In every sm_90a kernel:
 /// - each k-tile is one region: `wgmma.fence`, four `wgmma.mma_async` naming one and the same
 ///   accumulator registers (tied, not copied between them), `wgmma.commit_group`;
-/// - for each accumulator register set, from its first multiply to the first
-///   `wgmma.wait_group 0` after its last multiply (in the PTX's order, which holds the whole
-///   mainloop between the two), no instruction but those multiplies names any of its
-///   registers: no copy, no phi move, no read — so none can run while a multiply is in flight.
+/// - on every path of the kernel's control flow (its branches and labels) from each region
+///   on, until a `wgmma.wait_group N` with at least `N` regions committed after it on that
+///   path (which leaves it complete), no instruction but other regions' multiplies on the same
+///   accumulators names any of its accumulator registers (no copy, no phi move, no read), and
+///   none writes the A registers of a region that takes A from registers — so nothing can run
+///   on them while a multiply is in flight; and every path meets such a wait before the
+///   kernel returns.
 ///
 /// And some kernel keeps a k-tile in flight across the wait for the next stage
-/// (`wgmma.wait_group 1`), some takes A from registers, and some multiplies FP16.
+/// (`wgmma.wait_group 1`), some takes A from registers, some multiplies FP16, and some keeps
+/// two tiles' multiplies in flight at once (attention: `S = Q K^T` waited for with the
+/// previous block's `P V` still running).
 #[test]
 fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
-    let (mut regions, mut register_a, mut in_flight, mut fp16) = (0, 0, 0, 0);
+    let (mut regions, mut register_a, mut in_flight, mut fp16, mut two_tiles) = (0, 0, 0, 0, 0);
+    let labels = ptx_builder::ptx_text::kernel_labels(host::device_code::module_text(Arch::Sm90a));
     for (name, view) in &inspection(Arch::Sm90a).kernels {
-        let found = accumulator_rule(&view.ptx).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let found =
+            accumulator_rule(&view.ptx, &labels[name]).unwrap_or_else(|e| panic!("{name}: {e}"));
         regions += found.regions;
         register_a += found.register_a;
         fp16 += found.fp16;
         in_flight += usize::from(found.keeps_one_in_flight);
+        two_tiles += usize::from(found.two_tiles_in_flight);
     }
     assert!(regions >= 4, "found {regions} wgmma regions");
     assert!(register_a >= 1, "no wgmma takes A from registers");
@@ -272,6 +280,7 @@ fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
         "{in_flight} kernels keep a k-tile in flight"
     );
     assert!(fp16 >= 1, "no kernel multiplies FP16");
+    assert!(two_tiles >= 1, "no kernel keeps two tiles in flight");
 }
 
 /// What [`accumulator_rule`] found in a kernel that keeps it.
@@ -280,22 +289,72 @@ struct WgmmaRegions {
     register_a: usize,
     fp16: usize,
     keeps_one_in_flight: bool,
+    two_tiles_in_flight: bool,
 }
 
-/// Checks the accumulator rule (see the test above) on one kernel's instructions.
-fn accumulator_rule(ptx: &[PtxInstr]) -> Result<WgmmaRegions, String> {
+/// One issue region: where its multiplies are, their accumulator list, and the A registers
+/// (A from registers).
+struct Region {
+    mmas: std::ops::Range<usize>,
+    commit: usize,
+    accumulators: Vec<String>,
+    a_registers: Vec<String>,
+}
+
+/// `instr`, met while `region`'s multiplies may be in flight, neither names their
+/// accumulators nor writes their A registers.
+fn check_untouched(
+    instr: &PtxInstr,
+    region: &Region,
+    names_register: &impl Fn(&str, &str) -> bool,
+) -> Result<(), String> {
+    let text = format!("{} {}", instr.opcode, instr.operands);
+    if let Some(reg) = region
+        .accumulators
+        .iter()
+        .find(|reg| names_register(&text, reg))
+    {
+        return Err(format!(
+            "`{text}` names accumulator {reg} while a multiply is in flight"
+        ));
+    }
+    let destination = instr.operands.split(',').next().unwrap_or_default().trim();
+    if let Some(reg) = region
+        .a_registers
+        .iter()
+        .find(|reg| destination == reg.as_str())
+    {
+        return Err(format!(
+            "`{text}` writes A register {reg} while a multiply reads it"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the accumulator rule (see the test above) on one kernel's instructions and labels.
+fn accumulator_rule(ptx: &[PtxInstr], labels: &[(usize, String)]) -> Result<WgmmaRegions, String> {
     let mut found = WgmmaRegions {
         regions: 0,
         register_a: 0,
         fp16: 0,
         keeps_one_in_flight: false,
+        two_tiles_in_flight: false,
     };
-    let register_list = |instr: &PtxInstr| -> Result<String, String> {
+    let lists = |instr: &PtxInstr| -> Vec<String> {
         let ops = &instr.operands;
-        match (ops.find('{'), ops.find('}')) {
-            (Some(open), Some(close)) => Ok(ops[open..=close].to_string()),
-            _ => Err(format!("no register list in `{ops}`")),
+        let mut out = Vec::new();
+        let mut rest = ops.as_str();
+        while let (Some(open), Some(close)) = (rest.find('{'), rest.find('}')) {
+            out.push(rest[open..=close].to_string());
+            rest = &rest[close + 1..];
         }
+        out
+    };
+    let registers = |list: &str| -> Vec<String> {
+        list.trim_matches(['{', '}'])
+            .split(',')
+            .map(|r| r.trim().to_string())
+            .collect()
     };
     let names_register = |text: &str, reg: &str| {
         text.match_indices(reg).any(|(at, _)| {
@@ -305,8 +364,8 @@ fn accumulator_rule(ptx: &[PtxInstr]) -> Result<WgmmaRegions, String> {
                 .is_some_and(|c| c.is_ascii_alphanumeric())
         })
     };
-    // Each issue region, and the accumulator lists with their multiplies' indices.
-    let mut lists: Vec<(String, Vec<usize>)> = Vec::new();
+    // Each issue region.
+    let mut regions: Vec<Region> = Vec::new();
     let mut i = 0;
     while i < ptx.len() {
         if ptx[i].opcode.starts_with("wgmma.mma_async") {
@@ -330,12 +389,15 @@ fn accumulator_rule(ptx: &[PtxInstr]) -> Result<WgmmaRegions, String> {
                 "a fence not followed by 4 multiplies and a commit: {opcodes:?}"
             ));
         }
-        let first = register_list(region[0])?;
-        if first.matches("%r").count() < 32 {
-            return Err(format!("too few accumulators: {first}"));
+        let first = lists(region[0]);
+        let Some(accumulators) = first.first() else {
+            return Err(format!("no register list in `{}`", region[0].operands));
+        };
+        if accumulators.matches("%r").count() < 32 {
+            return Err(format!("too few accumulators: {accumulators}"));
         }
         for mma in &region[1..4] {
-            if register_list(mma)? != first {
+            if lists(mma).first() != Some(accumulators) {
                 return Err("the four multiplies name different accumulators".into());
             }
         }
@@ -343,40 +405,97 @@ fn accumulator_rule(ptx: &[PtxInstr]) -> Result<WgmmaRegions, String> {
             found.fp16 += 1;
         }
         // A from registers: a second register list (four registers) before B's descriptor.
-        let ops = &region[0].operands;
-        let after = &ops[ops.find('}').map_or(ops.len(), |c| c + 1)..];
-        if after.trim_start_matches([',', ' ']).starts_with('{') {
+        let mut a_registers = Vec::new();
+        if first.len() > 1 {
             found.register_a += 1;
+            for mma in &region[..4] {
+                a_registers.extend(registers(&lists(mma)[1]));
+            }
         }
-        match lists.iter_mut().find(|(l, _)| *l == first) {
-            Some((_, at)) => at.extend(i + 1..i + 5),
-            None => lists.push((first, (i + 1..i + 5).collect())),
-        }
+        regions.push(Region {
+            mmas: i + 1..i + 5,
+            commit: i + 5,
+            accumulators: registers(accumulators),
+            a_registers,
+        });
         found.regions += 1;
         i += 6;
     }
-    for (list, mmas) in &lists {
-        let regs: Vec<&str> = list
-            .trim_matches(['{', '}'])
-            .split(',')
-            .map(str::trim)
+    // The control flow: each instruction's successors (a branch's label, the next one unless
+    // the branch is unconditional; none after `ret` or `exit`).
+    let target = |label: &str| {
+        labels
+            .iter()
+            .find(|(_, l)| l == label.trim())
+            .map(|(at, _)| *at)
+            .ok_or_else(|| format!("a branch to an unknown label `{label}`"))
+    };
+    let mut successors: Vec<Vec<usize>> = Vec::with_capacity(ptx.len());
+    for (j, instr) in ptx.iter().enumerate() {
+        let next = (j + 1 < ptx.len()).then_some(j + 1);
+        successors.push(if instr.opcode.starts_with("bra") {
+            let to = target(&instr.operands)?;
+            match (instr.predicate.is_some(), next) {
+                (true, Some(next)) => vec![to, next],
+                _ => vec![to],
+            }
+        } else if instr.opcode == "ret" || instr.opcode == "exit" {
+            Vec::new()
+        } else {
+            next.into_iter().collect()
+        });
+    }
+    // Which region each multiply and commit belongs to.
+    let mut owner = vec![None; ptx.len()];
+    for (r, region) in regions.iter().enumerate() {
+        for j in region.mmas.clone() {
+            owner[j] = Some(r);
+        }
+        owner[region.commit] = Some(r);
+    }
+    for region in &regions {
+        // Paths from just after the commit: (instruction, groups committed since), the count
+        // capped past the largest wait (7).
+        let mut seen = std::collections::HashSet::new();
+        let mut stack: Vec<(usize, usize, bool)> = successors[region.commit]
+            .iter()
+            .map(|&j| (j, 0, false))
             .collect();
-        let (start, last) = (mmas[0], mmas[mmas.len() - 1]);
-        let end = (last..ptx.len())
-            .find(|&j| {
-                ptx[j].opcode == "wgmma.wait_group.sync.aligned" && ptx[j].operands.trim() == "0"
-            })
-            .ok_or("no wait_group 0 after the last multiply")?;
-        for (j, instr) in ptx.iter().enumerate().take(end).skip(start) {
-            if mmas.contains(&j) {
+        while let Some((j, later, other_tile)) = stack.pop() {
+            if !seen.insert((j, later, other_tile)) {
                 continue;
             }
-            let text = format!("{} {}", instr.opcode, instr.operands);
-            if let Some(reg) = regs.iter().find(|r| names_register(&text, r)) {
+            let instr = &ptx[j];
+            let (mut later, mut other_tile) = (later, other_tile);
+            if instr.opcode == "wgmma.wait_group.sync.aligned" {
+                let n: usize = instr
+                    .operands
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.trim_end_matches(';').parse().ok())
+                    .ok_or_else(|| format!("a wait without a count: `{}`", instr.operands))?;
+                if n <= later {
+                    found.two_tiles_in_flight |= n >= 1 && other_tile;
+                    continue; // complete on this path
+                }
+            } else if let Some(g) = owner[j].map(|g| &regions[g]) {
+                if g.commit == j {
+                    later = (later + 1).min(8);
+                    other_tile |= g.accumulators != region.accumulators;
+                }
+                if g.accumulators != region.accumulators {
+                    check_untouched(instr, region, &names_register)?;
+                }
+            } else {
+                check_untouched(instr, region, &names_register)?;
+            }
+            if successors[j].is_empty() {
                 return Err(format!(
-                    "`{text}` names accumulator {reg} while a multiply is in flight"
+                    "the multiplies at {} may be in flight when the kernel returns",
+                    region.mmas.start
                 ));
             }
+            stack.extend(successors[j].iter().map(|&s| (s, later, other_tile)));
         }
     }
     found.keeps_one_in_flight = ptx
@@ -416,21 +535,21 @@ fn the_accumulator_rule_check_catches_a_touched_register() {
     good.push(instr("wgmma.wait_group.sync.aligned", "1"));
     good.push(instr("wgmma.wait_group.sync.aligned", "0"));
     good.push(instr("cvt.rn.bf16x2.f32", "%r7, %r101, %r100"));
-    let found = accumulator_rule(&good).expect("the clean loop passes");
+    let found = accumulator_rule(&good, &[]).expect("the clean loop passes");
     assert_eq!((found.regions, found.keeps_one_in_flight), (2, true));
 
     let mut touched = good.clone();
     touched.insert(7, instr("mov.b32", "%r900, %r131"));
-    let err = accumulator_rule(&touched)
+    let err = accumulator_rule(&touched, &[])
         .err()
         .expect("a copy in flight fails");
     assert!(err.contains("%r131"), "{err}");
     // `%r1000` is not `%r100`: only whole register names count.
     let mut other = good.clone();
     other.insert(7, instr("mov.b32", "%r1000, %r1001"));
-    assert!(accumulator_rule(&other).is_ok());
+    assert!(accumulator_rule(&other, &[]).is_ok());
     let unwaited: Vec<PtxInstr> = good[..good.len() - 2].to_vec();
-    assert!(accumulator_rule(&unwaited).is_err());
+    assert!(accumulator_rule(&unwaited, &[]).is_err());
 }
 
 /// ptxas assembles the sm_90a module without a warning: in particular none saying that it

@@ -287,6 +287,7 @@ fn every_instruction_wrapper_is_assembled_in_some_kernel() {
         ("barrier_sync", OpWith("barrier.sync", 1), BOTH),
         ("barrier_sync_threads", OpWith("barrier.sync", 2), BOTH),
         ("barrier_sync_named", OpWith("barrier.sync", 2), SM90),
+        ("barrier_arrive_named", OpWith("barrier.arrive", 2), SM90A),
         ("shfl_sync_idx", Op("shfl.sync.idx.b32"), BOTH),
         ("syncwarp", Op("bar.warp.sync"), SM90),
         (

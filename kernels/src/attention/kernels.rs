@@ -94,9 +94,13 @@ impl<const PINGPONG: bool> Turns<PINGPONG> {
     unsafe fn wait(&mut self) {
         if PINGPONG {
             if !(self.first && self.consumer == 0) {
-                // SAFETY: forwarded contract.
-                unsafe { self.order.wait(self.consumer, self.phase) };
-                self.phase ^= 1;
+                if NAMED_TURNS {
+                    ptx::barrier_sync_named(TURN_BARRIER + self.consumer, 2 * WARPGROUP_THREADS);
+                } else {
+                    // SAFETY: forwarded contract.
+                    unsafe { self.order.wait(self.consumer, self.phase) };
+                    self.phase ^= 1;
+                }
             }
             self.first = false;
         }
@@ -108,12 +112,19 @@ impl<const PINGPONG: bool> Turns<PINGPONG> {
     /// As [`wait`](Self::wait), once per turn.
     #[inline(always)]
     unsafe fn done(&self, t: u32) {
-        if PINGPONG && t == 0 {
+        if PINGPONG && NAMED_TURNS {
+            ptx::barrier_arrive_named(TURN_BARRIER + 1 - self.consumer, 2 * WARPGROUP_THREADS);
+        } else if PINGPONG && t == 0 {
             // SAFETY: forwarded contract.
             unsafe { self.order.arrive(self.consumer) };
         }
     }
 }
+
+/// Turns by named barriers (`bar.sync` / `bar.arrive`, ids 3 and 4) rather than mbarriers.
+const NAMED_TURNS: bool = true;
+/// The first consumer's turn barrier.
+const TURN_BARRIER: u32 = 3;
 
 /// The warpgroup's named barrier (1 or 2; 0 is the block's).
 #[inline(always)]

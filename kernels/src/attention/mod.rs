@@ -311,5 +311,7 @@ attention_kernels! {
     attention_f16_d256 { element: F16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true }
     attention_bf16_d128_no_pingpong { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: false, overlap: true }
     attention_bf16_d128_no_overlap { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: false }
+    attention_bf16_d128_n192 { element: Bf16, d: 128, block_n: 192, stages: 2, consumers: 2, pingpong: true, overlap: true }
+    attention_bf16_d64_n192 { element: Bf16, d: 64, block_n: 192, stages: 3, consumers: 2, pingpong: true, overlap: true }
     attention_bf16_d128_one_consumer { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 1, pingpong: false, overlap: true }
 }

@@ -6,9 +6,6 @@ use gpu::ptx;
 use gpu::reduce::shfl_xor;
 use gpu::wgmma::SixteenBit;
 
-/// Elements of the head dimension per lane at most (`d = 256`).
-const MAX_PER_LANE: usize = 8;
-
 /// The sum of `x` over the warp, in every lane.
 #[inline(always)]
 fn warp_sum(mut x: f32) -> f32 {
@@ -20,7 +17,8 @@ fn warp_sum(mut x: f32) -> f32 {
     x
 }
 
-/// See `bf16_attention_reference`.
+/// See `bf16_attention_reference`: the body for `d` 64, 128 or 256 (`d / 32` elements per
+/// lane, a constant so that each lane's slices of Q and O stay in registers).
 ///
 /// # Safety
 /// Its launch contract.
@@ -34,6 +32,30 @@ pub(super) unsafe fn reference<E: SixteenBit>(
     args: AttentionArgs,
     d: u32,
 ) {
+    // SAFETY (all three): forwarded launch contract.
+    unsafe {
+        match d {
+            64 => reference_for::<E, 2>(q, k, v, o, lse, args),
+            128 => reference_for::<E, 4>(q, k, v, o, lse, args),
+            _ => reference_for::<E, 8>(q, k, v, o, lse, args),
+        }
+    }
+}
+
+/// [`reference`] for `d = 32 PER_LANE`.
+///
+/// # Safety
+/// As [`reference`].
+#[inline(always)]
+unsafe fn reference_for<E: SixteenBit, const PER_LANE: usize>(
+    q: *const E,
+    k: *const E,
+    v: *const E,
+    o: *mut f64,
+    lse: *mut f64,
+    args: AttentionArgs,
+) {
+    let d = 32 * PER_LANE as u32;
     let AttentionArgs {
         batch,
         seqlen_q,
@@ -47,7 +69,6 @@ pub(super) unsafe fn reference<E: SixteenBit>(
     let lane = ptx::thread_idx_x() % 32;
     let warps_per_block = super::REFERENCE_THREADS / 32;
     let warps = ptx::grid_dim_x() * warps_per_block;
-    let per_lane = ((d / 32) as usize).min(MAX_PER_LANE);
     // Every size is at least 1 (contract): the divisions need no check.
     let (seqlen_q, heads_q) = (seqlen_q.max(1), heads_q.max(1));
     let group = (heads_q / heads_kv.max(1)).max(1);
@@ -66,15 +87,15 @@ pub(super) unsafe fn reference<E: SixteenBit>(
         } else {
             seqlen_kv as u64
         };
-        let mut qv = [0f32; MAX_PER_LANE];
-        for c in (0..MAX_PER_LANE).take_while(|&c| c < per_lane) {
+        let mut qv = [0f32; PER_LANE];
+        for c in 0..PER_LANE {
             // SAFETY: element lane + 32 c of Q's row (launch contract).
             qv[c] = unsafe { (*q.add((q_at + lane as u64 + 32 * c as u64) as usize)).to_f32() };
         }
         let score = |j: u64| {
             let at = kv_row(j);
             let mut partial = 0f32;
-            for c in (0..MAX_PER_LANE).take_while(|&c| c < per_lane) {
+            for c in 0..PER_LANE {
                 // SAFETY: element lane + 32 c of K's row j < seqlen_kv.
                 let kx = unsafe { (*k.add((at + lane as u64 + 32 * c as u64) as usize)).to_f32() };
                 partial = ptx::fma_f32(qv[c], kx, partial);
@@ -86,18 +107,18 @@ pub(super) unsafe fn reference<E: SixteenBit>(
             max = max.max(score(j));
         }
         let mut sum = 0f32;
-        let mut acc = [0f32; MAX_PER_LANE];
+        let mut acc = [0f32; PER_LANE];
         for j in 0..limit {
             let p = math::exp_accurate(score(j) - max);
             sum += p;
             let at = kv_row(j);
-            for c in (0..MAX_PER_LANE).take_while(|&c| c < per_lane) {
+            for c in 0..PER_LANE {
                 // SAFETY: element lane + 32 c of V's row j.
                 let vx = unsafe { (*v.add((at + lane as u64 + 32 * c as u64) as usize)).to_f32() };
                 acc[c] = ptx::fma_f32(p, vx, acc[c]);
             }
         }
-        for c in (0..MAX_PER_LANE).take_while(|&c| c < per_lane) {
+        for c in 0..PER_LANE {
             let value = if sum > 0.0 { acc[c] / sum } else { 0.0 };
             // SAFETY: element lane + 32 c of O's row (as many doubles as Q).
             unsafe {
