@@ -2,7 +2,7 @@
 //! `cargo test -p host --release -- --include-ignored` on a machine with a GPU.
 
 use gpu_runtime::{Gpu, LaunchConfig};
-use harness::experiment::{Inputs, Timing, fresh_seed};
+use harness::experiment::{Inputs, Timing, Values, fresh_seed};
 use host::registry::{Selection, WORKLOADS};
 use ptx_builder::Arch;
 use workloads::study::host::{K, Study, StudyProblem};
@@ -432,4 +432,64 @@ fn each_workload_check_fails_on_a_planted_fault_and_names_it() {
             info.code_label()
         );
     }
+}
+
+/// The attention check against kernels that go wrong as the issue lists: a dropped block of
+/// keys, a wrong mask, a wrong log-sum-exp (one row off, or all in the wrong base) — each must
+/// fail it, for every kernel of the table that the size runs, random and exact inputs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn attention_check_fails_on_a_dropped_block_a_wrong_mask_and_a_wrong_lse() {
+    use harness::experiment::{Problem, Workload};
+    use workloads::attention::host::{AttentionWorkload, KernelFault};
+    let gpu = gpu();
+    assert_eq!(
+        gpu.info().compute_capability,
+        (9, 0),
+        "the attention kernels need sm_90a"
+    );
+    let faults = [
+        KernelFault::DroppedKeyBlock,
+        KernelFault::WrongMask,
+        KernelFault::WrongLse,
+        KernelFault::Base2Lse,
+    ];
+    let mut caught = [0usize; 4];
+    for (size, values) in [
+        ("1x1000x2x128", Values::Random),
+        ("1x1000x2x128", Values::SmallIntegers),
+        ("2x300x4x64:causal", Values::Random),
+        ("1x600x2x256:kv=700:hkv=1", Values::Random),
+        ("1x300x2x64:kv=4096:causal", Values::SmallIntegers),
+    ] {
+        let inputs = Inputs {
+            seed: fresh_seed(),
+            values,
+        };
+        let size = size.parse().expect("a valid size");
+        let mut problem = AttentionWorkload
+            .prepare(&gpu, size, inputs)
+            .unwrap_or_else(|e| panic!("{size}: {e:#}"));
+        for experiment in AttentionWorkload.experiments() {
+            if problem.unavailable(experiment).is_some() {
+                continue;
+            }
+            for (f, fault) in faults.iter().enumerate() {
+                let what = format!(
+                    "{} at {size} with {values:?} (seed {}), {fault:?}",
+                    experiment.0.name, inputs.seed
+                );
+                let Some(report) = problem
+                    .check_with_kernel_fault(&gpu, experiment, *fault)
+                    .unwrap_or_else(|e| panic!("{what}: {e:#}"))
+                else {
+                    continue;
+                };
+                assert!(!report.passed, "{what}: passed: {}", report.summary());
+                caught[f] += 1;
+            }
+        }
+    }
+    eprintln!("attention: faults caught {caught:?} ({faults:?})");
+    assert!(caught.iter().all(|&c| c > 0), "{caught:?}");
 }

@@ -270,14 +270,6 @@ wgmma_shape!(128, 64, wgmma_wait_group_64, [
     0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
     32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
 ]);
-wgmma_shape!(192, 96, wgmma_wait_group_96, [
-    wgmma_k_tile_m64n192_bf16, wgmma_k_tile_m64n192_bf16_rs, wgmma_k_tile_m64n192_f16, wgmma_k_tile_m64n192_f16_rs,
-    wgmma_k_tile_m64n192_e4m3, wgmma_k_tile_m64n192_e4m3_rs, wgmma_k_tile_m64n192_e5m2, wgmma_k_tile_m64n192_e5m2_rs
-]: [
-    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
-    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
-    64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
-]);
 wgmma_shape!(256, 128, wgmma_wait_group_128, [
     wgmma_k_tile_m64n256_bf16, wgmma_k_tile_m64n256_bf16_rs, wgmma_k_tile_m64n256_f16, wgmma_k_tile_m64n256_f16_rs,
     wgmma_k_tile_m64n256_e4m3, wgmma_k_tile_m64n256_e4m3_rs, wgmma_k_tile_m64n256_e5m2, wgmma_k_tile_m64n256_e5m2_rs

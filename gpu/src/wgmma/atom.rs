@@ -37,7 +37,7 @@ macro_rules! tied {
         }
     )*};
 }
-tied!(32 => wgmma_wait_group_32, 64 => wgmma_wait_group_64, 96 => wgmma_wait_group_96, 128 => wgmma_wait_group_128);
+tied!(32 => wgmma_wait_group_32, 64 => wgmma_wait_group_64, 128 => wgmma_wait_group_128);
 
 /// A `wgmma` shape and input type with B stored as `B`: issues one k-tile's multiplies into
 /// `Acc` (see [`crate::ptx::wgmma_k_tile_m64n256_bf16`] for the statement and its rules).
@@ -112,19 +112,15 @@ macro_rules! atoms {
 atoms! {
     Bf16 64 => 32, wgmma_k_tile_m64n64_bf16, wgmma_k_tile_m64n64_bf16_rs, mn;
     Bf16 128 => 64, wgmma_k_tile_m64n128_bf16, wgmma_k_tile_m64n128_bf16_rs, mn;
-    Bf16 192 => 96, wgmma_k_tile_m64n192_bf16, wgmma_k_tile_m64n192_bf16_rs, mn;
     Bf16 256 => 128, wgmma_k_tile_m64n256_bf16, wgmma_k_tile_m64n256_bf16_rs, mn;
     F16 64 => 32, wgmma_k_tile_m64n64_f16, wgmma_k_tile_m64n64_f16_rs, mn;
     F16 128 => 64, wgmma_k_tile_m64n128_f16, wgmma_k_tile_m64n128_f16_rs, mn;
-    F16 192 => 96, wgmma_k_tile_m64n192_f16, wgmma_k_tile_m64n192_f16_rs, mn;
     F16 256 => 128, wgmma_k_tile_m64n256_f16, wgmma_k_tile_m64n256_f16_rs, mn;
     E4M3 64 => 32, wgmma_k_tile_m64n64_e4m3, wgmma_k_tile_m64n64_e4m3_rs;
     E4M3 128 => 64, wgmma_k_tile_m64n128_e4m3, wgmma_k_tile_m64n128_e4m3_rs;
-    E4M3 192 => 96, wgmma_k_tile_m64n192_e4m3, wgmma_k_tile_m64n192_e4m3_rs;
     E4M3 256 => 128, wgmma_k_tile_m64n256_e4m3, wgmma_k_tile_m64n256_e4m3_rs;
     E5M2 64 => 32, wgmma_k_tile_m64n64_e5m2, wgmma_k_tile_m64n64_e5m2_rs;
     E5M2 128 => 64, wgmma_k_tile_m64n128_e5m2, wgmma_k_tile_m64n128_e5m2_rs;
-    E5M2 192 => 96, wgmma_k_tile_m64n192_e5m2, wgmma_k_tile_m64n192_e5m2_rs;
     E5M2 256 => 128, wgmma_k_tile_m64n256_e5m2, wgmma_k_tile_m64n256_e5m2_rs;
 }
 

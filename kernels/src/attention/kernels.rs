@@ -5,7 +5,6 @@
 
 use super::{AttentionArgs, AttentionGeometry, ROWS_PER_CONSUMER};
 use core::num::NonZeroU32;
-use gpu::collective::tensor_core::OrderBarrier;
 use gpu::layout::PipelineSharedState;
 use gpu::math;
 use gpu::memcpy_async::AlignedSize;
@@ -74,56 +73,40 @@ fn nonzero(x: u32) -> NonZeroU32 {
     NonZeroU32::new(x).unwrap_or(NonZeroU32::MIN)
 }
 
-/// The turns of the two consumer warpgroups' multiplies (ping-pong): before issuing, a
-/// warpgroup waits until the other has issued (but warpgroup 0 not before its first turn);
-/// after, it lets the other go. Without ping-pong both are no-ops.
+/// The turns of the two consumer warpgroups' multiplies (ping-pong, FlashAttention-3's
+/// warp-scheduler barriers): before issuing, a warpgroup waits on its named barrier until the
+/// other has issued (but warpgroup 0 not before its first turn); after, it arrives on the
+/// other's. Named barriers (`bar.sync` / `bar.arrive`, ids [`TURN_BARRIER`] and the next)
+/// rather than mbarriers: measured 2-4% faster (docs/design.md). Without ping-pong both are
+/// no-ops.
 struct Turns<const PINGPONG: bool> {
-    order: OrderBarrier,
     consumer: u32,
-    phase: u32,
     first: bool,
 }
 
 impl<const PINGPONG: bool> Turns<PINGPONG> {
-    /// Waits for this warpgroup's turn.
-    ///
-    /// # Safety
-    /// The block synced after the order barrier's initialization; both warpgroups take the
-    /// same number of turns.
+    /// Waits for this warpgroup's turn. The whole warpgroup calls it; both warpgroups take
+    /// the same number of turns (else one waits forever).
     #[inline(always)]
-    unsafe fn wait(&mut self) {
+    fn wait(&mut self) {
         if PINGPONG {
             if !(self.first && self.consumer == 0) {
-                if NAMED_TURNS {
-                    ptx::barrier_sync_named(TURN_BARRIER + self.consumer, 2 * WARPGROUP_THREADS);
-                } else {
-                    // SAFETY: forwarded contract.
-                    unsafe { self.order.wait(self.consumer, self.phase) };
-                    self.phase ^= 1;
-                }
+                ptx::barrier_sync_named(TURN_BARRIER + self.consumer, 2 * WARPGROUP_THREADS);
             }
             self.first = false;
         }
     }
 
-    /// The other warpgroup's turn (thread `t` of the warpgroup: one arrives).
-    ///
-    /// # Safety
-    /// As [`wait`](Self::wait), once per turn.
+    /// The other warpgroup's turn. The whole warpgroup calls it, once per turn.
     #[inline(always)]
-    unsafe fn done(&self, t: u32) {
-        if PINGPONG && NAMED_TURNS {
+    fn done(&self) {
+        if PINGPONG {
             ptx::barrier_arrive_named(TURN_BARRIER + 1 - self.consumer, 2 * WARPGROUP_THREADS);
-        } else if PINGPONG && t == 0 {
-            // SAFETY: forwarded contract.
-            unsafe { self.order.arrive(self.consumer) };
         }
     }
 }
 
-/// Turns by named barriers (`bar.sync` / `bar.arrive`, ids 3 and 4) rather than mbarriers.
-const NAMED_TURNS: bool = true;
-/// The first consumer's turn barrier.
+/// The first consumer's turn barrier (1 and 2 are the warpgroups' own, 0 the block's).
 const TURN_BARRIER: u32 = 3;
 
 /// The warpgroup's named barrier (1 or 2; 0 is the block's).
@@ -303,9 +286,6 @@ pub(super) unsafe fn attention<
     let d_boxes = g.d_boxes();
     let tiles = g.m_blocks(args.seqlen_q) * args.heads_q * args.batch;
 
-    // SAFETY: the order's two mbarriers (the layout reserves them); one thread initializes
-    // them; the pipelines' inits below sync the block.
-    let order = unsafe { OrderBarrier::new(shared.order.at(0).cast(), PINGPONG && thread == 0) };
     // SAFETY (all three): every thread calls them; one thread produces; every consumer
     // warpgroup waits for and releases each fill once (all read the same Q and keys); the
     // layout reserves the barriers.
@@ -403,21 +383,31 @@ pub(super) unsafe fn attention<
     // This consumer's rows of each Q box (its O staging too: a swizzled 64-row box).
     let q_rows = q_tile.add(row0 * 128);
     let q_box_stride = block_m * 128;
+    // Its O staging (laid out as Q), apart from Q or Q itself.
+    let separate_o = g.separate_o();
+    let o_rows = shared.o.at(0).add(row0 * 128);
     let (top, _) = Accumulator::<SREGS>::position(t, 0);
     let scale = args.scale_log2;
     let causal = args.causal != 0;
     let diagonal = args.seqlen_kv as i32 - args.seqlen_q as i32;
     let mut turns = Turns::<PINGPONG> {
-        order,
         consumer,
-        phase: 0,
         first: true,
     };
 
     let mut walk = GridStride::this_block(tiles);
     while let Some(index) = walk.next() {
         let tile = tile_of(g, &args, index);
-        let q_stage = q_consumer.consumer_wait_held();
+        let mut q_stage = Some(q_consumer.consumer_wait_held());
+        // Q is free for the next tile's once the last scores (block 0's) are complete, when
+        // O is staged apart; else once O's stores have read it.
+        let mut q_read = |block: u32| {
+            if separate_o && block == 0 {
+                if let Some(stage) = q_stage.take() {
+                    q_consumer.consumer_release_held(stage, t);
+                }
+            }
+        };
         // The keys this thread's two rows see (exclusive), and the fewest any row of the
         // warpgroup sees: blocks reaching past that are masked.
         let first_row = (tile.m0 + row0) as i32;
@@ -453,7 +443,7 @@ pub(super) unsafe fn attention<
             // multiplies; `N` counts the groups issued after the waited tile's (the P V
             // k-tiles for the scores); both warpgroups take `key_blocks + 1` turns.
             let block = tile.key_blocks - 1;
-            unsafe { turns.wait() };
+            turns.wait();
             let k_stage = k_consumer.consumer_wait_held();
             let issued = unsafe {
                 issue_scores::<E, BN, SREGS, _>(
@@ -465,15 +455,16 @@ pub(super) unsafe fn attention<
                     d_boxes,
                 )
             };
-            unsafe { turns.done(t) };
+            turns.done();
             unsafe { issued.wait::<0>() };
             k_consumer.consumer_release_held(k_stage, t);
+            q_read(block);
             mask(&mut s, block);
             let mut alpha = rows.step(&mut s, scale);
             let mut p = to_fragments::<E, SREGS, PF>(&s);
             // Each earlier block: its scores issued with the later block's P V.
             for block in (0..tile.key_blocks - 1).rev() {
-                unsafe { turns.wait() };
+                turns.wait();
                 let k_stage = k_consumer.consumer_wait_held();
                 let scores = unsafe {
                     issue_scores::<E, BN, SREGS, _>(
@@ -495,11 +486,12 @@ pub(super) unsafe fn attention<
                         shared.v.at(v_stage.index()),
                     )
                 };
-                unsafe { turns.done(t) };
+                turns.done();
                 if OVERLAP {
                     // The softmax runs while P V does.
                     unsafe { scores.wait::<PV_GROUPS>() };
                     k_consumer.consumer_release_held(k_stage, t);
+                    q_read(block);
                     mask(&mut s, block);
                     alpha = rows.step(&mut s, scale);
                     let _ = unsafe { values.wait::<0>() };
@@ -509,6 +501,7 @@ pub(super) unsafe fn attention<
                     unsafe { scores.wait::<0>() };
                     k_consumer.consumer_release_held(k_stage, t);
                     v_consumer.consumer_release_held(v_stage, t);
+                    q_read(block);
                     mask(&mut s, block);
                     alpha = rows.step(&mut s, scale);
                 }
@@ -516,12 +509,12 @@ pub(super) unsafe fn attention<
             }
             // The first block's P V.
             out.scale_rows(alpha);
-            unsafe { turns.wait() };
+            turns.wait();
             let v_stage = v_consumer.consumer_wait_held();
             let values = unsafe {
                 issue_values::<E, D, OREGS, PF, _>(&mut out, &p, (), shared.v.at(v_stage.index()))
             };
-            unsafe { turns.done(t) };
+            turns.done();
             let _ = unsafe { values.wait::<0>() };
             v_consumer.consumer_release_held(v_stage, t);
         }
@@ -548,13 +541,20 @@ pub(super) unsafe fn attention<
                 }
             }
         }
-        // Stage O in this warpgroup's rows of the Q tile (its multiplies are complete: none
-        // reads Q any more), one swizzled 64 x 64 box per 64 columns, and store it.
+        // Stage O in this warpgroup's rows of the staging (in Q's buffer: its multiplies are
+        // complete, none reads Q any more; apart: once the last tile's stores have read it),
+        // one swizzled 64 x 64 box per 64 columns, and store it.
+        if separate_o {
+            if t == 0 {
+                ptx::bulk_wait_group_read::<0>();
+            }
+            warpgroup_barrier(consumer);
+        }
         let (lane_row, lane_col) = x4_lane_row(t % 32);
         let row = 16 * (t / 32) + lane_row;
         for c in 0..OREGS / 8 {
             let col = 16 * c as u32 + lane_col;
-            let at = q_rows.add(
+            let at = o_rows.add(
                 (col / 64) * q_box_stride + SwizzledKMajor::<64, E>::byte_offset(row, col % 64),
             );
             // SAFETY: a 16-byte row of one 8 x 8 matrix inside this warpgroup's rows of box
@@ -573,12 +573,20 @@ pub(super) unsafe fn attention<
                 ];
                 // SAFETY: the box is staged (barrier above, fenced for the copy engine); the
                 // map is O's (contract); the copy engine clips it at the sequence's end.
-                unsafe { store_async_tensor(o, at, q_rows.add(j * q_box_stride)) };
+                unsafe { store_async_tensor(o, at, o_rows.add(j * q_box_stride)) };
             }
             ptx::bulk_commit_group();
-            // The next tile's Q may land here only once the stores have read it.
-            ptx::bulk_wait_group_read::<0>();
+            if !separate_o {
+                // The next tile's Q may land here only once the stores have read it.
+                ptx::bulk_wait_group_read::<0>();
+            }
         }
-        q_consumer.consumer_release_held(q_stage, t);
+        if let Some(stage) = q_stage.take() {
+            q_consumer.consumer_release_held(stage, t);
+        }
+    }
+    // The last stores must have read the staging before the block's shared memory goes away.
+    if t == 0 {
+        ptx::bulk_wait_group_read::<0>();
     }
 }

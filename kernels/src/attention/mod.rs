@@ -128,25 +128,39 @@ impl AttentionGeometry {
         [64, 1, ROWS_PER_CONSUMER, 1]
     }
 
+    /// Whether O is staged apart from Q (so that the next tile's Q loads while this one's
+    /// last multiplies and its store run): where both fit, else O is staged in Q's buffer.
+    pub const fn separate_o(self) -> bool {
+        self.carve(true).bytes <= MAX_SHARED_BYTES
+    }
+
     /// The block's dynamic shared memory, carved once ([`AttentionShared`]).
     pub const fn shared(self) -> AttentionShared {
+        self.carve(self.separate_o())
+    }
+
+    const fn carve(self, separate_o: bool) -> AttentionShared {
         let layout = SharedLayout::EMPTY;
         // 128-byte swizzled tiles: 1 KiB aligned.
         let (layout, q) = layout.region::<u8>(1, self.q_bytes(), 1024);
         let (layout, k) = layout.region::<u8>(self.stages, self.kv_stage_bytes(), 1024);
         let (layout, v) = layout.region::<u8>(self.stages, self.kv_stage_bytes(), 1024);
+        let (layout, o) = if separate_o {
+            layout.region::<u8>(1, self.q_bytes(), 1024)
+        } else {
+            (layout, q)
+        };
         let (layout, q_barriers) = layout.array::<Mbarrier>(2);
         let (layout, k_barriers) = layout.array::<Mbarrier>(2 * self.stages);
         let (layout, v_barriers) = layout.array::<Mbarrier>(2 * self.stages);
-        let (layout, order) = layout.array::<Mbarrier>(2);
         AttentionShared {
             q,
             k,
             v,
+            o,
             q_barriers,
             k_barriers,
             v_barriers,
-            order,
             bytes: layout.bytes(),
         }
     }
@@ -160,8 +174,11 @@ impl AttentionGeometry {
 /// A geometry's dynamic shared memory ([`AttentionGeometry::shared`]).
 #[derive(Clone, Copy, Debug)]
 pub struct AttentionShared {
-    /// The Q tile (and, after the last multiply, each consumer's O staging: its own rows).
+    /// The Q tile.
     pub q: SharedRegion<u8>,
+    /// The O staging, laid out as Q (each consumer's rows of each 64-column box): apart from
+    /// Q where both fit ([`AttentionGeometry::separate_o`]), else Q's buffer itself.
+    pub o: SharedRegion<u8>,
     /// The K stages.
     pub k: SharedRegion<u8>,
     /// The V stages.
@@ -172,8 +189,6 @@ pub struct AttentionShared {
     pub k_barriers: SharedRegion<Mbarrier>,
     /// The V pipeline's mbarriers.
     pub v_barriers: SharedRegion<Mbarrier>,
-    /// The ping-pong order's two mbarriers.
-    pub order: SharedRegion<Mbarrier>,
     /// The dynamic shared memory to launch with.
     pub bytes: u32,
 }
@@ -311,7 +326,5 @@ attention_kernels! {
     attention_f16_d256 { element: F16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true }
     attention_bf16_d128_no_pingpong { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: false, overlap: true }
     attention_bf16_d128_no_overlap { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: false }
-    attention_bf16_d128_n192 { element: Bf16, d: 128, block_n: 192, stages: 2, consumers: 2, pingpong: true, overlap: true }
-    attention_bf16_d64_n192 { element: Bf16, d: 64, block_n: 192, stages: 3, consumers: 2, pingpong: true, overlap: true }
     attention_bf16_d128_one_consumer { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 1, pingpong: false, overlap: true }
 }

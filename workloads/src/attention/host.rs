@@ -506,3 +506,73 @@ fn check_lse(lse: &[f32], reference: &[f64], o_len: usize, passed: CheckReport) 
     report.passed = report.first_failure.is_none();
     report
 }
+
+/// A fault of an attention kernel itself, planted by running the kernel on a problem that
+/// differs from the one its output is checked against, or by spoiling the log-sum-exp it
+/// wrote: what the check must catch (the GPU tests show it does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelFault {
+    /// The last block of keys left out (the kernel run with `seqlen_kv` one block shorter;
+    /// one sequence, no mask: nothing else changes).
+    DroppedKeyBlock,
+    /// The mask flipped: causal for a problem without one, none for a causal one.
+    WrongMask,
+    /// One row's log-sum-exp off by `2^-10` of `max(1, |lse|)` (16 times the tolerance).
+    WrongLse,
+    /// The log-sum-exp in base 2 instead of base e.
+    Base2Lse,
+}
+
+impl AttentionProblem {
+    /// Runs `experiment` with `fault` planted (synchronized), then checks it as
+    /// [`Problem::check`] does; `None` where the fault cannot be planted at this size (a
+    /// dropped block needs one sequence, no mask and more than one block of keys).
+    pub fn check_with_kernel_fault(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &AttentionExperiment,
+        fault: KernelFault,
+    ) -> Result<Option<CheckReport>> {
+        let mut shape = self.size.shape();
+        let block_n = experiment.0.geometry.block_n;
+        match fault {
+            KernelFault::DroppedKeyBlock => {
+                if shape.batch != 1 || shape.causal || shape.seqlen_kv <= block_n {
+                    return Ok(None);
+                }
+                shape.seqlen_kv = (shape.seqlen_kv - 1) / block_n * block_n;
+            }
+            KernelFault::WrongMask => shape.causal = !shape.causal,
+            KernelFault::WrongLse | KernelFault::Base2Lse => {}
+        }
+        self.poison(gpu, experiment)?;
+        let p = match experiment.0.element {
+            ElementType::Bf16 => &mut self.bf16,
+            ElementType::F16 => &mut self.f16,
+        };
+        let Ok(attention) = &self.attention else {
+            bail!("{} is not loaded (no sm_90a module)", experiment.0.name);
+        };
+        attention.run(
+            gpu,
+            experiment.0,
+            &p.q,
+            &p.k,
+            &p.v,
+            &mut p.o,
+            &mut p.lse,
+            shape,
+        )?;
+        gpu.synchronize(|| format!("{} with {fault:?}", experiment.0.name))?;
+        if matches!(fault, KernelFault::WrongLse | KernelFault::Base2Lse) {
+            let mut lse = gpu.download(&p.lse, "LSE")?;
+            let middle = lse.len() / 2;
+            match fault {
+                KernelFault::WrongLse => lse[middle] += lse[middle].abs().max(1.0) / 1024.0,
+                _ => lse.iter_mut().for_each(|x| *x *= std::f32::consts::LOG2_E),
+            }
+            gpu.upload_into(&lse, &mut p.lse, 0, "a spoiled LSE")?;
+        }
+        self.check(gpu, experiment).map(Some)
+    }
+}

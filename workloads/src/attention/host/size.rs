@@ -75,7 +75,7 @@ impl FromStr for AttentionSize {
             let n: u32 = s
                 .trim()
                 .parse()
-                .map_err(|_| format!("`{s}` is not a number for {what} in `{text}` ({SYNTAX})"))?;
+                .map_err(|_| format!("`{s}` is not a number for {what} in `{text}`"))?;
             if n == 0 || n > i32::MAX as u32 {
                 return Err(format!("{what} = {n} in `{text}`: from 1 to 2^31 - 1"));
             }
@@ -83,13 +83,13 @@ impl FromStr for AttentionSize {
         };
         let fields: Vec<&str> = dims.split('x').collect();
         let [b, s, h, d] = fields[..] else {
-            return Err(format!("`{dims}` is not BxSxHxD ({SYNTAX})"));
+            return Err(format!("`{dims}` is not BxSxHxD"));
         };
         let mut size = AttentionSize {
-            batch: number("the batch", b)?,
-            seqlen_q: number("the seqlen", s)?,
+            batch: number("batch", b)?,
+            seqlen_q: number("seqlen", s)?,
             seqlen_kv: 0,
-            heads_q: number("the heads", h)?,
+            heads_q: number("heads", h)?,
             heads_kv: 0,
             head_dim: number("the head dimension", d)?,
             causal: false,
@@ -120,12 +120,15 @@ impl FromStr for AttentionSize {
                 size.heads_q, size.heads_kv
             ));
         }
-        let tokens = size.batch as u64 * size.seqlen_q.max(size.seqlen_kv) as u64;
-        let elements = tokens * size.heads_q.max(size.heads_kv) as u64 * size.head_dim as u64;
+        let elements = [
+            size.seqlen_q.max(size.seqlen_kv),
+            size.heads_q,
+            size.head_dim,
+        ]
+        .iter()
+        .fold(size.batch as u64, |n, &x| n.saturating_mul(x as u64));
         if elements >= 1 << 40 {
-            return Err(format!(
-                "`{text}` has {elements} elements per tensor: below 2^40"
-            ));
+            return Err(format!("`{text}` has more than 2^40 elements per tensor"));
         }
         Ok(size)
     }
@@ -159,7 +162,7 @@ mod tests {
         assert!(err("4x0x16x128").contains("from 1"));
         assert!(err("4x4096x16").contains("BxSxHxD"));
         assert!(err("4x4096x16x128:window=3").contains("expected kv=N"));
-        assert!(err("4xfourx16x128").contains("not a number"));
-        assert!(err("1x2147483647x2147483647x256").contains("below 2^40"));
+        assert!(err("4xfourx16x128").contains("not a number for seqlen"));
+        assert!(err("1x2147483647x2147483647x256").contains("more than 2^40"));
     }
 }
