@@ -16,12 +16,15 @@
 //!   the row seeing `n` keys (whole rows at the start of a causal sequence);
 //! - the log-sum-exp within `2^-14` of `max(1, |ref|)` per row, `-inf` exactly where the
 //!   reference has it (a row that sees no key);
-//! - small integers, exact: each query row is `8 c` and each key row `8 c'` for codes `c`,
-//!   `c'` in `{-1, 1}^d` drawn per key, the query row taking the code of one key it sees (the
-//!   last for a causal mask); V integers in [-8, 8]. Every score is an integer multiple of 64
-//!   (exact in FP32), the matching key's by at least `128` above any other's, so every other
-//!   key's weight rounds to 0 next to its 1 and O must equal that key's V bit for bit: a
-//!   dropped or stale block, a wrong head or sequence shows as a whole wrong row.
+//! - small integers, exact: each key row is `8 c` for a code `c` in `{-1, 1}^d` drawn per
+//!   pair of keys (`2p`, `2p + 1` share one), each query row `8 c` of the pair of one key it
+//!   sees (the last, for a causal mask); V integers in [-8, 8]. Every score is an integer
+//!   multiple of 64 (exact in FP32), the matching keys' at least 128 above any other's, so
+//!   every other key's weight rounds to 0 next to their 1s and O must equal the mean of the
+//!   matching keys' V that the row sees (one or two: exact in BF16 and FP16) bit for bit: a
+//!   dropped or stale block, a wrong head or sequence shows as a whole wrong row, and a causal
+//!   mask one key too wide as the half of the rows whose diagonal key is a pair's first (they
+//!   then see its partner too).
 
 use super::{
     ATTENTION_KERNELS, AttentionKernel, O_POISON, REFERENCE_THREADS, bf16_attention_reference,
@@ -218,17 +221,28 @@ pub fn generate_inputs(
             ]
         }
         Values::SmallIntegers => {
-            // One code per (batch, key, kv head); a query row takes its chosen key's.
+            // One code per (batch, pair of keys 2p and 2p + 1, kv head); a query row takes the
+            // code of its chosen key's pair.
             let (b, sq, skv) = (s.batch as usize, s.seqlen_q as usize, s.seqlen_kv as usize);
             let (hq, hkv) = (s.heads_q as usize, s.heads_kv as usize);
-            let codes: Vec<u64> = (0..b * skv * hkv * d.div_ceil(64))
+            let pairs = skv.div_ceil(2);
+            let words = d.div_ceil(64);
+            let codes: Vec<u64> = (0..b * pairs * hkv * words)
                 .map(|_| rng.r#gen::<u64>())
                 .collect();
-            let bit = |key: usize, c: usize| (codes[key * d.div_ceil(64) + c / 64] >> (c % 64)) & 1;
-            let sign = |x: u64| if x == 1 { 8.0f32 } else { -8.0 };
+            let code_of = |batch: usize, key: usize, kv_head: usize| {
+                ((batch * pairs + key / 2) * hkv + kv_head) * words
+            };
+            let sign = |word: u64, c: usize| if (word >> (c % 64)) & 1 == 1 { 8.0f32 } else { -8.0 };
+            let row = |at: usize| (0..d).map(move |c| (at, c));
             let mut k = Vec::with_capacity(b * skv * hkv * d);
-            for key in 0..b * skv * hkv {
-                k.extend((0..d).map(|c| element.round(sign(bit(key, c)))));
+            for batch in 0..b {
+                for j in 0..skv {
+                    for h in 0..hkv {
+                        let at = code_of(batch, j, h);
+                        k.extend(row(at).map(|(at, c)| element.round(sign(codes[at + c / 64], c))));
+                    }
+                }
             }
             let mut q = Vec::with_capacity(b * sq * hq * d);
             for batch in 0..b {
@@ -240,8 +254,8 @@ pub fn generate_inputs(
                         } else {
                             (i * 7919) % skv
                         };
-                        let key = (batch * skv + j) * hkv + h / (hq / hkv);
-                        q.extend((0..d).map(|c| element.round(sign(bit(key, c)))));
+                        let at = code_of(batch, j, h / (hq / hkv));
+                        q.extend(row(at).map(|(at, c)| element.round(sign(codes[at + c / 64], c))));
                     }
                 }
             }
