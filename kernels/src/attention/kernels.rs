@@ -402,10 +402,11 @@ pub(super) unsafe fn attention<
         // Q is free for the next tile's once the last scores (block 0's) are complete, when
         // O is staged apart; else once O's stores have read it.
         let mut q_read = |block: u32| {
-            if separate_o && block == 0 {
-                if let Some(stage) = q_stage.take() {
-                    q_consumer.consumer_release_held(stage, t);
-                }
+            if separate_o
+                && block == 0
+                && let Some(stage) = q_stage.take()
+            {
+                q_consumer.consumer_release_held(stage, t);
             }
         };
         // The keys this thread's two rows see (exclusive), and the fewest any row of the
@@ -522,7 +523,7 @@ pub(super) unsafe fn attention<
         // O / sum (0 for a row that saw no key) and the log-sum-exp (-inf there).
         let inverse = rows.sum.map(|l| if l > 0.0 { math::recip(l) } else { 0.0 });
         out.scale_rows(inverse);
-        if t % 4 == 0 {
+        if t.is_multiple_of(4) {
             for h in 0..2 {
                 let row = tile.m0 + row0 + top + 8 * h;
                 if row < args.seqlen_q {

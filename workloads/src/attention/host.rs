@@ -233,7 +233,13 @@ pub fn generate_inputs(
             let code_of = |batch: usize, key: usize, kv_head: usize| {
                 ((batch * pairs + key / 2) * hkv + kv_head) * words
             };
-            let sign = |word: u64, c: usize| if (word >> (c % 64)) & 1 == 1 { 8.0f32 } else { -8.0 };
+            let sign = |word: u64, c: usize| {
+                if (word >> (c % 64)) & 1 == 1 {
+                    8.0f32
+                } else {
+                    -8.0
+                }
+            };
             let row = |at: usize| (0..d).map(move |c| (at, c));
             let mut k = Vec::with_capacity(b * skv * hkv * d);
             for batch in 0..b {

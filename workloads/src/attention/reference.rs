@@ -87,18 +87,18 @@ unsafe fn reference_for<E: SixteenBit, const PER_LANE: usize>(
         } else {
             seqlen_kv as u64
         };
-        let mut qv = [0f32; PER_LANE];
-        for c in 0..PER_LANE {
-            // SAFETY: element lane + 32 c of Q's row (launch contract).
-            qv[c] = unsafe { (*q.add((q_at + lane as u64 + 32 * c as u64) as usize)).to_f32() };
-        }
+        // Element `lane + 32 c` of a row starting at `at`.
+        let element = move |at: u64, c: usize| (at + lane as u64 + 32 * c as u64) as usize;
+        // SAFETY: elements of Q's row (launch contract).
+        let qv: [f32; PER_LANE] =
+            core::array::from_fn(|c| unsafe { (*q.add(element(q_at, c))).to_f32() });
         let score = |j: u64| {
             let at = kv_row(j);
             let mut partial = 0f32;
-            for c in 0..PER_LANE {
-                // SAFETY: element lane + 32 c of K's row j < seqlen_kv.
-                let kx = unsafe { (*k.add((at + lane as u64 + 32 * c as u64) as usize)).to_f32() };
-                partial = ptx::fma_f32(qv[c], kx, partial);
+            for (c, &qx) in qv.iter().enumerate() {
+                // SAFETY: an element of K's row j < seqlen_kv.
+                let kx = unsafe { (*k.add(element(at, c))).to_f32() };
+                partial = ptx::fma_f32(qx, kx, partial);
             }
             warp_sum(partial) * scale
         };
@@ -112,19 +112,16 @@ unsafe fn reference_for<E: SixteenBit, const PER_LANE: usize>(
             let p = math::exp_accurate(score(j) - max);
             sum += p;
             let at = kv_row(j);
-            for c in 0..PER_LANE {
-                // SAFETY: element lane + 32 c of V's row j.
-                let vx = unsafe { (*v.add((at + lane as u64 + 32 * c as u64) as usize)).to_f32() };
-                acc[c] = ptx::fma_f32(p, vx, acc[c]);
+            for (c, a) in acc.iter_mut().enumerate() {
+                // SAFETY: an element of V's row j.
+                let vx = unsafe { (*v.add(element(at, c))).to_f32() };
+                *a = ptx::fma_f32(p, vx, *a);
             }
         }
-        for c in 0..PER_LANE {
-            let value = if sum > 0.0 { acc[c] / sum } else { 0.0 };
-            // SAFETY: element lane + 32 c of O's row (as many doubles as Q).
-            unsafe {
-                o.add((q_at + lane as u64 + 32 * c as u64) as usize)
-                    .write(value as f64)
-            };
+        for (c, &a) in acc.iter().enumerate() {
+            let value = if sum > 0.0 { a / sum } else { 0.0 };
+            // SAFETY: an element of O's row (as many doubles as Q).
+            unsafe { o.add(element(q_at, c)).write(value as f64) };
         }
         if lane == 0 {
             let value = if sum > 0.0 {
