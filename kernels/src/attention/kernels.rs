@@ -35,16 +35,24 @@ struct Tile {
     key_blocks: u32,
 }
 
-/// Tile `index` of the walk: head-major (the tiles of one head, whose K and V they share, run
-/// together and keep them in L2), query blocks from the last for a causal mask (the tiles
-/// with the most keys first, so the short ones fill the end of the persistent walk).
+/// Tile `index` of the walk. No mask: head-major (the tiles of one head, whose K and V they
+/// share, run together and keep them in L2). Causal: the query blocks with the most keys
+/// first, across all heads and sequences (block-major, from the last query block), so that
+/// each round of the persistent walk (one tile per block) takes tiles of about one length and
+/// the short ones fill the end. Head-major with each head's blocks reversed measured 73% of
+/// cuDNN at 16k tokens in one sequence: with 128 query blocks per head over 132 blocks, block
+/// `b` took blocks `b, b + 4, ...` of the heads in turn, the first 28 blocks the longest ones.
 #[inline(always)]
 fn tile_of(g: AttentionGeometry, args: &AttentionArgs, index: u32) -> Tile {
     // At least 1 (the launch contract): the divisions need no check.
     let m_blocks = nonzero(g.m_blocks(args.seqlen_q));
-    let (head_of_batch, i) = (index / m_blocks, index % m_blocks);
     let causal = args.causal != 0;
-    let mb = if causal { m_blocks.get() - 1 - i } else { i };
+    let (mb, head_of_batch) = if causal {
+        let heads = nonzero(args.heads_q * args.batch);
+        (m_blocks.get() - 1 - index / heads, index % heads)
+    } else {
+        (index % m_blocks, index / m_blocks)
+    };
     let m0 = mb * g.block_m();
     let all = args.seqlen_kv.div_ceil(g.block_n);
     let key_blocks = if causal {
