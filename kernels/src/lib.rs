@@ -45,3 +45,16 @@ pub mod gemm16;
 #[cfg(not(target_arch = "nvptx64"))]
 pub const MODULES: &[gpu_runtime::Module] =
     include!(concat!(env!("OUT_DIR"), "/gpu_kernels_modules.rs"));
+
+/// Why `gpu` cannot run this crate's kernels (all sm_90a: `wgmma`, `setmaxnreg`), if it cannot:
+/// one line naming `what` and the GPU's compute capability.
+#[cfg(not(target_arch = "nvptx64"))]
+fn sm90a_missing(gpu: &gpu_runtime::Gpu, what: &str) -> Option<String> {
+    let info = gpu.info();
+    (info.compute_capability != (9, 0)).then(|| {
+        format!(
+            "compute capability 9.0 is needed for {what} (wgmma, sm_90a); {} has {}.{}",
+            info.name, info.compute_capability.0, info.compute_capability.1
+        )
+    })
+}

@@ -121,13 +121,10 @@ impl Attention {
     /// Loads every kernel of [`ATTENTION_KERNELS`] for `gpu` (this crate's embedded sm_90a
     /// module, in `gpu`'s context).
     pub fn load(gpu: &Gpu) -> Result<Attention, AttentionError> {
-        let info = gpu.info();
-        if info.compute_capability != (9, 0) {
-            return Err(AttentionError::Shape(format!(
-                "the attention kernels need compute capability 9.0 (wgmma, sm_90a); {} has {}.{}",
-                info.name, info.compute_capability.0, info.compute_capability.1
-            )));
+        if let Some(why) = crate::sm90a_missing(gpu, "the attention kernels") {
+            return Err(AttentionError::Shape(why));
         }
+        let info = gpu.info();
         let library = gpu.load_library("gpu-kernels", crate::MODULES)?;
         let mut kernels = Vec::new();
         for kernel in ATTENTION_KERNELS {

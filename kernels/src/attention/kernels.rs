@@ -5,7 +5,7 @@
 
 use super::{AttentionArgs, AttentionGeometry, ROWS_PER_CONSUMER};
 use core::num::NonZeroU32;
-use gpu::layout::PipelineSharedState;
+use gpu::layout::{Mbarrier, PipelineSharedState, SharedRegion};
 use gpu::math;
 use gpu::memcpy_async::AlignedSize;
 use gpu::memcpy_async::bulk::{memcpy_async_tensor, store_async_tensor};
@@ -72,6 +72,25 @@ fn tile_of(g: AttentionGeometry, args: &AttentionArgs, index: u32) -> Tile {
         head: head_of_batch % nonzero(args.heads_q),
         batch: head_of_batch / nonzero(args.heads_q),
         key_blocks,
+    }
+}
+
+/// A bulk pipeline of `STAGES` on the mbarriers of `barriers` (`2 * STAGES`), each fill
+/// released by `consumers` warpgroups.
+///
+/// # Safety
+/// As [`BulkPipeline::init`]; `barriers` holds `2 * STAGES` mbarriers reserved for it.
+#[inline(always)]
+unsafe fn bulk_pipeline<const STAGES: usize>(
+    barriers: SharedRegion<Mbarrier>,
+    consumers: u32,
+) -> BulkPipeline<STAGES> {
+    // SAFETY: forwarded contract.
+    unsafe {
+        BulkPipeline::<STAGES>::init(
+            barriers.at(0).cast::<PipelineSharedState<STAGES>>(),
+            consumers,
+        )
     }
 }
 
@@ -297,30 +316,9 @@ pub(super) unsafe fn attention<
     // SAFETY (all three): every thread calls them; one thread produces; every consumer
     // warpgroup waits for and releases each fill once (all read the same Q and keys); the
     // layout reserves the barriers.
-    let mut q_pipeline = unsafe {
-        BulkPipeline::<1>::init(
-            shared.q_barriers.at(0).cast::<PipelineSharedState<1>>(),
-            CONSUMERS,
-        )
-    };
-    let mut k_pipeline = unsafe {
-        BulkPipeline::<STAGES>::init(
-            shared
-                .k_barriers
-                .at(0)
-                .cast::<PipelineSharedState<STAGES>>(),
-            CONSUMERS,
-        )
-    };
-    let mut v_pipeline = unsafe {
-        BulkPipeline::<STAGES>::init(
-            shared
-                .v_barriers
-                .at(0)
-                .cast::<PipelineSharedState<STAGES>>(),
-            CONSUMERS,
-        )
-    };
+    let mut q_pipeline = unsafe { bulk_pipeline::<1>(shared.q_barriers, CONSUMERS) };
+    let mut k_pipeline = unsafe { bulk_pipeline::<STAGES>(shared.k_barriers, CONSUMERS) };
+    let mut v_pipeline = unsafe { bulk_pipeline::<STAGES>(shared.v_barriers, CONSUMERS) };
     let (mut q_producer, mut q_consumer) = q_pipeline.split();
     let (mut k_producer, mut k_consumer) = k_pipeline.split();
     let (mut v_producer, mut v_consumer) = v_pipeline.split();

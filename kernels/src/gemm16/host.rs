@@ -91,13 +91,10 @@ const MAX_DIM: u32 = i32::MAX as u32;
 impl Gemm16 {
     /// Loads the kernels for `gpu` (this crate's embedded sm_90a module, in `gpu`'s context).
     pub fn load(gpu: &Gpu) -> Result<Gemm16, GemmError> {
-        let info = gpu.info();
-        if info.compute_capability != (9, 0) {
-            return Err(GemmError::Shape(format!(
-                "the 16-bit GEMM needs compute capability 9.0 (wgmma, sm_90a); {} has {}.{}",
-                info.name, info.compute_capability.0, info.compute_capability.1
-            )));
+        if let Some(why) = crate::sm90a_missing(gpu, "the 16-bit GEMM") {
+            return Err(GemmError::Shape(why));
         }
+        let info = gpu.info();
         let library = gpu.load_library("gpu-kernels", crate::MODULES)?;
         let bf16 = Kernels {
             nk: (
