@@ -110,14 +110,22 @@ fn registry_and_ptx_agree() {
     }
 }
 
-/// Kernels allowed to use local memory, and why: ptxas output on one arch only. None today
-/// (the sync GEMM's 44 / 56 spilled bytes went with A's k-major layout); a new spill anywhere
-/// fails the test below until it is understood and recorded here.
-const KNOWN_SPILLS: &[(&str, Arch, &str)] = &[];
+/// Kernels allowed to use local memory, and why: ptxas output on one arch only (the sync
+/// GEMM's 44 / 56 spilled bytes went with A's k-major layout); a new spill anywhere fails the
+/// test below until it is understood and recorded here.
+const KNOWN_SPILLS: &[(&str, Arch, &str)] = &[
+    (
+        "attention_bf16_d256",
+        Arch::Sm90a,
+        "a few addresses kept across the producer/consumer split (setmaxnreg 24 / 240), \
+         stored once and loaded once per tile; none in the key-block loop (docs/design.md)",
+    ),
+    ("attention_f16_d256", Arch::Sm90a, "as attention_bf16_d256"),
+];
 
 #[test]
 fn no_kernel_spills_or_needs_a_stack() {
-    for arch in Arch::PORTABLE {
+    for arch in Arch::ALL {
         for (name, k) in &inspection(arch).kernels {
             if KNOWN_SPILLS.iter().any(|(n, a, _)| n == name && *a == arch) {
                 continue;
