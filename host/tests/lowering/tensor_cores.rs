@@ -456,6 +456,12 @@ fn accumulator_rule(ptx: &[PtxInstr], labels: &[(usize, String)]) -> Result<Wgmm
     for region in &regions {
         // Paths from just after the commit: (instruction, groups committed since), the count
         // capped past the largest wait (7).
+        if successors[region.commit].is_empty() {
+            return Err(format!(
+                "the multiplies at {} may be in flight when the kernel returns",
+                region.mmas.start
+            ));
+        }
         let mut seen = std::collections::HashSet::new();
         let mut stack: Vec<(usize, usize, bool)> = successors[region.commit]
             .iter()
@@ -550,6 +556,48 @@ fn the_accumulator_rule_check_catches_a_touched_register() {
     assert!(accumulator_rule(&other, &[]).is_ok());
     let unwaited: Vec<PtxInstr> = good[..good.len() - 2].to_vec();
     assert!(accumulator_rule(&unwaited, &[]).is_err());
+
+    // A loop laid out with its wait first (as attention's is): the walk follows the branch
+    // back to the wait, so the loop passes; a copy of an accumulator before that wait fails.
+    let looped = |first: PtxInstr| {
+        let mut out = vec![first, instr("wgmma.wait_group.sync.aligned", "0")];
+        out.push(instr("cvt.rn.bf16x2.f32", "%r7, %r101, %r100"));
+        k_tile(&mut out);
+        out.push(instr("bra.uni", "$L__BB0_1"));
+        out
+    };
+    let labels = [(0, "$L__BB0_1".to_string())];
+    let clean = looped(instr("mov.b32", "%r5, %r6"));
+    assert!(accumulator_rule(&clean, &labels).is_ok());
+    let err = accumulator_rule(&looped(instr("mov.b32", "%r900, %r101")), &labels)
+        .err()
+        .expect("a copy before the loop's wait fails");
+    assert!(err.contains("%r101"), "{err}");
+    // In PTX order alone the region would reach the end unwaited.
+    assert!(accumulator_rule(&clean[..clean.len() - 1], &labels).is_err());
+
+    // A from registers: writing one of them while the multiply reads it fails.
+    let a_list = "{%r200, %r201, %r202, %r203}";
+    let mut with_a = vec![instr("wgmma.fence.sync.aligned", "")];
+    for _ in 0..4 {
+        with_a.push(instr(
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16",
+            &format!("{list}, {a_list}, %rd2, p, 1, 1, 0"),
+        ));
+    }
+    with_a.push(instr("wgmma.commit_group.sync.aligned", ""));
+    let mut written = with_a.clone();
+    written.push(instr("mov.b32", "%r202, 0"));
+    written.push(instr("wgmma.wait_group.sync.aligned", "0"));
+    with_a.push(instr("wgmma.wait_group.sync.aligned", "0"));
+    assert_eq!(
+        accumulator_rule(&with_a, &[]).map(|f| f.register_a).ok(),
+        Some(1)
+    );
+    let err = accumulator_rule(&written, &[])
+        .err()
+        .expect("a write of an A register in flight fails");
+    assert!(err.contains("A register %r202"), "{err}");
 }
 
 /// ptxas assembles the sm_90a module without a warning: in particular none saying that it
