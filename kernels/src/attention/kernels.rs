@@ -179,34 +179,40 @@ impl RowState {
     }
 }
 
-/// Issues `S = Q K^T` for one block of keys: this warpgroup's 64 rows of Q (`q_rows`: its
-/// first 64-column box; box `j` is `q_box_stride` bytes on) by the stage's `block_n` keys
-/// (`k_stage`, `d / 64` boxes of `BN` rows), one k-tile per 64 columns of the head.
+/// A warpgroup's 64 rows of the Q tile: its part of the first 64-column box at `at`, box `j`
+/// `box_stride` bytes on, `boxes` of them (`d / 64`).
+#[derive(Clone, Copy)]
+struct QRows {
+    at: Shared<u8>,
+    box_stride: u32,
+    boxes: u32,
+}
+
+/// Issues `S = Q K^T` for one block of keys: this warpgroup's rows of Q by the stage's
+/// `block_n` keys (`k_stage`, `d / 64` boxes of `BN` rows), one k-tile per 64 columns of the
+/// head.
 ///
 /// # Safety
 /// The whole warpgroup, converged; Q's and the stage's copies have completed (their waits
 /// observed) and nothing writes them until the returned multiplies are waited for.
 #[inline(always)]
-unsafe fn issue_scores<'a, E, const BN: u32, const SREGS: usize, H>(
+unsafe fn issue_scores<'a, E, const BN: u32, const SREGS: usize>(
     s: &'a mut Accumulator<SREGS>,
-    held: H,
-    q_rows: Shared<u8>,
-    q_box_stride: u32,
+    q: QRows,
     k_stage: Shared<u8>,
-    d_boxes: u32,
-) -> Issued<'a, Accumulator<SREGS>, H>
+) -> Issued<'a, Accumulator<SREGS>, ()>
 where
     E: SixteenBit,
     Accumulator<SREGS>: TiedAccumulator,
     Wgmma<E, BN>: WarpgroupMma<SwizzledKMajor<BN, E>, Acc = Accumulator<SREGS>>,
 {
-    let mut issued = Issued::new(s, held);
+    let mut issued = Issued::new(s, ());
     let mut j = 0;
-    while j < d_boxes {
+    while j < q.boxes {
         // SAFETY: 64 rows of a 128-byte swizzled box, 1 KiB aligned (the Q tile is, and a
         // consumer's rows start 8 KiB in), and the stage's box j; filled (contract).
         unsafe {
-            let a = SwizzledKMajor::<64, E>::descriptor(q_rows.add(j * q_box_stride), 0);
+            let a = SwizzledKMajor::<64, E>::descriptor(q.at.add(j * q.box_stride), 0);
             let b = SwizzledKMajor::<BN, E>::descriptor(k_stage.add(j * BN * 128), 0);
             issued.mma::<Wgmma<E, BN>, _>(a, b, j > 0);
         }
@@ -389,6 +395,11 @@ pub(super) unsafe fn attention<
     // This consumer's rows of each Q box (its O staging too: a swizzled 64-row box).
     let q_rows = q_tile.add(row0 * 128);
     let q_box_stride = block_m * 128;
+    let q_part = QRows {
+        at: q_rows,
+        box_stride: q_box_stride,
+        boxes: d_boxes,
+    };
     // Its O staging (laid out as Q), apart from Q or Q itself.
     let separate_o = g.separate_o();
     let o_rows = shared.o.at(0).add(row0 * 128);
@@ -453,14 +464,7 @@ pub(super) unsafe fn attention<
             turns.wait();
             let k_stage = k_consumer.consumer_wait_held();
             let issued = unsafe {
-                issue_scores::<E, BN, SREGS, _>(
-                    &mut s,
-                    (),
-                    q_rows,
-                    q_box_stride,
-                    shared.k.at(k_stage.index()),
-                    d_boxes,
-                )
+                issue_scores::<E, BN, SREGS>(&mut s, q_part, shared.k.at(k_stage.index()))
             };
             turns.done();
             unsafe { issued.wait::<0>() };
@@ -474,14 +478,7 @@ pub(super) unsafe fn attention<
                 turns.wait();
                 let k_stage = k_consumer.consumer_wait_held();
                 let scores = unsafe {
-                    issue_scores::<E, BN, SREGS, _>(
-                        &mut s,
-                        (),
-                        q_rows,
-                        q_box_stride,
-                        shared.k.at(k_stage.index()),
-                        d_boxes,
-                    )
+                    issue_scores::<E, BN, SREGS>(&mut s, q_part, shared.k.at(k_stage.index()))
                 };
                 out.scale_rows(alpha);
                 let v_stage = v_consumer.consumer_wait_held();
