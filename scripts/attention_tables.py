@@ -68,6 +68,7 @@ def main():
         ("attention_bf16_d128", "all (ping-pong, overlap, 2 consumers)"),
         ("attention_bf16_d128_no_pingpong", "no ping-pong"),
         ("attention_bf16_d128_no_overlap", "no intra-warpgroup overlap"),
+        ("attention_bf16_d128_cp_async", "cp.async instead of TMA"),
         ("attention_bf16_d128_one_consumer", "one consumer warpgroup"),
     ]
     d128 = [(s, size) for (d, c), cells in sorted(sweep.items()) if d == 128 for s, size in cells]

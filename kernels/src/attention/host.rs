@@ -2,7 +2,7 @@
 //! open GPU and runs the caller's buffers, the shape checked first (a clear
 //! [`AttentionError`], never a launch that reads or writes past a buffer).
 
-use super::{ATTENTION_KERNELS, AttentionArgs, AttentionKernel, AttentionParams};
+use super::{ATTENTION_KERNELS, AttentionArgs, AttentionKernel, AttentionParams, AttentionSources};
 use crate::gemm16::ElementType;
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{self, Swizzle, TensorMapBuilder, TensorMapError, TensorMaps};
@@ -12,6 +12,14 @@ impl Param for AttentionArgs {
     type Arg<'a> = AttentionArgs;
     fn kernel_arg(arg: &AttentionArgs, _: &Gpu) -> KernelArg {
         // SAFETY: `repr(C)`, seven 4-byte numbers, the kernels' declared parameter.
+        KernelArg::Struct(unsafe { StructArg::new(arg) })
+    }
+}
+
+impl Param for AttentionSources {
+    type Arg<'a> = AttentionSources;
+    fn kernel_arg(arg: &AttentionSources, _: &Gpu) -> KernelArg {
+        // SAFETY: `repr(C)`, three 8-byte addresses, the kernels' declared parameter.
         KernelArg::Struct(unsafe { StructArg::new(arg) })
     }
 }
@@ -223,8 +231,14 @@ impl Attention {
         let k_map = map(k, shape.seqlen_kv, shape.heads_kv, g.k_box())?;
         let v_map = map(v, shape.seqlen_kv, shape.heads_kv, g.v_box())?;
         let o_map = map(o, shape.seqlen_q, shape.heads_q, g.o_box())?;
+        let sources = AttentionSources {
+            q: gpu.address(q),
+            k: gpu.address(k),
+            v: gpu.address(v),
+        };
         // SAFETY: the maps describe Q, K, V and O of the kernel's element, inside their
-        // buffers (checked), with the geometry's boxes, 128-byte swizzle and zero fill; `lse`
+        // buffers (checked), with the geometry's boxes, 128-byte swizzle and zero fill, and
+        // `sources` where the first three start; `lse`
         // holds batch * heads_q * seqlen_q floats (checked); every size is at least 1 and
         // heads_q a multiple of heads_kv (checked); a 1-D grid of the geometry's threads and
         // shared memory: the kernels' launch contract.
@@ -232,7 +246,7 @@ impl Attention {
             entry.launch(
                 gpu,
                 config,
-                (&q_map, &k_map, &v_map, &o_map, lse, shape.args()),
+                (&q_map, &k_map, &v_map, &o_map, lse, shape.args(), sources),
             )?
         };
         Ok(())

@@ -3,24 +3,18 @@
 
 #![cfg(target_feature = "sm_90a")]
 
-use super::{AttentionArgs, AttentionGeometry, ROWS_PER_CONSUMER};
+use super::loads::{Loads, Operand};
+use super::{AttentionArgs, AttentionGeometry, AttentionSources, ROWS_PER_CONSUMER};
 use core::num::NonZeroU32;
-use gpu::layout::{Mbarrier, PipelineSharedState, SharedRegion};
 use gpu::math;
-use gpu::memcpy_async::AlignedSize;
-use gpu::memcpy_async::bulk::{memcpy_async_tensor, store_async_tensor};
-use gpu::pipeline::{BulkPipeline, GroupConsumer, Producer};
+use gpu::memcpy_async::bulk::store_async_tensor;
+use gpu::pipeline::{GroupConsumer, HeldStage, Producer};
 use gpu::ptx::{self, Shared, TensorMapRef};
 use gpu::schedule::{GridStride, TileSchedule};
 use gpu::wgmma::{
     AFragment, Accumulator, Issued, SixteenBit, SwizzledKMajor, SwizzledMnMajor, TiedAccumulator,
     WARPGROUP_THREADS, WarpgroupMma, Wgmma, x4_lane_row,
 };
-
-/// Registers per thread of the producer warpgroup after `setmaxnreg.dec`, and of each consumer
-/// after `setmaxnreg.inc`: `(24 + 2 * 240) * 128 = 64512` of the SM's 65536.
-const PRODUCER_REGS: u32 = 24;
-const CONSUMER_REGS: u32 = 240;
 
 /// `ln 2`: the log-sum-exp is kept in base 2 and written in base e.
 const LN_2: f32 = core::f32::consts::LN_2;
@@ -75,23 +69,15 @@ fn tile_of(g: AttentionGeometry, args: &AttentionArgs, index: u32) -> Tile {
     }
 }
 
-/// A bulk pipeline of `STAGES` on the mbarriers of `barriers` (`2 * STAGES`), each fill
-/// released by `consumers` warpgroups.
-///
-/// # Safety
-/// As [`BulkPipeline::init`]; `barriers` holds `2 * STAGES` mbarriers reserved for it.
+/// The consumer's next stage, once filled, fenced for `wgmma`'s reads (the async proxy)
+/// where the copies wrote it through the generic proxy (`cp.async`).
 #[inline(always)]
-unsafe fn bulk_pipeline<const STAGES: usize>(
-    barriers: SharedRegion<Mbarrier>,
-    consumers: u32,
-) -> BulkPipeline<STAGES> {
-    // SAFETY: forwarded contract.
-    unsafe {
-        BulkPipeline::<STAGES>::init(
-            barriers.at(0).cast::<PipelineSharedState<STAGES>>(),
-            consumers,
-        )
+fn wait_filled<L: Loads, C: GroupConsumer>(consumer: &mut C) -> HeldStage {
+    let stage = consumer.consumer_wait_held();
+    if L::GENERIC_PROXY {
+        ptx::fence_proxy_async_shared();
     }
+    stage
 }
 
 /// `x` as a divisor: at least 1.
@@ -280,6 +266,7 @@ fn to_fragments<E: SixteenBit, const SREGS: usize, const PF: usize>(
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn attention<
     E,
+    L: Loads,
     const D: u32,
     const BN: u32,
     const SREGS: usize,
@@ -292,12 +279,11 @@ pub(super) unsafe fn attention<
     const OVERLAP: bool,
 >(
     g: AttentionGeometry,
-    q: TensorMapRef,
-    k: TensorMapRef,
-    v: TensorMapRef,
+    maps: [TensorMapRef; 3],
     o: TensorMapRef,
     lse: *mut f32,
     args: AttentionArgs,
+    sources: AttentionSources,
 ) where
     E: SixteenBit,
     Accumulator<SREGS>: TiedAccumulator,
@@ -322,73 +308,95 @@ pub(super) unsafe fn attention<
     // SAFETY (all three): every thread calls them; one thread produces; every consumer
     // warpgroup waits for and releases each fill once (all read the same Q and keys); the
     // layout reserves the barriers.
-    let mut q_pipeline = unsafe { bulk_pipeline::<1>(shared.q_barriers, CONSUMERS) };
-    let mut k_pipeline = unsafe { bulk_pipeline::<STAGES>(shared.k_barriers, CONSUMERS) };
-    let mut v_pipeline = unsafe { bulk_pipeline::<STAGES>(shared.v_barriers, CONSUMERS) };
+    let mut q_pipeline = unsafe { L::pipeline::<1>(shared.q_barriers, CONSUMERS) };
+    let mut k_pipeline = unsafe { L::pipeline::<STAGES>(shared.k_barriers, CONSUMERS) };
+    let mut v_pipeline = unsafe { L::pipeline::<STAGES>(shared.v_barriers, CONSUMERS) };
     let (mut q_producer, mut q_consumer) = q_pipeline.split();
     let (mut k_producer, mut k_consumer) = k_pipeline.split();
     let (mut v_producer, mut v_consumer) = v_pipeline.split();
-    let group = nonzero(args.heads_q / nonzero(args.heads_kv));
 
     if warpgroup == 0 {
-        // SAFETY: the whole warpgroup, converged; its one thread below needs few registers.
-        unsafe { ptx::setmaxnreg_dec::<PRODUCER_REGS>() };
-        if thread < 32 && ptx::elect_one() {
-            ptx::prefetch_tensormap(q);
-            ptx::prefetch_tensormap(k);
-            ptx::prefetch_tensormap(v);
-            let (q_box, k_box, v_box) = (
-                AlignedSize::<16>::of(block_m * 128),
-                AlignedSize::<16>::of(BN * 128),
-                AlignedSize::<16>::of(64 * 128),
-            );
-            let mut walk = GridStride::this_block(tiles);
-            while let Some(index) = walk.next() {
-                let tile = tile_of(g, &args, index);
-                let (head, batch) = (tile.head as i32, tile.batch as i32);
-                let kv_head = (tile.head / group) as i32;
-                // SAFETY (all copies): the stage is free (acquired); the maps describe Q, K
-                // and V with these boxes and 128-byte swizzle (launch contract); every
-                // destination is a 1 KiB aligned box of the stage; its full phase expects
-                // this thread's commit.
-                let stage = q_producer.producer_acquire();
+        // SAFETY: the whole warpgroup, converged; its copies need few registers.
+        unsafe { L::producer_registers() };
+        let Some(loads) = L::for_thread(thread, g, maps, sources, &args) else {
+            return;
+        };
+        let group = nonzero(args.heads_q / nonzero(args.heads_kv));
+        let mut walk = GridStride::this_block(tiles);
+        while let Some(index) = walk.next() {
+            let tile = tile_of(g, &args, index);
+            let kv_head = tile.head / group;
+            // SAFETY (all copies): the stage is free (acquired); every destination is a 1 KiB
+            // aligned box of the stage's buffer; the coordinates are inside the tensors but
+            // for rows past a sequence's end (launch contract); the stage's full phase expects
+            // these copies and this thread's commit.
+            let stage = q_producer.producer_acquire();
+            for j in 0..d_boxes {
+                let dst = q_tile.add(j * block_m * 128);
+                let (col, m0) = (64 * j, tile.m0);
+                unsafe {
+                    loads.copy_box(
+                        Operand::Q,
+                        dst,
+                        col,
+                        tile.head,
+                        m0,
+                        tile.batch,
+                        block_m,
+                        &stage,
+                    )
+                };
+            }
+            stage.producer_commit();
+            for block in (0..tile.key_blocks).rev() {
+                let kv0 = block * BN;
+                let stage = k_producer.producer_acquire();
+                let k_stage = shared.k.at(stage.index());
                 for j in 0..d_boxes {
-                    let at = [64 * j as i32, head, tile.m0 as i32, batch];
+                    let dst = k_stage.add(j * BN * 128);
                     unsafe {
-                        memcpy_async_tensor(q_tile.add(j * block_m * 128), q, at, q_box, &stage)
+                        loads.copy_box(
+                            Operand::K,
+                            dst,
+                            64 * j,
+                            kv_head,
+                            kv0,
+                            tile.batch,
+                            BN,
+                            &stage,
+                        )
                     };
                 }
                 stage.producer_commit();
-                for block in (0..tile.key_blocks).rev() {
-                    let kv0 = (block * BN) as i32;
-                    let stage = k_producer.producer_acquire();
-                    let k_stage = shared.k.at(stage.index());
+                let stage = v_producer.producer_acquire();
+                let v_stage = shared.v.at(stage.index());
+                for kt in 0..BN / 64 {
                     for j in 0..d_boxes {
-                        let at = [64 * j as i32, kv_head, kv0, batch];
+                        let dst =
+                            v_stage.add(kt * D * 128 + j * SwizzledMnMajor::<D, E>::BOX_BYTES);
+                        let row = kv0 + 64 * kt;
                         unsafe {
-                            memcpy_async_tensor(k_stage.add(j * BN * 128), k, at, k_box, &stage)
+                            loads.copy_box(
+                                Operand::V,
+                                dst,
+                                64 * j,
+                                kv_head,
+                                row,
+                                tile.batch,
+                                64,
+                                &stage,
+                            )
                         };
                     }
-                    stage.producer_commit();
-                    let stage = v_producer.producer_acquire();
-                    let v_stage = shared.v.at(stage.index());
-                    for kt in 0..BN / 64 {
-                        for j in 0..d_boxes {
-                            let at = [64 * j as i32, kv_head, kv0 + 64 * kt as i32, batch];
-                            let dst =
-                                v_stage.add(kt * D * 128 + j * SwizzledMnMajor::<D, E>::BOX_BYTES);
-                            unsafe { memcpy_async_tensor(dst, v, at, v_box, &stage) };
-                        }
-                    }
-                    stage.producer_commit();
                 }
+                stage.producer_commit();
             }
         }
         return;
     }
 
     // SAFETY: the whole warpgroup, converged; the producer gave these registers back.
-    unsafe { ptx::setmaxnreg_inc::<CONSUMER_REGS>() };
+    unsafe { L::consumer_registers() };
     let consumer = warpgroup - 1;
     let t = thread % WARPGROUP_THREADS;
     let row0 = ROWS_PER_CONSUMER * consumer;
@@ -402,6 +410,12 @@ pub(super) unsafe fn attention<
     };
     // Its O staging (laid out as Q), apart from Q or Q itself.
     let separate_o = g.separate_o();
+    // Boxes of O staged per round: all of them in Q's buffer.
+    let o_boxes = if separate_o {
+        g.o_staging_boxes()
+    } else {
+        d_boxes
+    };
     let o_rows = shared.o.at(0).add(row0 * 128);
     let (top, _) = Accumulator::<SREGS>::position(t, 0);
     let scale = args.scale_log2;
@@ -415,7 +429,7 @@ pub(super) unsafe fn attention<
     let mut walk = GridStride::this_block(tiles);
     while let Some(index) = walk.next() {
         let tile = tile_of(g, &args, index);
-        let mut q_stage = Some(q_consumer.consumer_wait_held());
+        let mut q_stage = Some(wait_filled::<L, _>(&mut q_consumer));
         // Q is free for the next tile's once the last scores (block 0's) are complete, when
         // O is staged apart; else once O's stores have read it.
         let mut q_read = |block: u32| {
@@ -462,7 +476,7 @@ pub(super) unsafe fn attention<
             // k-tiles for the scores); both warpgroups take `key_blocks + 1` turns.
             let block = tile.key_blocks - 1;
             turns.wait();
-            let k_stage = k_consumer.consumer_wait_held();
+            let k_stage = wait_filled::<L, _>(&mut k_consumer);
             let issued = unsafe {
                 issue_scores::<E, BN, SREGS>(&mut s, q_part, shared.k.at(k_stage.index()))
             };
@@ -476,12 +490,12 @@ pub(super) unsafe fn attention<
             // Each earlier block: its scores issued with the later block's P V.
             for block in (0..tile.key_blocks - 1).rev() {
                 turns.wait();
-                let k_stage = k_consumer.consumer_wait_held();
+                let k_stage = wait_filled::<L, _>(&mut k_consumer);
                 let scores = unsafe {
                     issue_scores::<E, BN, SREGS>(&mut s, q_part, shared.k.at(k_stage.index()))
                 };
                 out.scale_rows(alpha);
-                let v_stage = v_consumer.consumer_wait_held();
+                let v_stage = wait_filled::<L, _>(&mut v_consumer);
                 let values = unsafe {
                     issue_values::<E, D, OREGS, PF, _>(
                         &mut out,
@@ -514,7 +528,7 @@ pub(super) unsafe fn attention<
             // The first block's P V.
             out.scale_rows(alpha);
             turns.wait();
-            let v_stage = v_consumer.consumer_wait_held();
+            let v_stage = wait_filled::<L, _>(&mut v_consumer);
             let values = unsafe {
                 issue_values::<E, D, OREGS, PF, _>(&mut out, &p, (), shared.v.at(v_stage.index()))
             };
@@ -546,43 +560,49 @@ pub(super) unsafe fn attention<
             }
         }
         // Stage O in this warpgroup's rows of the staging (in Q's buffer: its multiplies are
-        // complete, none reads Q any more; apart: once the last tile's stores have read it),
-        // one swizzled 64 x 64 box per 64 columns, and store it.
-        if separate_o {
-            if t == 0 {
-                ptx::bulk_wait_group_read::<0>();
-            }
-            warpgroup_barrier(consumer);
-        }
+        // complete, none reads Q any more; apart: once the last round's stores have read it),
+        // one swizzled 64 x 64 box per 64 columns, `o_boxes` boxes a round, and store them.
         let (lane_row, lane_col) = x4_lane_row(t % 32);
         let row = 16 * (t / 32) + lane_row;
-        for c in 0..OREGS / 8 {
-            let col = 16 * c as u32 + lane_col;
-            let at = o_rows.add(
-                (col / 64) * q_box_stride + SwizzledKMajor::<64, E>::byte_offset(row, col % 64),
-            );
-            // SAFETY: a 16-byte row of one 8 x 8 matrix inside this warpgroup's rows of box
-            // col / 64, each lane's its own; converged.
-            unsafe { ptx::stmatrix_x4(at.cast(), out.pack_x4::<E>(c)) };
-        }
-        ptx::fence_proxy_async_shared();
-        warpgroup_barrier(consumer);
-        if t == 0 {
-            for j in 0..d_boxes {
-                let at = [
-                    64 * j as i32,
-                    tile.head as i32,
-                    first_row,
-                    tile.batch as i32,
-                ];
-                // SAFETY: the box is staged (barrier above, fenced for the copy engine); the
-                // map is O's (contract); the copy engine clips it at the sequence's end.
-                unsafe { store_async_tensor(o, at, o_rows.add(j * q_box_stride)) };
+        // 16 columns per `stmatrix`.
+        let per_round = 4 * o_boxes;
+        for round in 0..d_boxes / o_boxes {
+            if separate_o {
+                if t == 0 {
+                    ptx::bulk_wait_group_read::<0>();
+                }
+                warpgroup_barrier(consumer);
             }
-            ptx::bulk_commit_group();
-            if !separate_o {
-                // The next tile's Q may land here only once the stores have read it.
-                ptx::bulk_wait_group_read::<0>();
+            for c in per_round * round..per_round * (round + 1) {
+                let col = 16 * c + lane_col;
+                let staged_box = col / 64 - o_boxes * round;
+                let at = o_rows.add(
+                    staged_box * q_box_stride + SwizzledKMajor::<64, E>::byte_offset(row, col % 64),
+                );
+                // SAFETY: a 16-byte row of one 8 x 8 matrix inside this warpgroup's rows of a
+                // staged box, each lane's its own; converged.
+                unsafe { ptx::stmatrix_x4(at.cast(), out.pack_x4::<E>(c as usize)) };
+            }
+            ptx::fence_proxy_async_shared();
+            warpgroup_barrier(consumer);
+            if t == 0 {
+                for j in 0..o_boxes {
+                    let at = [
+                        64 * (o_boxes * round + j) as i32,
+                        tile.head as i32,
+                        first_row,
+                        tile.batch as i32,
+                    ];
+                    // SAFETY: the box is staged (barrier above, fenced for the copy engine);
+                    // the map is O's (contract); the copy engine clips it at the sequence's
+                    // end.
+                    unsafe { store_async_tensor(o, at, o_rows.add(j * q_box_stride)) };
+                }
+                ptx::bulk_commit_group();
+                if !separate_o {
+                    // The next tile's Q may land here only once the stores have read it.
+                    ptx::bulk_wait_group_read::<0>();
+                }
             }
         }
         if let Some(stage) = q_stage.take() {

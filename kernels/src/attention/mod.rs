@@ -30,6 +30,8 @@
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
+#[cfg(target_arch = "nvptx64")]
+mod loads;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;
@@ -66,6 +68,19 @@ pub struct AttentionArgs {
     pub causal: u32,
     /// The softmax scale times `log2(e)`: the kernels exponentiate with `exp2`.
     pub scale_log2: f32,
+}
+
+/// Where Q, K and V start (device addresses): the kernel that copies them with `cp.async`
+/// reads them directly (the others through the tensor maps, which hold the same addresses).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttentionSources {
+    /// Q's first element.
+    pub q: u64,
+    /// K's first element.
+    pub k: u64,
+    /// V's first element.
+    pub v: u64,
 }
 
 /// A kernel's block geometry: head dimension, keys per block, stages of the K and V
@@ -128,25 +143,41 @@ impl AttentionGeometry {
         [64, 1, ROWS_PER_CONSUMER, 1]
     }
 
-    /// Whether O is staged apart from Q (so that the next tile's Q loads while this one's
-    /// last multiplies and its store run): where both fit, else O is staged in Q's buffer.
+    /// 64-column boxes of O that the staging apart from Q holds (each for every consumer's
+    /// rows), so that the next tile's Q loads while this one's last multiplies and its
+    /// stores run: all `d / 64` where they fit beside Q, else the most that do (O then goes
+    /// out in rounds of that many boxes, each waiting for the last round's stores to have
+    /// read the staging), 0 where none fits (O is staged in Q's buffer).
+    pub const fn o_staging_boxes(self) -> u32 {
+        let mut boxes = self.d_boxes();
+        while boxes > 0 {
+            if self.d_boxes().is_multiple_of(boxes) && self.carve(boxes).bytes <= MAX_SHARED_BYTES {
+                return boxes;
+            }
+            boxes -= 1;
+        }
+        0
+    }
+
+    /// Whether O is staged apart from Q ([`AttentionGeometry::o_staging_boxes`]).
     pub const fn separate_o(self) -> bool {
-        self.carve(true).bytes <= MAX_SHARED_BYTES
+        self.o_staging_boxes() > 0
     }
 
     /// The block's dynamic shared memory, carved once ([`AttentionShared`]).
     pub const fn shared(self) -> AttentionShared {
-        self.carve(self.separate_o())
+        self.carve(self.o_staging_boxes())
     }
 
-    const fn carve(self, separate_o: bool) -> AttentionShared {
+    /// The carving with `o_boxes` boxes of O staging apart from Q (0: in Q's buffer).
+    const fn carve(self, o_boxes: u32) -> AttentionShared {
         let layout = SharedLayout::EMPTY;
         // 128-byte swizzled tiles: 1 KiB aligned.
         let (layout, q) = layout.region::<u8>(1, self.q_bytes(), 1024);
         let (layout, k) = layout.region::<u8>(self.stages, self.kv_stage_bytes(), 1024);
         let (layout, v) = layout.region::<u8>(self.stages, self.kv_stage_bytes(), 1024);
-        let (layout, o) = if separate_o {
-            layout.region::<u8>(1, self.q_bytes(), 1024)
+        let (layout, o) = if o_boxes > 0 {
+            layout.region::<u8>(1, o_boxes * self.block_m() * 128, 1024)
         } else {
             (layout, q)
         };
@@ -177,7 +208,8 @@ pub struct AttentionShared {
     /// The Q tile.
     pub q: SharedRegion<u8>,
     /// The O staging, laid out as Q (each consumer's rows of each 64-column box): apart from
-    /// Q where both fit ([`AttentionGeometry::separate_o`]), else Q's buffer itself.
+    /// Q, [`AttentionGeometry::o_staging_boxes`] boxes, where they fit, else Q's buffer
+    /// itself.
     pub o: SharedRegion<u8>,
     /// The K stages.
     pub k: SharedRegion<u8>,
@@ -199,7 +231,7 @@ pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 /// The parameters of every attention kernel: tensor maps of Q, K, V (loads, zero fill) and O
 /// (stores), 128-byte swizzle, dimensions innermost first `(d, heads, seqlen, batch)`, boxes
 /// [`AttentionGeometry::q_box`], `k_box`, `v_box`, `o_box`; the log-sum-exp, `batch x heads_q
-/// x seqlen_q` FP32; the problem.
+/// x seqlen_q` FP32; the problem; the tensors' addresses (for `cp.async`).
 pub type AttentionParams = (
     TensorMap,
     TensorMap,
@@ -207,6 +239,7 @@ pub type AttentionParams = (
     TensorMap,
     *mut f32,
     AttentionArgs,
+    AttentionSources,
 );
 
 /// What a kernel does beyond the plain wgmma + TMA kernel: the techniques the ablation
@@ -219,6 +252,18 @@ pub struct Techniques {
     /// A warpgroup issues the next block's `Q K^T` with this block's `P V` and does the
     /// softmax while the latter runs.
     pub overlap: bool,
+    /// How Q, K and V reach shared memory.
+    pub loads: LoadKind,
+}
+
+/// How the producer warpgroup fills the Q, K and V stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LoadKind {
+    /// Tensor copies (TMA) issued by one thread; their bytes complete the stage.
+    Tma,
+    /// `cp.async` of 16 bytes by each of the warpgroup's 128 threads, into the same swizzled
+    /// layout; each thread's copies arrive on the stage when they land.
+    CpAsync,
 }
 
 /// One kernel: its entry point, element, geometry and techniques.
@@ -246,13 +291,14 @@ impl AttentionKernel {
                 && k.geometry.consumers == 2
                 && k.techniques.pingpong
                 && k.techniques.overlap
+                && k.techniques.loads == LoadKind::Tma
         })
     }
 }
 
 /// The kernel table: one line per kernel with named fields — `element` of Q, K, V and O, `d`
 /// (head dimension), `block_n` (keys per block), `stages` (of K and of V), `consumers`
-/// (warpgroups), `pingpong` and `overlap` ([`Techniques`]). It declares each entry point
+/// (warpgroups), `pingpong`, `overlap` and `loads` ([`Techniques`]). It declares each entry point
 /// ([`gpu::kernel!`]) and [`ATTENTION_KERNELS`], the table the host reads.
 macro_rules! attention_kernels {
     ($(
@@ -263,7 +309,8 @@ macro_rules! attention_kernels {
             stages: $stages:literal,
             consumers: $consumers:literal,
             pingpong: $pingpong:literal,
-            overlap: $overlap:literal $(,)?
+            overlap: $overlap:literal,
+            loads: $loads:ident $(,)?
         }
     )*) => {
         $(
@@ -276,7 +323,7 @@ macro_rules! attention_kernels {
                 /// [`AttentionParams`] says, of this element, their dimensions `args`'; `lse`
                 /// holds `batch * heads_q * seqlen_q` floats; every size in `args` at least 1,
                 /// `heads_q` a multiple of `heads_kv`.
-                pub fn $name(q: TensorMap, k: TensorMap, v: TensorMap, o: TensorMap, lse: *mut f32, args: AttentionArgs)
+                pub fn $name(q: TensorMap, k: TensorMap, v: TensorMap, o: TensorMap, lse: *mut f32, args: AttentionArgs, sources: AttentionSources)
                     [max_threads = { WARPGROUP_THREADS * (1 + $consumers) }]
                     [device if target_feature = "sm_90a"]
                 {
@@ -292,8 +339,8 @@ macro_rules! attention_kernels {
                     };
                     // SAFETY: forwarded launch contract.
                     unsafe {
-                        kernels::attention::<$e, $d, $bn, { $bn / 2 }, { $d / 2 }, { $bn / 64 }, { $bn / 64 },
-                            $stages, $consumers, $pingpong, $overlap>(G, q, k, v, o, lse, args)
+                        kernels::attention::<$e, loads::$loads, $d, $bn, { $bn / 2 }, { $d / 2 }, { $bn / 64 }, { $bn / 64 },
+                            $stages, $consumers, $pingpong, $overlap>(G, [q, k, v], o, lse, args, sources)
                     }
                 }
             }
@@ -310,7 +357,7 @@ macro_rules! attention_kernels {
                     stages: $stages,
                     consumers: $consumers,
                 },
-                techniques: Techniques { pingpong: $pingpong, overlap: $overlap },
+                techniques: Techniques { pingpong: $pingpong, overlap: $overlap, loads: LoadKind::$loads },
                 entry: $name,
             },
         )*];
@@ -318,13 +365,14 @@ macro_rules! attention_kernels {
 }
 
 attention_kernels! {
-    attention_bf16_d64 { element: Bf16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true }
-    attention_bf16_d128 { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true }
-    attention_bf16_d256 { element: Bf16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true }
-    attention_f16_d64 { element: F16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true }
-    attention_f16_d128 { element: F16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true }
-    attention_f16_d256 { element: F16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true }
-    attention_bf16_d128_no_pingpong { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: false, overlap: true }
-    attention_bf16_d128_no_overlap { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: false }
-    attention_bf16_d128_one_consumer { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 1, pingpong: false, overlap: true }
+    attention_bf16_d64 { element: Bf16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true, loads: Tma }
+    attention_bf16_d128 { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
+    attention_bf16_d256 { element: Bf16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
+    attention_f16_d64 { element: F16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true, loads: Tma }
+    attention_f16_d128 { element: F16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
+    attention_f16_d256 { element: F16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
+    attention_bf16_d128_no_pingpong { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: false, overlap: true, loads: Tma }
+    attention_bf16_d128_no_overlap { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: false, loads: Tma }
+    attention_bf16_d128_cp_async { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: CpAsync }
+    attention_bf16_d128_one_consumer { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 1, pingpong: false, overlap: true, loads: Tma }
 }

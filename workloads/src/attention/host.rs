@@ -27,8 +27,8 @@
 //!   then see its partner too).
 
 use super::{
-    ATTENTION_KERNELS, AttentionKernel, O_POISON, REFERENCE_THREADS, bf16_attention_reference,
-    f16_attention_reference,
+    ATTENTION_KERNELS, AttentionKernel, LoadKind, O_POISON, REFERENCE_THREADS,
+    bf16_attention_reference, f16_attention_reference,
 };
 use crate::bf16_gemm::{ElementType, bf16_widen, f16_widen};
 use crate::verify::host::Reference;
@@ -64,6 +64,9 @@ impl AttentionExperiment {
     /// What it leaves out, for its summary and style.
     fn label(&self) -> &'static str {
         let t = self.0.techniques;
+        if t.loads == LoadKind::CpAsync {
+            return "cp_async";
+        }
         match (self.0.geometry.consumers, t.pingpong, t.overlap) {
             (2, true, true) => "pingpong_overlap",
             (2, false, true) => "no_pingpong",
@@ -103,6 +106,9 @@ impl Experiment for AttentionExperiment {
                 "as the full kernel, each warpgroup waiting for its multiplies before the softmax"
             }
             "one_consumer" => "as the full kernel, one consumer warpgroup (64 query rows per tile)",
+            "cp_async" => {
+                "as the full kernel, Q, K and V copied by the producer warpgroup's cp.async, not TMA"
+            }
             _ => "an attention kernel",
         }
     }
