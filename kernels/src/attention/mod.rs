@@ -21,9 +21,12 @@
 //!   so the softmax of one runs while the other multiplies (`overlap`); between the two
 //!   warpgroups, an ordered barrier lets one issue while the other does its softmax
 //!   (`pingpong`);
-//! - the epilogue divides O by the row sums, stages it in the tile's Q buffer (swizzled, as
-//!   the loads are) and writes it with tensor stores (clipped at the sequence's end); the
-//!   log-sum-exp goes straight from registers.
+//! - the epilogue divides O by the row sums, stages it apart from Q where it fits (in rounds
+//!   of 64-column boxes at `d = 256`; else in Q's buffer), swizzled as the loads are, and
+//!   writes it with tensor stores (clipped at the sequence's end); the log-sum-exp goes
+//!   straight from registers;
+//! - the ablation's `cp.async` kernel copies Q, K and V with the producer warpgroup's 128
+//!   threads instead of TMA (`loads`).
 //!
 //! [`ATTENTION_KERNELS`] lists every kernel; `attention_kernels!` declares each once, for the
 //! device and the host. [`Attention`] is the host API.
