@@ -94,6 +94,24 @@ pub(super) trait Loads: Sized {
     );
 }
 
+/// [`Loads::producer_registers`] and [`Loads::consumer_registers`] for a split of `producer`
+/// and `consumer` registers per thread (`setmaxnreg` takes them as immediates).
+macro_rules! register_split {
+    ($producer:literal, $consumer:literal) => {
+        #[inline(always)]
+        unsafe fn producer_registers() {
+            // SAFETY: forwarded contract.
+            unsafe { ptx::setmaxnreg_dec::<$producer>() }
+        }
+
+        #[inline(always)]
+        unsafe fn consumer_registers() {
+            // SAFETY: forwarded contract.
+            unsafe { ptx::setmaxnreg_inc::<$consumer>() }
+        }
+    };
+}
+
 /// Tensor copies (TMA) of 4-D maps `(d, heads, seqlen, batch)`, issued by one elected thread
 /// of the warpgroup's first warp; their bytes complete the stage.
 pub(super) struct Tma {
@@ -105,17 +123,7 @@ impl Loads for Tma {
     const GENERIC_PROXY: bool = false;
 
     // One thread's copies: `(24 + 2 * 240) * 128 = 64512`.
-    #[inline(always)]
-    unsafe fn producer_registers() {
-        // SAFETY: forwarded contract.
-        unsafe { ptx::setmaxnreg_dec::<24>() }
-    }
-
-    #[inline(always)]
-    unsafe fn consumer_registers() {
-        // SAFETY: forwarded contract.
-        unsafe { ptx::setmaxnreg_inc::<240>() }
-    }
+    register_split!(24, 240);
 
     #[inline(always)]
     fn for_thread(
@@ -186,17 +194,7 @@ impl Loads for CpAsync {
     const GENERIC_PROXY: bool = true;
 
     // Every thread walks its copies: 24 and 40 spill; `(56 + 2 * 224) * 128 = 64512`, and the d = 128 consumers fit 224 without spilling.
-    #[inline(always)]
-    unsafe fn producer_registers() {
-        // SAFETY: forwarded contract.
-        unsafe { ptx::setmaxnreg_dec::<56>() }
-    }
-
-    #[inline(always)]
-    unsafe fn consumer_registers() {
-        // SAFETY: forwarded contract.
-        unsafe { ptx::setmaxnreg_inc::<224>() }
-    }
+    register_split!(56, 224);
 
     #[inline(always)]
     fn for_thread(
