@@ -4,7 +4,7 @@ attention --json OURS` and `scripts/attention_sdpa.py --json SDPA` on the same s
 
     python3 scripts/attention_tables.py OURS.json SDPA.json --svg docs/attention-h200.svg
 
-Prints, in Markdown: the sweep (our BF16 kernel, cuDNN, the FlashAttention-2 backend, ours as %
+Prints, in Markdown: the sweep (our BF16 kernel as `Attention::forward` picks it, cuDNN, the FlashAttention-2 backend, ours as %
 of cuDNN) per head dimension and mask over the sequence lengths; the ablation (each technique
 switched off, d = 128); and every other size measured (GQA, ragged lengths). The SVG draws our
 kernel and cuDNN against the sequence length, one panel per head dimension and mask.
@@ -19,6 +19,16 @@ SIZE = re.compile(r"^(\d+)x(\d+)x(\d+)x(\d+)(.*)$")
 def parse(size):
     b, s, h, d, rest = SIZE.match(size).groups()
     return int(b), int(s), int(h), int(d), rest
+
+
+def dispatched(d, seqlen_q, causal, element="bf16"):
+    """The kernel `Attention::forward` runs (mirrors `AttentionKernel::for_shape` in
+    kernels/src/attention/host.rs, whose unit test pins the rule): at d = 64 the two-consumer
+    kernel for causal masks up to 2048 query rows and for at most 128 query rows."""
+    name = f"attention_{element}_d{d}"
+    if d == 64 and (seqlen_q <= 128 or (causal and seqlen_q <= 2048)):
+        name += "_two_consumers"
+    return name
 
 
 def main():
@@ -51,9 +61,8 @@ def main():
     print("|---|---|---|" + "---|" * len(next(iter(sweep.values()))))
     panels = []
     for (d, causal), cells in sorted(sweep.items()):
-        kernel = f"attention_bf16_d{d}"
         mask = "causal" if causal else "none"
-        ours_row = [rates.get((size, kernel)) for _, size in cells]
+        ours_row = [rates.get((size, dispatched(d, s, causal))) for s, size in cells]
         cudnn = [peer(size, "cudnn") for _, size in cells]
         fa2 = [peer(size, "flash2") for _, size in cells]
         fmt = lambda xs: " | ".join("-" if x is None else f"{x:.0f}" for x in xs)
@@ -77,14 +86,25 @@ def main():
     for name, label in variants:
         print(f"| {label} | " + " | ".join(
             "-" if rates.get((size, name)) is None else f"{rates[(size, name)]:.0f}" for _, size in d128) + " |")
+    # d = 64: three consumer warpgroups (192 query rows per tile) against two (128).
+    d64 = [(s, size) for (d, c), cells in sorted(sweep.items()) if d == 64 for s, size in cells]
+    if d64:
+        print("\n| d = 64 | " + " | ".join(size for _, size in d64) + " |")
+        print("|---|" + "---|" * len(d64))
+        for name, label in (("attention_bf16_d64", "three consumers (192 rows)"),
+                            ("attention_bf16_d64_two_consumers", "two consumers (128 rows)")):
+            print(f"| {label} | " + " | ".join(
+                "-" if rates.get((size, name)) is None else f"{rates[(size, name)]:.0f}" for _, size in d64) + " |")
     # Everything else.
     others = [size for size in sizes if not any(size == sz for cells in sweep.values() for _, sz in cells)]
     if others:
         print("\n| size | ours BF16 | ours FP16 | cuDNN | FA2 | % of cuDNN |")
         print("|---|---|---|---|---|---|")
         for size in others:
-            d = parse(size)[3]
-            a, f = rates.get((size, f"attention_bf16_d{d}")), rates.get((size, f"attention_f16_d{d}"))
+            _, sq, _, d, rest = parse(size)
+            causal = ":causal" in rest
+            a = rates.get((size, dispatched(d, sq, causal)))
+            f = rates.get((size, dispatched(d, sq, causal, "f16")))
             c, f2 = peer(size, "cudnn"), peer(size, "flash2")
             cell = lambda x: "-" if x is None else f"{x:.1f}"
             print(f"| {size} | {cell(a)} | {cell(f)} | {cell(c)} | {cell(f2)} | "

@@ -121,6 +121,14 @@ const KNOWN_SPILLS: &[(&str, Arch, &str)] = &[
          stored once and loaded once per tile; none in the key-block loop (docs/design.md)",
     ),
     ("attention_f16_d256", Arch::Sm90a, "as attention_bf16_d256"),
+    (
+        "attention_bf16_d64",
+        Arch::Sm90a,
+        "three consumer warpgroups at setmaxnreg 160 (24 for the producer: the 512 threads' \
+         65536): seven of a tile's addresses and limits, 32 bytes stored once and loaded once \
+         per tile (its start and its epilogue); none in the key-block loop (docs/design.md)",
+    ),
+    ("attention_f16_d64", Arch::Sm90a, "as attention_bf16_d64"),
 ];
 
 #[test]

@@ -24,6 +24,30 @@ impl Param for AttentionSources {
     }
 }
 
+impl AttentionKernel {
+    /// The kernel [`Attention::forward`] runs for `shape` in `element`: of the kernels with
+    /// every technique for its head dimension, the first of the table
+    /// ([`AttentionKernel::best`]: at `d = 64` three consumer warpgroups, 192 query rows per
+    /// tile), but two consumers (128 rows) where a shorter tile measured faster: causal with
+    /// at most 2048 query rows (the 192-row tiles' diagonal blocks waste more, and fewer
+    /// tiles fill the SMs less evenly: 184.6 against 220.8 TFLOP/s at 32x512x32x64, 244.1
+    /// against 290.7 at 1k, equal at 2k, 3-14% ahead from 4k; docs/results.md), or at most
+    /// 128 query rows (one 128-row tile holds them all).
+    pub fn for_shape(element: ElementType, shape: &AttentionShape) -> Option<&'static Self> {
+        let best = Self::best(element, shape.head_dim)?;
+        let shorter = shape.seqlen_q <= 128 || (shape.causal && shape.seqlen_q <= 2048);
+        if !shorter {
+            return Some(best);
+        }
+        let candidates = ATTENTION_KERNELS.iter().filter(|k| {
+            k.element == element
+                && k.geometry.head_dim == shape.head_dim
+                && k.techniques == best.techniques
+        });
+        candidates.min_by_key(|k| k.geometry.consumers)
+    }
+}
+
 /// One attention problem: Q `(batch, seqlen_q, heads_q, head_dim)`, K and V `(batch,
 /// seqlen_kv, heads_kv, head_dim)`, O like Q, all row-major and packed; the log-sum-exp
 /// `(batch, heads_q, seqlen_q)` FP32.
@@ -149,8 +173,8 @@ impl Attention {
 
     /// The forward pass in BF16 (`element` [`ElementType::Bf16`]) or FP16, FP32 softmax and
     /// accumulation, O rounded to nearest-even: launched on `gpu`'s stream, not waited for.
-    /// Runs the kernel with every technique for the head dimension
-    /// ([`AttentionKernel::best`]). Checked first ([`check_shape`]).
+    /// Runs the kernel with every technique that suits the shape
+    /// ([`AttentionKernel::for_shape`]). Checked first ([`check_shape`]).
     #[allow(clippy::too_many_arguments)]
     pub fn forward(
         &self,
@@ -163,7 +187,7 @@ impl Attention {
         lse: &mut CudaSlice<f32>,
         shape: AttentionShape,
     ) -> Result<(), AttentionError> {
-        let kernel = AttentionKernel::best(element, shape.head_dim).ok_or_else(|| {
+        let kernel = AttentionKernel::for_shape(element, &shape).ok_or_else(|| {
             AttentionError::Shape(format!(
                 "head dimension {} is not built: 64, 128 or 256",
                 shape.head_dim
@@ -401,7 +425,34 @@ mod tests {
                 k.name
             );
             assert!(g.block_n.is_multiple_of(64) && g.head_dim.is_multiple_of(64));
-            assert!(k.techniques.pingpong <= (g.consumers == 2), "{}", k.name);
+            assert!(k.techniques.pingpong <= (g.consumers >= 2), "{}", k.name);
+        }
+    }
+
+    #[test]
+    fn the_dispatcher_takes_the_shorter_tile_where_it_measured_faster() {
+        for e in [ElementType::Bf16, ElementType::F16] {
+            let consumers = |seqlen_q: u32, causal: bool, d: u32| {
+                let s = AttentionShape {
+                    causal,
+                    ..shape(1, seqlen_q, 4096, 32, 32, d)
+                };
+                let k = AttentionKernel::for_shape(e, &s).expect("built");
+                assert_eq!((k.element, k.geometry.head_dim), (e, d), "{}", k.name);
+                assert!(k.techniques.pingpong && k.techniques.overlap, "{}", k.name);
+                k.geometry.consumers
+            };
+            assert_eq!(consumers(4096, false, 64), 3);
+            assert_eq!(consumers(512, false, 64), 3);
+            assert_eq!(consumers(4096, true, 64), 3);
+            assert_eq!(consumers(2048, true, 64), 2);
+            assert_eq!(consumers(512, true, 64), 2);
+            assert_eq!(consumers(17, false, 64), 2);
+            for d in [128, 256] {
+                for (seqlen_q, causal) in [(17, false), (512, true), (4096, false)] {
+                    assert_eq!(consumers(seqlen_q, causal, d), 2);
+                }
+            }
         }
     }
 

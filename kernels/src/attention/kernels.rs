@@ -86,19 +86,19 @@ fn nonzero(x: u32) -> NonZeroU32 {
     NonZeroU32::new(x).unwrap_or(NonZeroU32::MIN)
 }
 
-/// The turns of the two consumer warpgroups' multiplies (ping-pong, FlashAttention-3's
-/// warp-scheduler barriers): before issuing, a warpgroup waits on its named barrier until the
-/// other has issued (but warpgroup 0 not before its first turn); after, it arrives on the
-/// other's. Named barriers (`bar.sync` / `bar.arrive`, ids [`TURN_BARRIER`] and the next)
-/// rather than mbarriers: measured 2-4% faster (docs/design.md). Without ping-pong both are
-/// no-ops.
-struct Turns<const PINGPONG: bool> {
+/// The turns of the consumer warpgroups' multiplies (ping-pong, FlashAttention-3's
+/// warp-scheduler barriers), round the ring of `CONSUMERS`: before issuing, a warpgroup waits
+/// on its named barrier until the one before it has issued (but warpgroup 0 not before its
+/// first turn); after, it arrives on the next one's. Named barriers (`bar.sync` /
+/// `bar.arrive`, ids [`TURN_BARRIER`] on) rather than mbarriers: measured 2-4% faster
+/// (docs/design.md). Without ping-pong both are no-ops.
+struct Turns<const CONSUMERS: u32, const PINGPONG: bool> {
     consumer: u32,
     first: bool,
 }
 
-impl<const PINGPONG: bool> Turns<PINGPONG> {
-    /// Waits for this warpgroup's turn. The whole warpgroup calls it; both warpgroups take
+impl<const CONSUMERS: u32, const PINGPONG: bool> Turns<CONSUMERS, PINGPONG> {
+    /// Waits for this warpgroup's turn. The whole warpgroup calls it; every warpgroup takes
     /// the same number of turns (else one waits forever).
     #[inline(always)]
     fn wait(&mut self) {
@@ -110,25 +110,30 @@ impl<const PINGPONG: bool> Turns<PINGPONG> {
         }
     }
 
-    /// The other warpgroup's turn. The whole warpgroup calls it, once per turn.
+    /// The next warpgroup's turn. The whole warpgroup calls it, once per turn.
     #[inline(always)]
     fn done(&self) {
         if PINGPONG {
-            ptx::barrier_arrive_named(TURN_BARRIER + 1 - self.consumer, 2 * WARPGROUP_THREADS);
+            let next = if self.consumer + 1 == CONSUMERS {
+                0
+            } else {
+                self.consumer + 1
+            };
+            ptx::barrier_arrive_named(TURN_BARRIER + next, 2 * WARPGROUP_THREADS);
         }
     }
 }
 
-/// The first consumer's turn barrier (1 and 2 are the warpgroups' own, 0 the block's).
-const TURN_BARRIER: u32 = 3;
+/// The first consumer's turn barrier (1 to 3 are the warpgroups' own, 0 the block's).
+const TURN_BARRIER: u32 = 4;
 
-/// The warpgroup's named barrier (1 or 2; 0 is the block's).
+/// The warpgroup's named barrier (1 to 3; 0 is the block's).
 #[inline(always)]
 fn warpgroup_barrier(consumer: u32) {
-    if consumer == 0 {
-        ptx::barrier_sync_threads::<1>(WARPGROUP_THREADS);
-    } else {
-        ptx::barrier_sync_threads::<2>(WARPGROUP_THREADS);
+    match consumer {
+        0 => ptx::barrier_sync_threads::<1>(WARPGROUP_THREADS),
+        1 => ptx::barrier_sync_threads::<2>(WARPGROUP_THREADS),
+        _ => ptx::barrier_sync_threads::<3>(WARPGROUP_THREADS),
     }
 }
 
@@ -294,8 +299,8 @@ pub(super) unsafe fn attention<
     const {
         assert!(SREGS as u32 * 2 == BN && OREGS as u32 * 2 == D && PF as u32 * 64 == BN);
         assert!(PV_GROUPS as usize == PF);
-        assert!(CONSUMERS == 1 || CONSUMERS == 2);
-        assert!(CONSUMERS == 2 || !PINGPONG);
+        assert!(CONSUMERS >= 1 && CONSUMERS <= 3);
+        assert!(CONSUMERS >= 2 || !PINGPONG);
     };
     let thread = ptx::thread_idx_x();
     let warpgroup = thread / WARPGROUP_THREADS;
@@ -396,7 +401,7 @@ pub(super) unsafe fn attention<
     }
 
     // SAFETY: the whole warpgroup, converged; the producer gave these registers back.
-    unsafe { L::consumer_registers() };
+    unsafe { L::consumer_registers::<CONSUMERS>() };
     let consumer = warpgroup - 1;
     let t = thread % WARPGROUP_THREADS;
     let row0 = ROWS_PER_CONSUMER * consumer;
@@ -421,7 +426,7 @@ pub(super) unsafe fn attention<
     let scale = args.scale_log2;
     let causal = args.causal != 0;
     let diagonal = args.seqlen_kv as i32 - args.seqlen_q as i32;
-    let mut turns = Turns::<PINGPONG> {
+    let mut turns = Turns::<CONSUMERS, PINGPONG> {
         consumer,
         first: true,
     };
@@ -473,7 +478,7 @@ pub(super) unsafe fn attention<
             // SAFETY (all issues and waits below): the whole warpgroup; Q and each stage
             // were waited for and are released only after the wait that covers their
             // multiplies; `N` counts the groups issued after the waited tile's (the P V
-            // k-tiles for the scores); both warpgroups take `key_blocks + 1` turns.
+            // k-tiles for the scores); every warpgroup takes `key_blocks + 1` turns.
             let block = tile.key_blocks - 1;
             turns.wait();
             let k_stage = wait_filled::<L, _>(&mut k_consumer);

@@ -38,18 +38,18 @@ pub(super) trait Loads: Sized {
     const GENERIC_PROXY: bool;
 
     /// The producer warpgroup gives registers away (`setmaxnreg.dec`) to what its copies
-    /// need; with [`Loads::consumer_registers`], `(producer + 2 * consumer) * 128` is at most
-    /// the SM's 65536.
+    /// need; with [`Loads::consumer_registers`], `(producer + consumers * consumer) * 128` is at
+    /// most the SM's 65536.
     ///
     /// # Safety
     /// The whole producer warpgroup, converged.
     unsafe fn producer_registers();
 
-    /// A consumer warpgroup takes registers (`setmaxnreg.inc`).
+    /// A consumer warpgroup of `CONSUMERS` takes registers (`setmaxnreg.inc`).
     ///
     /// # Safety
     /// The whole consumer warpgroup, converged, after the producer gave its registers.
-    unsafe fn consumer_registers();
+    unsafe fn consumer_registers<const CONSUMERS: u32>();
 
     /// The loads of producer-warpgroup thread `thread` (`0..128`) for these tensors, or `None`
     /// for a thread that copies nothing. The whole warpgroup calls it, converged.
@@ -95,9 +95,11 @@ pub(super) trait Loads: Sized {
 }
 
 /// [`Loads::producer_registers`] and [`Loads::consumer_registers`] for a split of `producer`
-/// and `consumer` registers per thread (`setmaxnreg` takes them as immediates).
+/// registers per producer thread and, for 1, 2 and 3 consumer warpgroups, the registers of
+/// each consumer thread (`setmaxnreg` takes them as immediates); each split fits the SM's
+/// 65536 (checked at compile time).
 macro_rules! register_split {
-    ($producer:literal, $consumer:literal) => {
+    (producer: $producer:literal, consumers: [$one:literal, $two:literal, $three:literal]) => {
         #[inline(always)]
         unsafe fn producer_registers() {
             // SAFETY: forwarded contract.
@@ -105,9 +107,19 @@ macro_rules! register_split {
         }
 
         #[inline(always)]
-        unsafe fn consumer_registers() {
-            // SAFETY: forwarded contract.
-            unsafe { ptx::setmaxnreg_inc::<$consumer>() }
+        unsafe fn consumer_registers<const CONSUMERS: u32>() {
+            const {
+                assert!(($producer + $one) * 128 <= 65536);
+                assert!(($producer + 2 * $two) * 128 <= 65536);
+                assert!(($producer + 3 * $three) * 128 <= 65536);
+                assert!(CONSUMERS >= 1 && CONSUMERS <= 3);
+            };
+            // SAFETY (each): forwarded contract.
+            match CONSUMERS {
+                1 => unsafe { ptx::setmaxnreg_inc::<$one>() },
+                2 => unsafe { ptx::setmaxnreg_inc::<$two>() },
+                _ => unsafe { ptx::setmaxnreg_inc::<$three>() },
+            }
         }
     };
 }
@@ -122,8 +134,8 @@ impl Loads for Tma {
     type Kind = BulkOnly;
     const GENERIC_PROXY: bool = false;
 
-    // One thread's copies: `(24 + 2 * 240) * 128 = 64512`.
-    register_split!(24, 240);
+    // One thread's copies: `(24 + 2 * 240) * 128 = 64512`, `(24 + 3 * 160) * 128 = 64512`.
+    register_split!(producer: 24, consumers: [240, 240, 160]);
 
     #[inline(always)]
     fn for_thread(
@@ -193,8 +205,9 @@ impl Loads for CpAsync {
     type Kind = CpAsyncOnly;
     const GENERIC_PROXY: bool = true;
 
-    // Every thread walks its copies: 24 and 40 spill; `(56 + 2 * 224) * 128 = 64512`, and the d = 128 consumers fit 224 without spilling.
-    register_split!(56, 224);
+    // Every thread walks its copies: 24 and 40 spill; `(56 + 2 * 224) * 128 = 64512`, and the
+    // d = 128 consumers fit 224 without spilling.
+    register_split!(producer: 56, consumers: [224, 224, 152]);
 
     #[inline(always)]
     fn for_thread(

@@ -286,12 +286,12 @@ pub struct AttentionKernel {
 
 impl AttentionKernel {
     /// The kernel of this table for `element` and head dimension `d` with every technique
-    /// (what [`Attention`] runs), if there is one.
+    /// (what [`Attention`] runs), if there is one: the first in table order (variants that
+    /// leave nothing out but differ in geometry follow it).
     pub fn best(element: ElementType, d: u32) -> Option<&'static AttentionKernel> {
         ATTENTION_KERNELS.iter().find(|k| {
             k.element == element
                 && k.geometry.head_dim == d
-                && k.geometry.consumers == 2
                 && k.techniques.pingpong
                 && k.techniques.overlap
                 && k.techniques.loads == LoadKind::Tma
@@ -368,14 +368,16 @@ macro_rules! attention_kernels {
 }
 
 attention_kernels! {
-    attention_bf16_d64 { element: Bf16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true, loads: Tma }
+    attention_bf16_d64 { element: Bf16, d: 64, block_n: 128, stages: 3, consumers: 3, pingpong: true, overlap: true, loads: Tma }
     attention_bf16_d128 { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
     attention_bf16_d256 { element: Bf16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
-    attention_f16_d64 { element: F16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true, loads: Tma }
+    attention_f16_d64 { element: F16, d: 64, block_n: 128, stages: 3, consumers: 3, pingpong: true, overlap: true, loads: Tma }
     attention_f16_d128 { element: F16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
     attention_f16_d256 { element: F16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
     attention_bf16_d128_no_pingpong { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: false, overlap: true, loads: Tma }
     attention_bf16_d128_no_overlap { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: false, loads: Tma }
     attention_bf16_d128_cp_async { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: CpAsync }
+    attention_bf16_d64_two_consumers { element: Bf16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true, loads: Tma }
+    attention_f16_d64_two_consumers { element: F16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true, loads: Tma }
     attention_bf16_d128_one_consumer { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 1, pingpong: false, overlap: true, loads: Tma }
 }

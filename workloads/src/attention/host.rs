@@ -67,8 +67,11 @@ impl AttentionExperiment {
         if t.loads == LoadKind::CpAsync {
             return "cp_async";
         }
+        let best = AttentionKernel::best(self.0.element, self.0.geometry.head_dim);
+        let consumers = best.map_or(2, |b| b.geometry.consumers);
         match (self.0.geometry.consumers, t.pingpong, t.overlap) {
-            (2, true, true) => "pingpong_overlap",
+            (c, true, true) if c == consumers => "pingpong_overlap",
+            (2, true, true) => "two_consumers",
             (2, false, true) => "no_pingpong",
             (2, true, false) => "no_overlap",
             (1, _, true) => "one_consumer",
@@ -99,7 +102,10 @@ impl Experiment for AttentionExperiment {
     fn summary(&self) -> &'static str {
         match self.label() {
             "pingpong_overlap" => {
-                "TMA producer warp, two consumer warpgroups in ping-pong, QK^T issued with the previous P V"
+                "TMA producer warp, consumer warpgroups in ping-pong, QK^T issued with the previous P V"
+            }
+            "two_consumers" => {
+                "as the full kernel with two consumer warpgroups (128 query rows per tile), not three"
             }
             "no_pingpong" => "as the full kernel, the two consumer warpgroups not ordered",
             "no_overlap" => {
