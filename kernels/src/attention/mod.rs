@@ -18,9 +18,9 @@
 //!   registers and fed back as the A operand of `O += P V` (`wgmma` from registers, V read
 //!   MN-major);
 //! - inside a warpgroup, the next block's `Q K^T` is issued together with this block's `P V`,
-//!   so the softmax of one runs while the other multiplies (`overlap`); between the two
-//!   warpgroups, an ordered barrier lets one issue while the other does its softmax
-//!   (`pingpong`);
+//!   so the softmax of one runs while the other multiplies (`overlap`); between the consumer
+//!   warpgroups (two, or three at `d = 64`), ordered barriers let one issue while the others
+//!   do their softmax (`pingpong`);
 //! - the epilogue divides O by the row sums, stages it apart from Q where it fits (in rounds
 //!   of 64-column boxes at `d = 256`; else in Q's buffer), swizzled as the loads are, and
 //!   writes it with tensor stores (clipped at the sequence's end); the log-sum-exp goes
@@ -249,8 +249,8 @@ pub type AttentionParams = (
 /// switches off one at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Techniques {
-    /// The two consumer warpgroups take turns issuing their multiplies (ordered barrier), so
-    /// one's softmax runs while the other's multiplies do.
+    /// The consumer warpgroups take turns issuing their multiplies (ordered barriers, round a
+    /// ring), so one's softmax runs while another's multiplies do.
     pub pingpong: bool,
     /// A warpgroup issues the next block's `Q K^T` with this block's `P V` and does the
     /// softmax while the latter runs.
