@@ -103,6 +103,28 @@ impl StagedLayout {
     }
 }
 
+/// Where the buffers and mbarriers of a [`StagedLayout`] placed at the start of dynamic shared
+/// memory are (the host launches with [`StagedLayout::bytes`] of it).
+#[cfg(target_arch = "nvptx64")]
+impl StagedLayout {
+    /// Stage `s`'s buffer.
+    #[inline(always)]
+    pub fn stage<T>(self, s: u32) -> crate::ptx::Shared<T> {
+        crate::shared::dynamic_shared()
+            .add(self.stage_offset(s))
+            .cast()
+    }
+
+    /// The pipeline's mbarriers (`full[0..STAGES]`, then `empty[0..STAGES]`), after the
+    /// buffers.
+    #[inline(always)]
+    pub fn barriers<const STAGES: usize>(self) -> crate::ptx::Shared<PipelineSharedState<STAGES>> {
+        crate::shared::dynamic_shared()
+            .add(self.barriers_offset)
+            .cast()
+    }
+}
+
 /// A block's dynamic shared memory carved into typed regions at compile time: each region is
 /// `count` items of `item_bytes`, from the next multiple of its alignment after the previous
 /// one. Built as a `const` the host and the device share — the host launches with

@@ -10,7 +10,6 @@
 //!   ptxas charges it only to the kernels that use it.
 //! - dynamic: [`dynamic_shared`] is the block's `.extern .shared` region, sized by the launch.
 
-use crate::layout::{PipelineSharedState, StagedLayout};
 use crate::ptx;
 use core::arch::{asm, global_asm};
 
@@ -108,7 +107,8 @@ global_asm!(".extern .shared .align 1024 .b8 DYNAMIC_SHARED[];");
 /// `.extern .shared .align 1024 .b8 DYNAMIC_SHARED[];`.
 ///
 /// Carve it up with [`Shared::add`] / [`Shared::cast`] following a layout the host also
-/// knows (see [`crate::layout::StagedLayout`]); reading past the launch's size is undefined.
+/// knows (`gpu::layout`'s `StagedLayout` or `SharedLayout`); reading past the launch's size is
+/// undefined.
 #[inline(always)]
 #[must_use]
 pub fn dynamic_shared() -> Shared<u8> {
@@ -123,21 +123,4 @@ pub fn dynamic_shared() -> Shared<u8> {
     }
     // SAFETY: bytes have no invariants; the caller's accesses carry their own contracts.
     unsafe { Shared::from_addr(addr) }
-}
-
-/// A [`StagedLayout`] placed at the start of dynamic shared memory: where its buffers and
-/// mbarriers are (the host launches with [`StagedLayout::bytes`] of it).
-impl StagedLayout {
-    /// Stage `s`'s buffer.
-    #[inline(always)]
-    pub fn stage<T>(self, s: u32) -> Shared<T> {
-        dynamic_shared().add(self.stage_offset(s)).cast()
-    }
-
-    /// The pipeline's mbarriers (`full[0..STAGES]`, then `empty[0..STAGES]`), after the
-    /// buffers.
-    #[inline(always)]
-    pub fn barriers<const STAGES: usize>(self) -> Shared<PipelineSharedState<STAGES>> {
-        dynamic_shared().add(self.barriers_offset).cast()
-    }
 }

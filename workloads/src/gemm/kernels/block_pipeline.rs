@@ -2,8 +2,9 @@
 //! where every thread copies and multiplies, and warp specialization, where producer warps
 //! copy and compute warps multiply.
 
-use super::block_tile::{BlockTile, Geometry};
+use super::block_tile::BlockTile;
 use super::fragment::FragmentPipe;
+use super::problem::Geometry;
 use crate::gemm::shapes::GemmStyle;
 use gpu::group::{Group, Threads, Warp};
 use gpu::pipeline::{BlockPipeline, Consumer, Producer};

@@ -2,10 +2,11 @@
 //! (a stage four k at a time, or k by k with the operands one k ahead: [`FragmentPipe`]), and
 //! its store to C.
 
-use super::block_tile::{BlockTile, Problem};
+use super::problem::Problem;
 use crate::Quad;
-use crate::gemm::shapes::{ALayout, BK, LANES_M, LANES_N};
-use gpu::collective::StageMma;
+#[cfg(target_feature = "sm_90")]
+use crate::gemm::shapes::BK;
+use crate::gemm::shapes::{ALayout, LANES_M, LANES_N};
 use gpu::ptx;
 use gpu::shared::Shared;
 
@@ -156,7 +157,7 @@ impl<const TM: usize, const TN: usize> KFragment<TM, TN> {
 
     /// `acc += a b^T`: `TM x TN` FFMAs.
     #[inline(always)]
-    fn multiply(&self, acc: &mut [[f32; TN]; TM]) {
+    pub(super) fn multiply(&self, acc: &mut [[f32; TN]; TM]) {
         for (out, &a_value) in acc.iter_mut().zip(&self.a) {
             for (o, &b_value) in out.iter_mut().zip(&self.b) {
                 *o = ptx::fma_f32(a_value, b_value, *o);
@@ -176,66 +177,22 @@ impl<const TM: usize, const TN: usize> KFragment<TM, TN> {
 /// it may be released), then `advance` onto the next stage (waited for), or `finish` after the
 /// last.
 pub(super) struct FragmentPipe<const TM: usize, const TN: usize> {
-    f: Fragment,
+    pub(super) f: Fragment,
     /// Loaded, not yet multiplied.
-    held: KFragment<TM, TN>,
+    pub(super) held: KFragment<TM, TN>,
 }
 
 impl<const TM: usize, const TN: usize> FragmentPipe<TM, TN> {
-    /// Loads k 0 of stage `s` for fragment `f`.
-    ///
-    /// # Safety
-    /// The stage's copies landed and are visible to this thread; nothing writes it until it
-    /// is released.
-    #[inline(always)]
-    pub(super) unsafe fn start<const WM: u32, const WN: u32>(
-        block: &BlockTile<TM, TN, WM, WN>,
-        f: Fragment,
-        s: u32,
-    ) -> Self {
-        // SAFETY: forwarded.
-        let held = unsafe { block.load_k(s, f, 0) };
-        FragmentPipe { f, held }
-    }
-
     /// Multiplies the held k, then holds `loaded` (whose loads were issued first, so they
     /// overlap the FFMAs).
     #[inline(always)]
-    fn multiply_then_hold(&mut self, loaded: KFragment<TM, TN>, acc: &mut [[f32; TN]; TM]) {
+    pub(super) fn multiply_then_hold(
+        &mut self,
+        loaded: KFragment<TM, TN>,
+        acc: &mut [[f32; TN]; TM],
+    ) {
         self.held.multiply(acc);
         self.held = loaded;
-    }
-}
-
-impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32>
-    StageMma<BlockTile<TM, TN, WM, WN>> for FragmentPipe<TM, TN>
-{
-    type Acc = [[f32; TN]; TM];
-
-    #[inline(always)]
-    unsafe fn multiply_all_but_last(
-        &mut self,
-        block: &BlockTile<TM, TN, WM, WN>,
-        s: u32,
-        acc: &mut Self::Acc,
-    ) {
-        for kk in 1..BK {
-            // SAFETY: forwarded.
-            let loaded = unsafe { block.load_k(s, self.f, kk) };
-            self.multiply_then_hold(loaded, acc);
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn advance(&mut self, block: &BlockTile<TM, TN, WM, WN>, s: u32, acc: &mut Self::Acc) {
-        // SAFETY: forwarded.
-        let loaded = unsafe { block.load_k(s, self.f, 0) };
-        self.multiply_then_hold(loaded, acc);
-    }
-
-    #[inline(always)]
-    fn finish(self, _: &BlockTile<TM, TN, WM, WN>, acc: &mut Self::Acc) {
-        self.held.multiply(acc);
     }
 }
 

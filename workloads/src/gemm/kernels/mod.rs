@@ -26,6 +26,7 @@
 mod block_pipeline;
 mod block_tile;
 mod fragment;
+mod problem;
 mod reference;
 mod sync;
 mod thread_pipeline;
@@ -33,9 +34,9 @@ mod thread_pipeline;
 mod tma;
 
 pub use block_pipeline::{block_pipeline, warp_specialized};
-pub use block_tile::block_is_interior;
+pub use problem::block_is_interior;
 #[cfg(target_feature = "sm_90")]
-pub use block_tile::split_block_is_interior;
+pub use problem::split_block_is_interior;
 pub(super) use reference::reference;
 pub use sync::sync;
 #[cfg(target_feature = "sm_90")]

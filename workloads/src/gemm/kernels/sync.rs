@@ -1,8 +1,9 @@
 //! [`GemmStyle::Sync`]: no async copy, k-tiles staged through registers into two shared
 //! buffers.
 
-use super::block_tile::{BlockTile, Geometry};
+use super::block_tile::BlockTile;
 use super::fragment::FragmentPipe;
+use super::problem::Geometry;
 use crate::Quad;
 use crate::gemm::shapes::{ALayout, BK, GemmStyle};
 use gpu::collective::StageMma;

@@ -6,12 +6,13 @@
 // one file this came from: with one codegen unit rustc hands LLVM the functions in definition
 // order, and the split-K kernels' PTX changed when `split_k` followed the mainloop.
 
-#[cfg(target_feature = "sm_90")]
-use super::block_tile::Problem;
-use super::block_tile::{BlockTile, Geometry};
+use super::block_tile::BlockTile;
 use super::fragment::FragmentPipe;
 #[cfg(target_feature = "sm_90")]
 use super::fragment::{Fragment, store_quad};
+use super::problem::Geometry;
+#[cfg(target_feature = "sm_90")]
+use super::problem::Problem;
 use crate::gemm::shapes::GemmStyle;
 #[cfg(target_feature = "sm_90")]
 use crate::gemm::shapes::partial_offset;

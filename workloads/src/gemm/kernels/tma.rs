@@ -1,8 +1,9 @@
 //! The tensor-copy styles (sm_90): [`GemmStyle::Tma`], both tiles by the copy engine, and
 //! [`GemmStyle::TmaB`], B by the copy engine and A by transposing `cp.async`.
 
-use super::block_tile::{BlockTile, Geometry};
+use super::block_tile::BlockTile;
 use super::fragment::FragmentPipe;
+use super::problem::Geometry;
 use crate::gemm::shapes::{ALayout, BK, GemmStyle};
 use gpu::group::Group;
 use gpu::pipeline::{BlockPipeline, Consumer, Producer};
