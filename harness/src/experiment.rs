@@ -172,8 +172,15 @@ pub trait Problem<E> {
     }
     /// Fills the outputs `experiment` writes with poison.
     fn poison(&mut self, gpu: &Gpu, experiment: &E) -> Result<()>;
-    /// Queues one run of `experiment` on the GPU's stream.
-    fn launch(&mut self, gpu: &Gpu, experiment: &E) -> Result<()>;
+    /// What the launches of one experiment use that is found once, before the first: its
+    /// kernels resolved from the loaded module, typically.
+    type Resolved;
+    /// Finds what [`launch`](Self::launch) needs to run `experiment` (called once per
+    /// experiment, after [`unavailable`](Self::unavailable) said it can run here).
+    fn resolve(&self, gpu: &Gpu, experiment: &E) -> Result<Self::Resolved>;
+    /// Queues one run of `experiment` on the GPU's stream, with what
+    /// [`resolve`](Self::resolve) found for it.
+    fn launch(&mut self, gpu: &Gpu, experiment: &E, resolved: &Self::Resolved) -> Result<()>;
     /// Downloads what `experiment` wrote and compares it with the reference.
     fn check(&mut self, gpu: &Gpu, experiment: &E) -> Result<CheckReport>;
     /// Plants `fault` in what the last launch of `experiment` wrote, on the GPU, so that a
@@ -184,7 +191,12 @@ pub trait Problem<E> {
     fn work(&self) -> Work;
     /// A line on what the last launch of `experiment` measured besides its time (the
     /// cycles a kernel counted, say), read after the timed launches; none by default.
-    fn note(&mut self, _gpu: &Gpu, _experiment: &E) -> Result<Option<String>> {
+    fn note(
+        &mut self,
+        _gpu: &Gpu,
+        _experiment: &E,
+        _resolved: &Self::Resolved,
+    ) -> Result<Option<String>> {
         Ok(None)
     }
 }
@@ -400,11 +412,6 @@ pub fn measure<E: Experiment, P: Problem<E>>(
         "the first launch is the one checked: warm-up must be >= 1"
     );
     let _limit = gpu.time_limit_for(timing.limit.unwrap_or_else(|| problem.work().time_limit()));
-    // Ctrl-C stops at a launch boundary: before each launch, never inside one.
-    let launch = |problem: &mut P| -> Result<()> {
-        crate::interrupt::check()?;
-        problem.launch(gpu, experiment)
-    };
     let info = gpu.info();
     let loaded = std::iter::once(info.arch).chain(info.specific.map(|(arch, _)| arch));
     let unavailable = if loaded
@@ -429,6 +436,12 @@ pub fn measure<E: Experiment, P: Problem<E>>(
             outcome: Outcome::Unavailable(reason),
         });
     }
+    let resolved = problem.resolve(gpu, experiment)?;
+    // Ctrl-C stops at a launch boundary: before each launch, never inside one.
+    let launch = |problem: &mut P| -> Result<()> {
+        crate::interrupt::check()?;
+        problem.launch(gpu, experiment, &resolved)
+    };
     let name = experiment.name();
     problem.poison(gpu, experiment)?;
     launch(problem)?;
@@ -447,17 +460,18 @@ pub fn measure<E: Experiment, P: Problem<E>>(
         gpu,
         problem,
         experiment,
+        &resolved,
         timing.reps.saturating_sub(1),
         progress,
     )?;
     let check_after_timing = if timing.reps > 0 {
         problem.poison(gpu, experiment)?;
-        times_ms.extend(timed(gpu, problem, experiment, 1, progress)?);
+        times_ms.extend(timed(gpu, problem, experiment, &resolved, 1, progress)?);
         Some(problem.check(gpu, experiment)?)
     } else {
         None
     };
-    let note = problem.note(gpu, experiment)?;
+    let note = problem.note(gpu, experiment, &resolved)?;
     Ok(Measurement {
         experiment,
         outcome: Outcome::Ran(Ran {
@@ -489,9 +503,10 @@ pub fn check_with_fault<E: Experiment, P: Problem<E>>(
         return Ok(None);
     }
     let _limit = gpu.time_limit_for(problem.work().time_limit());
+    let resolved = problem.resolve(gpu, experiment)?;
     let name = experiment.name();
     problem.poison(gpu, experiment)?;
-    problem.launch(gpu, experiment)?;
+    problem.launch(gpu, experiment, &resolved)?;
     gpu.synchronize(|| format!("running `{name}`"))?;
     let index = problem.plant(gpu, experiment, fault)?;
     gpu.synchronize(|| format!("planting {fault:?} in `{name}`'s output"))?;
@@ -510,7 +525,8 @@ pub fn time_launches<E: Experiment, P: Problem<E>>(
     progress: &mut dyn FnMut(),
 ) -> Result<Vec<f64>> {
     let _limit = gpu.time_limit_for(problem.work().time_limit());
-    timed(gpu, problem, experiment, reps, progress)
+    let resolved = problem.resolve(gpu, experiment)?;
+    timed(gpu, problem, experiment, &resolved, reps, progress)
 }
 
 /// [`time_launches`] under the caller's watchdog limit.
@@ -518,6 +534,7 @@ fn timed<E: Experiment, P: Problem<E>>(
     gpu: &Gpu,
     problem: &mut P,
     experiment: &'static E,
+    resolved: &P::Resolved,
     reps: u32,
     progress: &mut dyn FnMut(),
 ) -> Result<Vec<f64>> {
@@ -527,7 +544,7 @@ fn timed<E: Experiment, P: Problem<E>>(
         for _ in 0..reps {
             times_ms.push(gpu.time(&timer, || {
                 crate::interrupt::check()?;
-                problem.launch(gpu, experiment)
+                problem.launch(gpu, experiment, resolved)
             })?);
             progress();
         }

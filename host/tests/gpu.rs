@@ -90,6 +90,7 @@ fn a_failed_launch_is_an_error_naming_the_kernel() {
     };
     let mut problem = Study.prepare(&gpu, K(8), inputs).unwrap();
     let kernel = &workloads::study::STUDY_KERNELS[0];
+    let entry = problem.resolve(&gpu, kernel).unwrap();
     // More threads than a block may have: the driver refuses the launch.
     let config = LaunchConfig {
         threads: 4096,
@@ -97,7 +98,9 @@ fn a_failed_launch_is_an_error_naming_the_kernel() {
     };
     let err = format!(
         "{:#}",
-        problem.launch_with(&gpu, kernel, config).unwrap_err()
+        problem
+            .launch_with(&gpu, kernel, &entry, config)
+            .unwrap_err()
     );
     assert!(err.starts_with("launching `sync_baseline`"), "{err}");
     assert!(!err.contains('\n'), "{err}");
@@ -109,7 +112,7 @@ fn a_failed_launch_is_an_error_naming_the_kernel() {
         .to_string();
     assert!(err.contains("no_such_kernel"), "{err}");
     // The context is still usable afterwards.
-    problem.launch(&gpu, kernel).unwrap();
+    problem.launch(&gpu, kernel, &entry).unwrap();
     gpu.synchronize(|| "after a refused launch".into()).unwrap();
     assert!(problem.check(&gpu, kernel).unwrap().passed);
 }

@@ -34,18 +34,31 @@ impl AttentionKernel {
     /// against 290.7 at 1k, equal at 2k, 3-14% ahead from 4k; docs/results.md), or at most
     /// 128 query rows (one 128-row tile holds them all).
     pub fn for_shape(element: ElementType, shape: &AttentionShape) -> Option<&'static Self> {
-        let best = Self::best(element, shape.head_dim)?;
-        let shorter = shape.seqlen_q <= 128 || (shape.causal && shape.seqlen_q <= 2048);
-        if !shorter {
-            return Some(best);
-        }
-        let candidates = ATTENTION_KERNELS.iter().filter(|k| {
-            k.element == element
-                && k.geometry.head_dim == shape.head_dim
-                && k.techniques == best.techniques
-        });
-        candidates.min_by_key(|k| k.geometry.consumers)
+        for_shape_in(ATTENTION_KERNELS, |k| k, element, shape)
     }
+}
+
+/// [`AttentionKernel::for_shape`] over `items` in table order, each with its kernel: the
+/// table itself, or the entries [`Attention`] loaded from it.
+fn for_shape_in<'a, T>(
+    items: &'a [T],
+    kernel_of: impl Fn(&T) -> &AttentionKernel,
+    element: ElementType,
+    shape: &AttentionShape,
+) -> Option<&'a T> {
+    let fits = |item: &&'a T| {
+        let k = kernel_of(item);
+        k.element == element && k.geometry.head_dim == shape.head_dim && k.is_best_kind()
+    };
+    let best = items.iter().find(|item| fits(item))?;
+    let shorter = shape.seqlen_q <= 128 || (shape.causal && shape.seqlen_q <= 2048);
+    if !shorter {
+        return Some(best);
+    }
+    items
+        .iter()
+        .filter(fits)
+        .min_by_key(|item| kernel_of(item).geometry.consumers)
 }
 
 /// One attention problem: Q `(batch, seqlen_q, heads_q, head_dim)`, K and V `(batch,
@@ -138,11 +151,26 @@ pub enum AttentionError {
 /// The attention kernels of this crate, loaded for one GPU. Needs compute capability 9.0
 /// (sm_90a).
 pub struct Attention {
-    kernels: Vec<(&'static AttentionKernel, Kernel<AttentionParams>)>,
+    /// Every kernel of [`ATTENTION_KERNELS`], in table order.
+    entries: Vec<AttentionEntry>,
     maps: TensorMaps,
     multiprocessors: u32,
     max_shared_bytes: u32,
-    _library: Library,
+    library: Library,
+}
+
+/// One kernel of [`ATTENTION_KERNELS`] resolved from the module [`Attention`] loaded: what
+/// [`Attention::run`] launches.
+pub struct AttentionEntry {
+    kernel: &'static AttentionKernel,
+    entry: Kernel<AttentionParams>,
+}
+
+impl AttentionEntry {
+    /// The table's line for it.
+    pub fn kernel(&self) -> &'static AttentionKernel {
+        self.kernel
+    }
 }
 
 /// The largest sequence length, head count or batch: tensor-map coordinates are 32-bit
@@ -158,16 +186,33 @@ impl Attention {
         }
         let info = gpu.info();
         let library = gpu.load_library("gpu-kernels", crate::MODULES)?;
-        let mut kernels = Vec::new();
-        for kernel in ATTENTION_KERNELS {
-            kernels.push((kernel, library.entry_point(kernel.entry)?));
-        }
+        let entries = ATTENTION_KERNELS
+            .iter()
+            .map(|kernel| {
+                Ok(AttentionEntry {
+                    kernel,
+                    entry: library.entry_point(kernel.entry)?,
+                })
+            })
+            .collect::<Result<_, GpuError>>()?;
         Ok(Attention {
-            kernels,
+            entries,
             maps: TensorMaps::default(),
             multiprocessors: info.multiprocessors,
             max_shared_bytes: info.max_shared_bytes_per_block,
-            _library: library,
+            library,
+        })
+    }
+
+    /// `kernel` (any of [`ATTENTION_KERNELS`]: the ablation's variants, say) resolved from the
+    /// loaded module, for [`run`](Self::run): resolve once, run many times.
+    pub fn resolve(
+        &self,
+        kernel: &'static AttentionKernel,
+    ) -> Result<AttentionEntry, AttentionError> {
+        Ok(AttentionEntry {
+            kernel,
+            entry: self.library.entry_point(kernel.entry)?,
         })
     }
 
@@ -187,22 +232,23 @@ impl Attention {
         lse: &mut CudaSlice<f32>,
         shape: AttentionShape,
     ) -> Result<(), AttentionError> {
-        let kernel = AttentionKernel::for_shape(element, &shape).ok_or_else(|| {
-            AttentionError::Shape(format!(
-                "head dimension {} is not built: 64, 128 or 256",
-                shape.head_dim
-            ))
-        })?;
-        self.run(gpu, kernel, q, k, v, o, lse, shape)
+        let entry =
+            for_shape_in(&self.entries, |e| e.kernel, element, &shape).ok_or_else(|| {
+                AttentionError::Shape(format!(
+                    "head dimension {} is not built: 64, 128 or 256",
+                    shape.head_dim
+                ))
+            })?;
+        self.run(gpu, entry, q, k, v, o, lse, shape)
     }
 
-    /// As [`forward`](Self::forward), with `kernel` (any of [`ATTENTION_KERNELS`] for the
-    /// shape's head dimension: the ablation's variants).
+    /// As [`forward`](Self::forward), with the kernel `entry` holds ([`resolve`](Self::resolve);
+    /// any of [`ATTENTION_KERNELS`] for the shape's head dimension).
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
         gpu: &Gpu,
-        kernel: &'static AttentionKernel,
+        entry: &AttentionEntry,
         q: &CudaSlice<u16>,
         k: &CudaSlice<u16>,
         v: &CudaSlice<u16>,
@@ -210,17 +256,12 @@ impl Attention {
         lse: &mut CudaSlice<f32>,
         shape: AttentionShape,
     ) -> Result<(), AttentionError> {
+        let kernel = entry.kernel;
         check_shape(
             kernel,
             shape,
             [q.len(), k.len(), v.len(), o.len(), lse.len()],
         )?;
-        let Some((_, entry)) = self.kernels.iter().find(|(k, _)| std::ptr::eq(*k, kernel)) else {
-            return Err(AttentionError::Shape(format!(
-                "{} is not a kernel of this crate's table",
-                kernel.name
-            )));
-        };
         let g = kernel.geometry;
         let bytes = g.shared().bytes;
         if bytes > self.max_shared_bytes {
@@ -267,7 +308,7 @@ impl Attention {
         // heads_q a multiple of heads_kv (checked); a 1-D grid of the geometry's threads and
         // shared memory: the kernels' launch contract.
         unsafe {
-            entry.launch(
+            entry.entry.launch(
                 gpu,
                 config,
                 (&q_map, &k_map, &v_map, &o_map, lse, shape.args(), sources),

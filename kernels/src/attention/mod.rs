@@ -289,13 +289,16 @@ impl AttentionKernel {
     /// (what [`Attention`] runs), if there is one: the first in table order (variants that
     /// leave nothing out but differ in geometry follow it).
     pub fn best(element: ElementType, d: u32) -> Option<&'static AttentionKernel> {
-        ATTENTION_KERNELS.iter().find(|k| {
-            k.element == element
-                && k.geometry.head_dim == d
-                && k.techniques.pingpong
-                && k.techniques.overlap
-                && k.techniques.loads == LoadKind::Tma
-        })
+        ATTENTION_KERNELS
+            .iter()
+            .find(|k| k.element == element && k.geometry.head_dim == d && k.is_best_kind())
+    }
+
+    /// Whether it leaves no technique out: ping-pong, overlap and TMA loads.
+    pub(crate) fn is_best_kind(&self) -> bool {
+        self.techniques.pingpong
+            && self.techniques.overlap
+            && self.techniques.loads == LoadKind::Tma
     }
 }
 

@@ -35,7 +35,7 @@ use crate::verify::host::Reference;
 use crate::verify::{verify_against_reference, verify_reference_scale};
 use anyhow::{Result, bail};
 use gpu::wgmma::{Bf16, F16};
-use gpu_kernels::attention::Attention;
+use gpu_kernels::attention::{Attention, AttentionEntry};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
 use harness::check::{CheckReport, Mismatch, POISON, Tolerance};
@@ -427,17 +427,30 @@ impl Problem<AttentionExperiment> for AttentionProblem {
         Ok(())
     }
 
-    fn launch(&mut self, gpu: &Gpu, experiment: &AttentionExperiment) -> Result<()> {
+    type Resolved = AttentionEntry;
+
+    fn resolve(&self, _gpu: &Gpu, experiment: &AttentionExperiment) -> Result<AttentionEntry> {
+        let Ok(attention) = &self.attention else {
+            bail!("{} is not loaded (no sm_90a module)", experiment.0.name);
+        };
+        Ok(attention.resolve(experiment.0)?)
+    }
+
+    fn launch(
+        &mut self,
+        gpu: &Gpu,
+        _experiment: &AttentionExperiment,
+        entry: &AttentionEntry,
+    ) -> Result<()> {
         let shape = self.size.shape();
-        let kernel = experiment.0;
-        let p = match kernel.element {
+        let p = match entry.kernel().element {
             ElementType::Bf16 => &mut self.bf16,
             ElementType::F16 => &mut self.f16,
         };
         let Ok(attention) = &self.attention else {
-            bail!("{} is not loaded (no sm_90a module)", kernel.name);
+            bail!("{} is not loaded (no sm_90a module)", entry.kernel().name);
         };
-        attention.run(gpu, kernel, &p.q, &p.k, &p.v, &mut p.o, &mut p.lse, shape)?;
+        attention.run(gpu, entry, &p.q, &p.k, &p.v, &mut p.o, &mut p.lse, shape)?;
         Ok(())
     }
 
@@ -577,6 +590,7 @@ impl AttentionProblem {
             KernelFault::WrongMask => shape.causal = !shape.causal,
             KernelFault::WrongLse | KernelFault::Base2Lse => {}
         }
+        let entry = self.resolve(gpu, experiment)?;
         self.poison(gpu, experiment)?;
         let p = match experiment.0.element {
             ElementType::Bf16 => &mut self.bf16,
@@ -585,16 +599,7 @@ impl AttentionProblem {
         let Ok(attention) = &self.attention else {
             bail!("{} is not loaded (no sm_90a module)", experiment.0.name);
         };
-        attention.run(
-            gpu,
-            experiment.0,
-            &p.q,
-            &p.k,
-            &p.v,
-            &mut p.o,
-            &mut p.lse,
-            shape,
-        )?;
+        attention.run(gpu, &entry, &p.q, &p.k, &p.v, &mut p.o, &mut p.lse, shape)?;
         gpu.synchronize(|| format!("{} with {fault:?}", experiment.0.name))?;
         if matches!(fault, KernelFault::WrongLse | KernelFault::Base2Lse) {
             let mut lse = gpu.download(&p.lse, "LSE")?;

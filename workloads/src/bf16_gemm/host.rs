@@ -301,23 +301,28 @@ impl Workload for Bf16Gemm {
 }
 
 /// A family's entry point for one N.
-enum Resolved {
+pub enum LoadedEntry {
+    /// TMA loads, TMA (or bulk) store.
     TensorStore(Kernel<GemmStoreParams>),
+    /// TMA loads, stores from registers.
     Direct(Kernel<Bf16GemmParams>),
+    /// The FP16 twin of `Direct`.
     F16Direct(Kernel<F16GemmParams>),
+    /// `cp.async` loads, TMA store.
     CpAsyncTensorStore(Kernel<Bf16CpAsyncStoreParams>),
+    /// `cp.async` loads, stores from registers.
     CpAsyncDirect(Kernel<Bf16CpAsyncParams>),
 }
 
-impl Resolved {
+impl LoadedEntry {
     /// `cuOccupancyMaxActiveClusters` for this entry point at `config`.
     fn max_active_clusters(&self, gpu: &Gpu, config: LaunchConfig) -> Result<u32> {
         Ok(match self {
-            Resolved::TensorStore(k) => k.max_active_clusters(gpu, config)?,
-            Resolved::Direct(k) => k.max_active_clusters(gpu, config)?,
-            Resolved::F16Direct(k) => k.max_active_clusters(gpu, config)?,
-            Resolved::CpAsyncTensorStore(k) => k.max_active_clusters(gpu, config)?,
-            Resolved::CpAsyncDirect(k) => k.max_active_clusters(gpu, config)?,
+            LoadedEntry::TensorStore(k) => k.max_active_clusters(gpu, config)?,
+            LoadedEntry::Direct(k) => k.max_active_clusters(gpu, config)?,
+            LoadedEntry::F16Direct(k) => k.max_active_clusters(gpu, config)?,
+            LoadedEntry::CpAsyncTensorStore(k) => k.max_active_clusters(gpu, config)?,
+            LoadedEntry::CpAsyncDirect(k) => k.max_active_clusters(gpu, config)?,
         })
     }
 }
@@ -328,7 +333,7 @@ impl Resolved {
 fn launch_config(
     gpu: &Gpu,
     kernel: &Bf16Kernel,
-    entry: &Resolved,
+    entry: &LoadedEntry,
     m: u32,
     n: u32,
 ) -> Result<LaunchConfig> {
@@ -379,8 +384,8 @@ pub struct Bf16Problem {
     cublas: Result<Blas, String>,
     /// cuBLASLt's handle and its plan for this shape (dropped before the handle).
     cublas_lt: Result<(LtGemm, BlasLt), String>,
-    /// Each family's entry point for this N, resolved once (none without the sm_90a module).
-    entries: Vec<(&'static Bf16Kernel, Resolved)>,
+    /// Whether the sm_90a module is loaded: our kernels run only there.
+    sm90a_loaded: bool,
     maps: TensorMaps,
 }
 
@@ -396,27 +401,6 @@ impl Bf16Problem {
         let mn = m as usize * n as usize;
         let info = gpu.info();
         let sm90a_loaded = info.specific.is_some_and(|(arch, _)| arch == Arch::Sm90a);
-        let mut entries = Vec::new();
-        if sm90a_loaded {
-            for kernel in BF16_KERNELS {
-                let resolved = match (&kernel.entries, kernel.epilogue_for(n)) {
-                    (Bf16Entries::TensorMaps { tensor_store, .. }, Epilogue::TensorStore) => {
-                        Resolved::TensorStore(gpu.entry_point(*tensor_store)?)
-                    }
-                    (Bf16Entries::TensorMaps { direct, .. }, Epilogue::Direct) => match direct {
-                        DirectEntry::Bf16(direct) => Resolved::Direct(gpu.entry_point(*direct)?),
-                        DirectEntry::F16(direct) => Resolved::F16Direct(gpu.entry_point(*direct)?),
-                    },
-                    (Bf16Entries::Pointers { tensor_store, .. }, Epilogue::TensorStore) => {
-                        Resolved::CpAsyncTensorStore(gpu.entry_point(*tensor_store)?)
-                    }
-                    (Bf16Entries::Pointers { direct, .. }, Epilogue::Direct) => {
-                        Resolved::CpAsyncDirect(gpu.entry_point(*direct)?)
-                    }
-                };
-                entries.push((kernel, resolved));
-            }
-        }
         Ok(Bf16Problem {
             size,
             values: inputs.values,
@@ -429,8 +413,27 @@ impl Bf16Problem {
             widen_f16: gpu.entry_point(f16_widen)?,
             cublas: Blas::open(gpu, cublas::cublasMath_t::CUBLAS_DEFAULT_MATH),
             cublas_lt: BlasLt::open(gpu).and_then(|lt| Ok((lt.bf16_gemm_abt(gpu, m, n, k)?, lt))),
-            entries,
+            sm90a_loaded,
             maps: TensorMaps::default(),
+        })
+    }
+
+    /// `kernel`'s entry point for this N.
+    fn resolve_kernel(gpu: &Gpu, kernel: &Bf16Kernel, n: u32) -> Result<LoadedEntry> {
+        Ok(match (&kernel.entries, kernel.epilogue_for(n)) {
+            (Bf16Entries::TensorMaps { tensor_store, .. }, Epilogue::TensorStore) => {
+                LoadedEntry::TensorStore(gpu.entry_point(*tensor_store)?)
+            }
+            (Bf16Entries::TensorMaps { direct, .. }, Epilogue::Direct) => match direct {
+                DirectEntry::Bf16(direct) => LoadedEntry::Direct(gpu.entry_point(*direct)?),
+                DirectEntry::F16(direct) => LoadedEntry::F16Direct(gpu.entry_point(*direct)?),
+            },
+            (Bf16Entries::Pointers { tensor_store, .. }, Epilogue::TensorStore) => {
+                LoadedEntry::CpAsyncTensorStore(gpu.entry_point(*tensor_store)?)
+            }
+            (Bf16Entries::Pointers { direct, .. }, Epilogue::Direct) => {
+                LoadedEntry::CpAsyncDirect(gpu.entry_point(*direct)?)
+            }
         })
     }
 
@@ -444,11 +447,13 @@ impl Bf16Problem {
 
     /// Queues one launch of a kernel of ours: the padded copies its operands need first, then
     /// the kernel on its element's inputs.
-    fn launch_kernel(&mut self, gpu: &Gpu, kernel: &'static Bf16Kernel) -> Result<()> {
+    fn launch_kernel(
+        &mut self,
+        gpu: &Gpu,
+        kernel: &'static Bf16Kernel,
+        entry: &LoadedEntry,
+    ) -> Result<()> {
         let Mnk { m, n, k } = self.size;
-        let Some((_, entry)) = self.entries.iter().find(|(f, _)| std::ptr::eq(*f, kernel)) else {
-            bail!("{} is not loaded (no sm_90a module)", kernel.name);
-        };
         let inputs = match kernel.element {
             ElementType::Bf16 => &mut self.bf16,
             ElementType::F16 => &mut self.f16,
@@ -496,21 +501,21 @@ impl Bf16Problem {
         // themselves: driver allocations (16-byte aligned), rows of kp elements, kp a
         // multiple of 8.
         match entry {
-            Resolved::TensorStore(entry) => {
+            LoadedEntry::TensorStore(entry) => {
                 let c_map = map(gpu.address(c), (n, m), c_box)?;
                 unsafe { entry.launch(gpu, config, (&a_map, &b_map, &c_map, m, n, kp))? }
             }
-            Resolved::Direct(entry) => unsafe {
+            LoadedEntry::Direct(entry) => unsafe {
                 entry.launch(gpu, config, (&a_map, &b_map, c, m, n, kp))?
             },
-            Resolved::F16Direct(entry) => unsafe {
+            LoadedEntry::F16Direct(entry) => unsafe {
                 entry.launch(gpu, config, (&a_map, &b_map, c, m, n, kp))?
             },
-            Resolved::CpAsyncTensorStore(entry) => {
+            LoadedEntry::CpAsyncTensorStore(entry) => {
                 let c_map = map(gpu.address(c), (n, m), c_box)?;
                 unsafe { entry.launch(gpu, config, (a_buffer, b_buffer, &c_map, m, n, kp))? }
             }
-            Resolved::CpAsyncDirect(entry) => unsafe {
+            LoadedEntry::CpAsyncDirect(entry) => unsafe {
                 entry.launch(gpu, config, (a_buffer, b_buffer, c, m, n, kp))?
             },
         }
@@ -531,9 +536,9 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 .err()
                 .cloned()
                 .map(Unavailable::Missing),
-            (Bf16Experiment::Kernel(_), _) if self.entries.is_empty() => Some(
-                Unavailable::Missing("needs the sm_90a module (compute capability 9.0)".into()),
-            ),
+            (Bf16Experiment::Kernel(_), _) if !self.sm90a_loaded => Some(Unavailable::Missing(
+                "needs the sm_90a module (compute capability 9.0)".into(),
+            )),
             _ => None,
         }
     }
@@ -542,9 +547,31 @@ impl Problem<Bf16Experiment> for Bf16Problem {
         Ok(gpu.fill_u16(&mut self.c, C_POISON, "C")?)
     }
 
-    fn launch(&mut self, gpu: &Gpu, experiment: &Bf16Experiment) -> Result<()> {
+    /// A family's entry point for this N (none for the libraries).
+    type Resolved = Option<LoadedEntry>;
+
+    fn resolve(&self, gpu: &Gpu, experiment: &Bf16Experiment) -> Result<Option<LoadedEntry>> {
         match experiment {
-            Bf16Experiment::Kernel(kernel) => self.launch_kernel(gpu, kernel)?,
+            Bf16Experiment::Kernel(kernel) => {
+                Ok(Some(Self::resolve_kernel(gpu, kernel, self.size.n)?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn launch(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &Bf16Experiment,
+        entry: &Option<LoadedEntry>,
+    ) -> Result<()> {
+        match experiment {
+            Bf16Experiment::Kernel(kernel) => {
+                let Some(entry) = entry else {
+                    bail!("{} launched without its entry point", kernel.name)
+                };
+                self.launch_kernel(gpu, kernel, entry)?
+            }
             Bf16Experiment::CublasLt => {
                 let (plan, handle) = match &self.cublas_lt {
                     Ok(lt) => lt,
@@ -621,16 +648,18 @@ impl Problem<Bf16Experiment> for Bf16Problem {
 
     /// For a family that runs in clusters, its grid: how many clusters the GPU holds at once
     /// can leave SMs without a block.
-    fn note(&mut self, gpu: &Gpu, experiment: &Bf16Experiment) -> Result<Option<String>> {
-        let Bf16Experiment::Kernel(kernel) = experiment else {
+    fn note(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &Bf16Experiment,
+        entry: &Option<LoadedEntry>,
+    ) -> Result<Option<String>> {
+        let (Bf16Experiment::Kernel(kernel), Some(entry)) = (experiment, entry) else {
             return Ok(None);
         };
         if kernel.cluster == TileCluster::NONE {
             return Ok(None);
         }
-        let Some((_, entry)) = self.entries.iter().find(|(f, _)| std::ptr::eq(*f, *kernel)) else {
-            return Ok(None);
-        };
         let Mnk { m, n, .. } = self.size;
         let blocks = launch_config(gpu, kernel, entry, m, n)?.grid.0;
         let TileCluster { m: cm, n: cn } = kernel.cluster;

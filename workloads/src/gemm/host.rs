@@ -258,20 +258,23 @@ impl Workload for Gemm {
 }
 
 /// A family's entry point for one problem size, resolved once, with its parameter types.
-enum Resolved {
+pub enum LoadedEntry {
+    /// A and B by address.
     Pointers(Kernel<GemmPointers>),
+    /// A and B by tensor map.
     TensorMaps(Kernel<(TensorMap, TensorMap, *mut f32, u32, u32, u32)>),
+    /// A by address, B by tensor map.
     TensorMapB(Kernel<(*const f32, TensorMap, *mut f32, u32, u32, u32)>),
 }
 
-impl Resolved {
+impl LoadedEntry {
     /// The entry point `kernel` takes at `n` and `k`, if it has one there.
-    fn resolve(gpu: &Gpu, kernel: &GemmKernel, n: u32, k: u32) -> Result<Option<Resolved>> {
+    fn resolve(gpu: &Gpu, kernel: &GemmKernel, n: u32, k: u32) -> Result<Option<LoadedEntry>> {
         Ok(match kernel.entry_for(n, k) {
             None => None,
-            Some(GemmEntry::Pointers(e)) => Some(Resolved::Pointers(gpu.entry_point(e)?)),
-            Some(GemmEntry::TensorMaps(e)) => Some(Resolved::TensorMaps(gpu.entry_point(e)?)),
-            Some(GemmEntry::TensorMapB(e)) => Some(Resolved::TensorMapB(gpu.entry_point(e)?)),
+            Some(GemmEntry::Pointers(e)) => Some(LoadedEntry::Pointers(gpu.entry_point(e)?)),
+            Some(GemmEntry::TensorMaps(e)) => Some(LoadedEntry::TensorMaps(gpu.entry_point(e)?)),
+            Some(GemmEntry::TensorMapB(e)) => Some(LoadedEntry::TensorMapB(gpu.entry_point(e)?)),
         })
     }
 }
@@ -285,8 +288,6 @@ pub struct GemmProblem {
     c: CudaSlice<f32>,
     reference: Reference,
     cublas: Result<Blas, String>,
-    /// The entry point of each family that runs on this GPU's module at this size.
-    entries: Vec<(&'static GemmKernel, Resolved)>,
     /// The tensor-copy kernels' maps of A and B, encoded at their first launch.
     maps: TensorMaps,
 }
@@ -326,16 +327,6 @@ impl GemmProblem {
             gpu.synchronize(|| format!("computing the reference of a {size} GEMM"))?;
             Reference::new(gpu, c64, "the reference C")?
         };
-        let arch = gpu.info().arch;
-        let mut entries = Vec::new();
-        for kernel in GEMM_KERNELS {
-            if !GemmExperiment::Kernel(kernel).archs().contains(&arch) {
-                continue;
-            }
-            if let Some(entry) = Resolved::resolve(gpu, kernel, n, k)? {
-                entries.push((kernel, entry));
-            }
-        }
         Ok(GemmProblem {
             size,
             values: inputs.values,
@@ -345,7 +336,6 @@ impl GemmProblem {
             reference,
             // Pedantic: FP32 FFMA math, never TF32 tensor cores.
             cublas: Blas::open(gpu, cublas::cublasMath_t::CUBLAS_PEDANTIC_MATH),
-            entries,
             maps: TensorMaps::default(),
         })
     }
@@ -369,7 +359,26 @@ impl Problem<GemmExperiment> for GemmProblem {
         Ok(gpu.fill_words(&mut self.c, POISON.to_bits(), "C")?)
     }
 
-    fn launch(&mut self, gpu: &Gpu, experiment: &GemmExperiment) -> Result<()> {
+    /// The family's entry point at this size (none for cuBLAS).
+    type Resolved = Option<LoadedEntry>;
+
+    fn resolve(&self, gpu: &Gpu, experiment: &GemmExperiment) -> Result<Option<LoadedEntry>> {
+        let Mnk { n, k, .. } = self.size;
+        match experiment {
+            GemmExperiment::Kernel(kernel) => match LoadedEntry::resolve(gpu, kernel, n, k)? {
+                Some(entry) => Ok(Some(entry)),
+                None => bail!("{} has no entry point for {}", kernel.name, self.size),
+            },
+            GemmExperiment::Cublas => Ok(None),
+        }
+    }
+
+    fn launch(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &GemmExperiment,
+        entry: &Option<LoadedEntry>,
+    ) -> Result<()> {
         let Mnk { m, n, k } = self.size;
         match experiment {
             GemmExperiment::Kernel(kernel) => {
@@ -379,9 +388,8 @@ impl Problem<GemmExperiment> for GemmProblem {
                     shared_bytes: kernel.shared_bytes(),
                     cluster: kernel.cluster(),
                 };
-                let Some((_, entry)) = self.entries.iter().find(|(f, _)| std::ptr::eq(*f, *kernel))
-                else {
-                    bail!("{} has no entry point for {}", kernel.name, self.size);
+                let Some(entry) = entry else {
+                    bail!("{} launched without its entry point", kernel.name);
                 };
                 let maps = &self.maps;
                 // A is k wide and m tall, B n wide and k tall.
@@ -396,15 +404,15 @@ impl Problem<GemmExperiment> for GemmProblem {
                 // the family's boxes; the entry point is the one `entry_for` gives at this n
                 // and k (the aligned one only when both are multiples of 4); the geometry is
                 // the table's; 1 <= m, n, k <= MAX_DIM (parse_mnk); sm_90 kernels only on
-                // the sm_90 module (resolved only there).
+                // the sm_90 module (`measure` resolves a family only on a module of its archs).
                 match entry {
-                    Resolved::Pointers(kernel) => unsafe {
+                    LoadedEntry::Pointers(kernel) => unsafe {
                         kernel.launch(gpu, config, (a, b, c, m, n, k))?
                     },
-                    Resolved::TensorMaps(kernel) => unsafe {
+                    LoadedEntry::TensorMaps(kernel) => unsafe {
                         kernel.launch(gpu, config, (&a_map()?, &b_map()?, c, m, n, k))?
                     },
-                    Resolved::TensorMapB(kernel) => unsafe {
+                    LoadedEntry::TensorMapB(kernel) => unsafe {
                         kernel.launch(gpu, config, (a, &b_map()?, c, m, n, k))?
                     },
                 }

@@ -249,12 +249,6 @@ impl Workload for Selftest {
         // Whole-tile kernels may round a small n up to one tile: keep that much input.
         let len = size.0.max(TILE_FLOATS) as usize;
         let src = input_values(len, inputs);
-        let arch = gpu.info().arch;
-        let copies = COPY_KERNELS
-            .iter()
-            .filter(|kernel| SelftestExperiment::Copy(kernel).archs().contains(&arch))
-            .map(|kernel| Ok((kernel, gpu.entry_point(kernel.entry)?)))
-            .collect::<Result<_>>()?;
         let on_gpu = if size.0 as usize >= GPU_CHECK_MIN_ELEMENTS {
             let longest = COPY_KERNELS
                 .iter()
@@ -274,7 +268,6 @@ impl Workload for Selftest {
             n: size.0,
             src_device: gpu.upload(&src, "the input")?,
             src,
-            copies,
             barrier_ops: gpu.entry_point(BARRIER_OPS)?,
             math: MathProblem::new(gpu, inputs.seed)?,
             // The kernel is in the sm_90a module only: elsewhere the experiment reports it
@@ -332,8 +325,6 @@ pub struct SelftestProblem {
     n: u32,
     src: Vec<f32>,
     src_device: CudaSlice<f32>,
-    /// Every copy kernel the GPU's module holds, resolved.
-    copies: Vec<(&'static CopyKernel, Kernel<CopyParams>)>,
     barrier_ops: Kernel<(*mut u32,)>,
     /// A copy kernel's output.
     copied: Option<CudaSlice<f32>>,
@@ -409,16 +400,31 @@ impl Problem<SelftestExperiment> for SelftestProblem {
         Ok(())
     }
 
-    fn launch(&mut self, gpu: &Gpu, experiment: &SelftestExperiment) -> Result<()> {
+    /// A copy kernel's entry point (the other experiments' kernels are their parts').
+    type Resolved = Option<Kernel<CopyParams>>;
+
+    fn resolve(
+        &self,
+        gpu: &Gpu,
+        experiment: &SelftestExperiment,
+    ) -> Result<Option<Kernel<CopyParams>>> {
+        Ok(match experiment {
+            SelftestExperiment::Copy(kernel) => Some(gpu.entry_point(kernel.entry)?),
+            _ => None,
+        })
+    }
+
+    fn launch(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &SelftestExperiment,
+        resolved: &Option<Kernel<CopyParams>>,
+    ) -> Result<()> {
         match experiment {
             SelftestExperiment::Copy(kernel) => {
-                let (_, function) = self
-                    .copies
-                    .iter()
-                    .find(|(k, _)| std::ptr::eq(*k, *kernel))
-                    .with_context(|| {
-                        format!("`{}` is not in the {} module", kernel.name, gpu.info().arch)
-                    })?;
+                let function = resolved.as_ref().with_context(|| {
+                    format!("`{}` launched without its entry point", kernel.name)
+                })?;
                 let n = floats_for(kernel, self.n);
                 let form = kernel.form;
                 let config = LaunchConfig::linear(
@@ -504,7 +510,12 @@ impl Problem<SelftestExperiment> for SelftestProblem {
         }
     }
 
-    fn note(&mut self, _: &Gpu, experiment: &SelftestExperiment) -> Result<Option<String>> {
+    fn note(
+        &mut self,
+        _: &Gpu,
+        experiment: &SelftestExperiment,
+        _: &Option<Kernel<CopyParams>>,
+    ) -> Result<Option<String>> {
         Ok(match experiment {
             SelftestExperiment::Math(MathKernel::Math) => self.math.note.clone(),
             SelftestExperiment::Tile => self.tile.as_ref().and_then(|t| t.note.clone()),

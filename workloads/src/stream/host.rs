@@ -178,19 +178,12 @@ impl Workload for Stream {
     }
     fn prepare(&self, gpu: &Gpu, size: Floats, inputs: Inputs) -> Result<StreamProblem> {
         let x = random_bits(size.0 as usize, inputs);
-        let arch = gpu.info().arch;
-        let entries = STREAM_KERNELS
-            .iter()
-            .filter(|kernel| StreamExperiment::Kernel(kernel).archs().contains(&arch))
-            .map(|kernel| Ok((kernel, Resolved::resolve(gpu, kernel)?)))
-            .collect::<Result<_>>()?;
         Ok(StreamProblem {
             n: size.0,
             x_device: gpu.upload(&x, "x")?,
             y: gpu.zeros(size.0 as usize, "y")?,
             queue: gpu.zeros(TileQueueState::WORDS, "the tile queue")?,
             x,
-            entries,
             maps: TensorMaps::default(),
             verifier: if size.0 as usize >= GPU_CHECK_MIN_ELEMENTS {
                 Some(Verifier::new(gpu)?)
@@ -202,19 +195,24 @@ impl Workload for Stream {
 }
 
 /// A stream kernel resolved once, with its parameter types.
-enum Resolved {
+pub enum LoadedEntry {
+    /// Source and destination by address.
     Pointers(Kernel<(*const f32, *mut f32, u32)>),
+    /// By address, tiles from a queue.
     PointersQueued(Kernel<(*const f32, *mut f32, u32, *mut TileQueueState)>),
+    /// By tensor map, tiles from a queue.
     TensorMapsQueued(Kernel<(TensorMap, TensorMap, u32, *mut TileQueueState)>),
 }
 
-impl Resolved {
-    fn resolve(gpu: &Gpu, kernel: &StreamKernel) -> Result<Resolved> {
+impl LoadedEntry {
+    fn resolve(gpu: &Gpu, kernel: &StreamKernel) -> Result<LoadedEntry> {
         Ok(match kernel.entry {
-            StreamEntry::Pointers(entry) => Resolved::Pointers(gpu.entry_point(entry)?),
-            StreamEntry::PointersQueued(entry) => Resolved::PointersQueued(gpu.entry_point(entry)?),
+            StreamEntry::Pointers(entry) => LoadedEntry::Pointers(gpu.entry_point(entry)?),
+            StreamEntry::PointersQueued(entry) => {
+                LoadedEntry::PointersQueued(gpu.entry_point(entry)?)
+            }
             StreamEntry::TensorMapsQueued(entry) => {
-                Resolved::TensorMapsQueued(gpu.entry_point(entry)?)
+                LoadedEntry::TensorMapsQueued(gpu.entry_point(entry)?)
             }
         })
     }
@@ -263,8 +261,6 @@ pub struct StreamProblem {
     y: CudaSlice<f32>,
     /// A `TileQueueState`: zeroed once here, and left zeroed by every launch.
     queue: CudaSlice<u32>,
-    /// Every kernel the GPU's module holds, resolved.
-    entries: Vec<(&'static StreamKernel, Resolved)>,
     /// The tensor kernels' maps of x and y, encoded at their first launch.
     maps: TensorMaps,
     /// Compares y with x on the GPU, past `GPU_CHECK_MIN_ELEMENTS` floats.
@@ -278,7 +274,22 @@ impl Problem<StreamExperiment> for StreamProblem {
         Ok(gpu.fill_words(&mut self.y, POISON.to_bits(), "y")?)
     }
 
-    fn launch(&mut self, gpu: &Gpu, experiment: &StreamExperiment) -> Result<()> {
+    /// A kernel's entry point (none for the driver's copy).
+    type Resolved = Option<LoadedEntry>;
+
+    fn resolve(&self, gpu: &Gpu, experiment: &StreamExperiment) -> Result<Option<LoadedEntry>> {
+        Ok(match experiment {
+            StreamExperiment::DriverCopy => None,
+            StreamExperiment::Kernel(kernel) => Some(LoadedEntry::resolve(gpu, kernel)?),
+        })
+    }
+
+    fn launch(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &StreamExperiment,
+        entry: &Option<LoadedEntry>,
+    ) -> Result<()> {
         match experiment {
             StreamExperiment::DriverCopy => {
                 let (x, y) = (gpu.address(&self.x_device), gpu.address(&self.y));
@@ -295,9 +306,8 @@ impl Problem<StreamExperiment> for StreamProblem {
                     kernel.threads,
                     kernel.shared_bytes(),
                 );
-                let Some((_, entry)) = self.entries.iter().find(|(k, _)| std::ptr::eq(*k, *kernel))
-                else {
-                    anyhow::bail!("`{}` is not in the {} module", kernel.name, gpu.info().arch);
+                let Some(entry) = entry else {
+                    anyhow::bail!("`{}` launched without its entry point", kernel.name);
                 };
                 let (x, y, n, queue) = (&self.x_device, &mut self.y, self.n, &mut self.queue);
                 // SAFETY (each launch): stream kernels take (x, y, n) with n floats in each
@@ -306,13 +316,14 @@ impl Problem<StreamExperiment> for StreamProblem {
                 // their tile — then, where the table says so, the queue's state (zeroed at
                 // allocation, left zeroed by each launch, used by one launch at a time on the
                 // one stream); any 1-D grid; the table's block and shared memory; sm_90
-                // kernels are resolved only on the sm_90 module.
+                // kernels are resolved only on the sm_90 module (`measure` resolves a kernel only
+                // on a module of its archs).
                 match entry {
-                    Resolved::Pointers(k) => unsafe { k.launch(gpu, config, (x, y, n))? },
-                    Resolved::PointersQueued(k) => unsafe {
+                    LoadedEntry::Pointers(k) => unsafe { k.launch(gpu, config, (x, y, n))? },
+                    LoadedEntry::PointersQueued(k) => unsafe {
                         k.launch(gpu, config, (x, y, n, queue))?
                     },
-                    Resolved::TensorMapsQueued(k) => {
+                    LoadedEntry::TensorMapsQueued(k) => {
                         // Rows of `row_floats`, boxes of `box_rows` rows.
                         let view = TensorView::of(n, kernel.tile_floats());
                         let map = |address| {

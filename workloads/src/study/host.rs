@@ -2,7 +2,7 @@
 //! completion style against the synchronous baseline, at a given K.
 
 use super::{M, MAX_K, N, STUDY_KERNELS, StudyEntry, StudyKernel, Style, TENSOR_STEPS};
-use anyhow::{Context as _, Result, ensure};
+use anyhow::{Result, ensure};
 use gpu::tensor_map::TensorMap;
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
@@ -125,12 +125,6 @@ impl Workload for Study {
     fn prepare(&self, gpu: &Gpu, size: K, inputs: Inputs) -> Result<StudyProblem> {
         let host = StudyInputs::new(size, inputs);
         let reference = host.reference();
-        let arch = gpu.info().arch;
-        let entries = STUDY_KERNELS
-            .iter()
-            .filter(|kernel| kernel.archs().contains(&arch))
-            .map(|kernel| Ok((kernel, Resolved::resolve(gpu, kernel)?)))
-            .collect::<Result<_>>()?;
         Ok(StudyProblem {
             k: size.0,
             values: inputs.values,
@@ -138,23 +132,24 @@ impl Workload for Study {
             b: gpu.upload(&host.b, "B")?,
             c: gpu.zeros((M * N) as usize, "C")?,
             reference,
-            entries,
             maps: TensorMaps::default(),
         })
     }
 }
 
-/// A study kernel resolved once, with its parameter types.
-enum Resolved {
+/// A study kernel's entry point, resolved once, with its parameter types.
+pub enum LoadedEntry {
+    /// A and B by address.
     Pointers(Kernel<(*const f32, *const f32, *mut f32, u32)>),
+    /// A by tensor map, B by address.
     TensorMapA(Kernel<(TensorMap, *const f32, *mut f32, u32)>),
 }
 
-impl Resolved {
-    fn resolve(gpu: &Gpu, kernel: &StudyKernel) -> Result<Resolved> {
+impl LoadedEntry {
+    fn resolve(gpu: &Gpu, kernel: &StudyKernel) -> Result<LoadedEntry> {
         Ok(match kernel.entry {
-            StudyEntry::Pointers(entry) => Resolved::Pointers(gpu.entry_point(entry)?),
-            StudyEntry::TensorMapA(entry) => Resolved::TensorMapA(gpu.entry_point(entry)?),
+            StudyEntry::Pointers(entry) => LoadedEntry::Pointers(gpu.entry_point(entry)?),
+            StudyEntry::TensorMapA(entry) => LoadedEntry::TensorMapA(gpu.entry_point(entry)?),
         })
     }
 }
@@ -211,8 +206,6 @@ pub struct StudyProblem {
     b: CudaSlice<f32>,
     c: CudaSlice<f32>,
     reference: Vec<f64>,
-    /// Every kernel the GPU's module holds, resolved.
-    entries: Vec<(&'static StudyKernel, Resolved)>,
     /// A's tensor map (the tensor style), encoded at its first launch.
     maps: TensorMaps,
 }
@@ -223,32 +216,26 @@ impl StudyProblem {
         LaunchConfig::linear(1, kernel.threads(), kernel.shared().bytes)
     }
 
-    /// Queues `kernel` with an explicit geometry (the GPU tests use it to provoke a refused
-    /// launch).
+    /// Queues `kernel` (its `entry` resolved) with an explicit geometry (the GPU tests use it
+    /// to provoke a refused launch).
     pub fn launch_with(
         &mut self,
         gpu: &Gpu,
         kernel: &StudyKernel,
+        entry: &LoadedEntry,
         config: LaunchConfig,
     ) -> Result<()> {
-        let (_, entry) = self
-            .entries
-            .iter()
-            .find(|(k, _)| std::ptr::eq(*k, kernel))
-            .with_context(|| {
-                format!("`{}` is not in the {} module", kernel.name, gpu.info().arch)
-            })?;
         let (b, c, k) = (&self.b, &mut self.c, self.k);
         // SAFETY (each launch): study kernels take (a, b, c, k) and read 32*k, k*32 and write
         // 32*32 floats, which the buffers hold (16-byte aligned, as every driver allocation
         // is); 1 <= k <= MAX_K (parse_size); the tensor style takes a map of A (its box as
         // the kernel expects) and k % 4 == 0 (checked below), and is resolved only on the
-        // sm_90 module. A geometry other than `launch_config`'s is for refused launches only.
+        // sm_90 module (`measure` resolves a kernel only on a module of its archs). A geometry other than `launch_config`'s is for refused launches only.
         match entry {
-            Resolved::Pointers(kernel) => unsafe {
+            LoadedEntry::Pointers(kernel) => unsafe {
                 kernel.launch(gpu, config, (&self.a, b, c, k))?
             },
-            Resolved::TensorMapA(tensor) => {
+            LoadedEntry::TensorMapA(tensor) => {
                 ensure!(
                     k.is_multiple_of(TENSOR_STEPS),
                     "{} needs K to be a multiple of {TENSOR_STEPS} (K = {k})",
@@ -281,8 +268,14 @@ impl Problem<StudyKernel> for StudyProblem {
         Ok(gpu.fill_words(&mut self.c, POISON.to_bits(), "C")?)
     }
 
-    fn launch(&mut self, gpu: &Gpu, kernel: &StudyKernel) -> Result<()> {
-        self.launch_with(gpu, kernel, Self::launch_config(kernel))
+    type Resolved = LoadedEntry;
+
+    fn resolve(&self, gpu: &Gpu, kernel: &StudyKernel) -> Result<LoadedEntry> {
+        LoadedEntry::resolve(gpu, kernel)
+    }
+
+    fn launch(&mut self, gpu: &Gpu, kernel: &StudyKernel, entry: &LoadedEntry) -> Result<()> {
+        self.launch_with(gpu, kernel, entry, Self::launch_config(kernel))
     }
 
     fn check(&mut self, gpu: &Gpu, _: &StudyKernel) -> Result<CheckReport> {

@@ -159,13 +159,13 @@ fn grid<P: gpu_runtime::Params>(
     Ok(Ok(clusters * reach.blocks))
 }
 
-/// What both problems launch with: the size, the grid (or why no cluster fits), and each
-/// experiment's kernel.
+/// What both problems launch with: the size, the grid (or why no cluster fits), and where
+/// each experiment's kernel is.
 struct Launches<E: 'static, P: gpu_runtime::Params> {
     reach: Reach,
     /// Blocks in the grid, or why no cluster fits (or the code is not sm_90's).
     grid: Result<u32, String>,
-    entries: Vec<(&'static E, Kernel<P>)>,
+    entry: fn(&E) -> gpu_runtime::EntryPoint<P>,
 }
 
 impl<E, P: gpu_runtime::Params> Launches<E, P> {
@@ -174,13 +174,13 @@ impl<E, P: gpu_runtime::Params> Launches<E, P> {
         self.grid.as_ref().err().cloned().map(Unavailable::Missing)
     }
 
-    /// Resolves `experiments`' kernels (`entry` gives each one's; on the sm_90 code only) and
-    /// sizes the grid for `reach`.
+    /// Sizes the grid for `reach`, one that every one of `experiments`' kernels (`entry` gives
+    /// each one's; on the sm_90 code only) fits on.
     fn new(
         gpu: &Gpu,
         reach: Reach,
         experiments: &'static [E],
-        entry: impl Fn(&E) -> gpu_runtime::EntryPoint<P>,
+        entry: fn(&E) -> gpu_runtime::EntryPoint<P>,
     ) -> Result<Self> {
         let entries: Vec<(&'static E, Kernel<P>)> = if sm90(gpu) {
             experiments
@@ -192,11 +192,7 @@ impl<E, P: gpu_runtime::Params> Launches<E, P> {
         };
         let kernels: Vec<_> = entries.iter().map(|(_, k)| k).collect();
         let grid = grid(gpu, reach, &kernels)?;
-        Ok(Launches {
-            reach,
-            grid,
-            entries,
-        })
+        Ok(Launches { reach, grid, entry })
     }
 
     /// Blocks to size the outputs for (one cluster's where none fits).
@@ -209,23 +205,22 @@ impl<E, P: gpu_runtime::Params> Launches<E, P> {
         self.grid.clone().map_err(|why| anyhow::anyhow!("{why}"))
     }
 
-    /// `experiment`'s kernel (`name` for the error) and its launch: the grid in clusters of
-    /// the size's blocks, [`THREADS`] threads and [`SHARED_BYTES`] each.
-    fn kernel(&self, experiment: &E, name: &str) -> Result<(&Kernel<P>, LaunchConfig)> {
+    /// `experiment`'s kernel.
+    fn resolve(&self, gpu: &Gpu, experiment: &E) -> Result<Kernel<P>> {
+        Ok(gpu.entry_point((self.entry)(experiment))?)
+    }
+
+    /// The launch: the grid in clusters of the size's blocks, [`THREADS`] threads and
+    /// [`SHARED_BYTES`] each.
+    fn config(&self) -> Result<LaunchConfig> {
         let grid = self.grid()?;
-        let Some((_, kernel)) = self
-            .entries
-            .iter()
-            .find(|(e, _)| std::ptr::eq(*e, experiment))
-        else {
-            bail!("`{name}` is not loaded");
-        };
-        let config = LaunchConfig::linear(grid, THREADS, SHARED_BYTES).with_cluster([
-            self.reach.blocks,
-            1,
-            1,
-        ]);
-        Ok((kernel, config))
+        Ok(
+            LaunchConfig::linear(grid, THREADS, SHARED_BYTES).with_cluster([
+                self.reach.blocks,
+                1,
+                1,
+            ]),
+        )
     }
 }
 
@@ -413,8 +408,19 @@ impl Problem<LatencyKernel> for LatencyProblem {
     fn poison(&mut self, gpu: &Gpu, _: &LatencyKernel) -> Result<()> {
         Ok(gpu.fill_words(&mut self.end, POISON.to_bits(), "the chains' ends")?)
     }
-    fn launch(&mut self, gpu: &Gpu, experiment: &LatencyKernel) -> Result<()> {
-        let (kernel, config) = self.launches.kernel(experiment, experiment.name)?;
+    type Resolved = Kernel<LatencyParams>;
+
+    fn resolve(&self, gpu: &Gpu, experiment: &LatencyKernel) -> Result<Kernel<LatencyParams>> {
+        self.launches.resolve(gpu, experiment)
+    }
+
+    fn launch(
+        &mut self,
+        gpu: &Gpu,
+        experiment: &LatencyKernel,
+        kernel: &Kernel<LatencyParams>,
+    ) -> Result<()> {
+        let config = self.launches.config()?;
         let reach = self.launches.reach;
         let chain = match experiment.target.chain() {
             ChainKind::Shared => &self.chains[0],
@@ -456,7 +462,12 @@ impl Problem<LatencyKernel> for LatencyProblem {
     fn work(&self) -> Work {
         Work::Steps(self.launches.reach.hops() as u64)
     }
-    fn note(&mut self, gpu: &Gpu, _: &LatencyKernel) -> Result<Option<String>> {
+    fn note(
+        &mut self,
+        gpu: &Gpu,
+        _: &LatencyKernel,
+        _: &Kernel<LatencyParams>,
+    ) -> Result<Option<String>> {
         let Ok(grid) = self.launches.grid else {
             return Ok(None);
         };
@@ -646,8 +657,19 @@ impl Problem<BandwidthKernel> for BandwidthProblem {
     fn poison(&mut self, gpu: &Gpu, _: &BandwidthKernel) -> Result<()> {
         Ok(gpu.fill_words(&mut self.sums, POISON.to_bits(), "the sums")?)
     }
-    fn launch(&mut self, gpu: &Gpu, experiment: &BandwidthKernel) -> Result<()> {
-        let (kernel, config) = self.launches.kernel(experiment, experiment.name)?;
+    type Resolved = Kernel<BandwidthParams>;
+
+    fn resolve(&self, gpu: &Gpu, experiment: &BandwidthKernel) -> Result<Kernel<BandwidthParams>> {
+        self.launches.resolve(gpu, experiment)
+    }
+
+    fn launch(
+        &mut self,
+        gpu: &Gpu,
+        _experiment: &BandwidthKernel,
+        kernel: &Kernel<BandwidthParams>,
+    ) -> Result<()> {
+        let config = self.launches.config()?;
         let reach = self.launches.reach;
         // SAFETY: blocks of THREADS with SHARED_BYTES, a grid of whole clusters of
         // `reach.blocks` (at most GLOBAL_SLICES blocks: prepare), the distance below the
@@ -683,7 +705,12 @@ impl Problem<BandwidthKernel> for BandwidthProblem {
         let grid = *self.launches.grid.as_ref().unwrap_or(&0) as u64;
         Work::Bytes(grid * self.launches.reach.repeats() as u64 * BUFFER_BYTES as u64)
     }
-    fn note(&mut self, _: &Gpu, _: &BandwidthKernel) -> Result<Option<String>> {
+    fn note(
+        &mut self,
+        _: &Gpu,
+        _: &BandwidthKernel,
+        _: &Kernel<BandwidthParams>,
+    ) -> Result<Option<String>> {
         let reach = self.launches.reach;
         Ok(self.launches.grid.as_ref().ok().map(|grid| {
             format!(
@@ -711,83 +738,4 @@ pub fn run_cluster_hang(gpu: &Gpu, limit: std::time::Duration) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse_or_say_why_not() {
-        assert_eq!(parse_reach("4:1").unwrap(), Reach::new(4, 1));
-        assert_eq!(parse_reach(" 4 : 3 : 8 ").unwrap().steps, Some(8));
-        assert!(parse_reach("4:1:0").unwrap_err().contains("steps"));
-        assert_eq!(parse_reach("8").unwrap().distance, 1);
-        assert!(parse_reach("1").unwrap_err().contains("2 to 16"));
-        assert!(parse_reach("4:4").unwrap_err().contains("1 to 3"));
-        assert!(parse_reach("4:0").unwrap_err().contains("1 to 3"));
-        assert!(parse_reach("17:1").unwrap_err().contains("2 to 16"));
-        assert!(parse_reach("x:1").unwrap_err().contains("like 4:1"));
-        assert!(parse_reach("4:x").unwrap_err().contains("like 4:1"));
-        assert_eq!(
-            parse_reach("16:8").unwrap().to_string(),
-            "cluster 16, peer +8"
-        );
-    }
-
-    #[test]
-    fn peers_and_feeders_stay_in_the_cluster_and_pair_up() {
-        let reach = Reach::new(4, 3);
-        for b in 0..16 {
-            let (peer, feeder) = peer_and_feeder(b, reach);
-            assert_eq!(peer / 4, b / 4);
-            assert_eq!(feeder / 4, b / 4);
-            assert_eq!(peer_and_feeder(peer, reach).1, b);
-        }
-        assert_eq!(peer_and_feeder(5, reach), (4, 6));
-    }
-
-    #[test]
-    fn chains_visit_every_slot_once() {
-        for slots in [super::super::SHORT_CHAIN_SLOTS, 1 << 12] {
-            let mut seen = vec![false; slots as usize];
-            let mut slot = 0;
-            for _ in 0..slots {
-                assert!(!seen[slot as usize]);
-                seen[slot as usize] = true;
-                slot = chain_next(slot, slots);
-            }
-            assert_eq!(slot, 0);
-        }
-        let chain = chain_words(ChainKind::L2);
-        assert_eq!(chain.len(), 4096 * 32);
-        assert_eq!(chain[32 * 5], chain_next(5, 4096));
-        assert_eq!(chain_end(0, 1, 4096, 4096), 0);
-        assert_ne!(chain_end(0, 1, 4096, 99), chain_end(0, 1, 4096, 100));
-        // The kernels' jump lands where walking does.
-        for (steps, slots) in [(0, 4096), (1, 4096), (12345, 4096), (5_000_000, 1 << 23)] {
-            let walked = (0..steps).fold(0, |slot, _| chain_next(slot, slots));
-            assert_eq!(super::super::chain_jump(steps, slots), walked, "{steps}");
-        }
-        assert_eq!(
-            chain_end(3, 132, 1 << 23, 10),
-            (0..10).fold(super::super::chain_start(3, 132, 1 << 23), |s, _| {
-                chain_next(s, 1 << 23)
-            })
-        );
-    }
-
-    #[test]
-    fn expected_sums_follow_each_mode() {
-        let reach = Reach::new(2, 1);
-        let slice_sums: Vec<u32> = (0..GLOBAL_SLICES * THREADS).collect();
-        let local = expected_sums(BandwidthMode::LocalRead, reach, 2, &slice_sums);
-        let remote = expected_sums(BandwidthMode::RemoteRead, reach, 2, &slice_sums);
-        // In a cluster of two, each block reads the other's buffer.
-        let t = THREADS as usize;
-        assert_eq!(remote[..t], local[t..]);
-        assert_eq!(remote[t..], local[..t]);
-        let dram = expected_sums(BandwidthMode::DramRead, reach, 2, &slice_sums);
-        assert_ne!(
-            dram,
-            expected_sums(BandwidthMode::L2Read, reach, 2, &slice_sums)
-        );
-    }
-}
+mod tests;
