@@ -1,12 +1,12 @@
 //! The host build embeds this crate's own device code: it builds the crate for nvptx64
-//! (sm_90a: the tensor-core kernels) through `ptx-builder`, assembles the module with ptxas
+//! (every arch of `ptx_builder::Arch::ALL`) through `ptx-builder`, assembles the module with ptxas
 //! where it is found (else the driver compiles the PTX at load), and writes
 //! `$OUT_DIR/gpu_kernels_modules.rs`, the module table `src/lib.rs` includes. The device build
 //! of the crate (as a dependency of another device crate, or this script's own) does nothing
 //! here.
 
+use ptx_builder::CudaBuilder;
 use ptx_builder::nvtools::{self, Tool};
-use ptx_builder::{Arch, CudaBuilder};
 use std::path::PathBuf;
 
 fn main() {
@@ -17,8 +17,8 @@ fn main() {
     }
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    // Every arch: the FP32 GEMM runs from sm_80, the tensor-core kernels on sm_90a.
     let artifacts = CudaBuilder::new(&manifest)
-        .arch(Arch::Sm90a)
         .target_dir(
             ptx_builder::workspace_root()
                 .join("target")

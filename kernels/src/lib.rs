@@ -5,9 +5,11 @@
 //! | module | kernels | host API |
 //! |---|---|---|
 //! | [`gemm16`] | BF16 / FP16 GEMM on Hopper's tensor cores (TMA + `wgmma`, warp-specialized, persistent; sm_90a) | [`gemm16::Gemm16`] |
+//! | [`gemm32`] | FP32 GEMM on CUDA cores (`cp.async` pipelines; split K over clusters and warps on sm_90), any size, sm_80 and later | [`gemm32::Gemm32`] |
+//! | [`attention`] | fused attention forward, BF16 / FP16, d 64 / 128 / 256, causal, GQA (TMA + `wgmma`, ping-pong consumers; sm_90a) | [`attention::Attention`] |
 //!
-//! The host build embeds the crate's own device code (`build.rs`: PTX, and the cubin where
-//! ptxas was found): [`MODULES`], which [`gpu_runtime::Gpu::load_library`] loads beside the
+//! The host build embeds the crate's own device code (`build.rs`: PTX for sm_80, sm_90 and
+//! sm_90a, and the cubins where ptxas was found): [`MODULES`], which [`gpu_runtime::Gpu::load_library`] loads beside the
 //! program's own modules, in the same context and stream.
 //!
 //! ```no_run
@@ -27,26 +29,40 @@
 //! ```
 
 #![cfg_attr(target_arch = "nvptx64", no_std)]
-// Kernels (`extern "ptx-kernel"`, their tensor-map parameters read by `asm!`) exist in the
-// sm_90a device build only.
-#![cfg_attr(
-    all(target_arch = "nvptx64", target_feature = "sm_90a"),
-    feature(abi_ptx, asm_experimental_arch)
-)]
+// Kernels are `extern "ptx-kernel"`; tensor-map parameters are read by `asm!`.
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 // The device modules exist only in the nvptx64 build, so a host `cargo doc` cannot resolve
 // links to them.
 #![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 
 pub mod attention;
 pub mod gemm16;
+// The sm_90a module holds only what needs sm_90a (the tensor-core kernels): the GPU loads it
+// beside the sm_90 module, which holds the FP32 GEMM, so that is not built twice.
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
+pub mod gemm32;
 
-/// This crate's device code, one module per arch it is built for (sm_90a), as
+#[cfg(not(target_arch = "nvptx64"))]
+mod gemm_call;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use gemm_call::{GemmError, GemmShape};
+
+/// Four floats moved as one 16-byte access (`ld.global.v4.f32` / `st.global.v4.f32`): how the
+/// FP32 kernels (this crate's and the workloads') read and write global memory a `float4` at a
+/// time.
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90a")))]
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+#[doc(hidden)]
+pub struct Quad(pub [f32; 4]);
+
+/// This crate's device code, one module per arch it is built for, as
 /// [`gpu_runtime::Gpu::load_library`] and [`gpu_runtime::Gpu::open`] take it.
 #[cfg(not(target_arch = "nvptx64"))]
 pub const MODULES: &[gpu_runtime::Module] =
     include!(concat!(env!("OUT_DIR"), "/gpu_kernels_modules.rs"));
 
-/// Why `gpu` cannot run this crate's kernels (all sm_90a: `wgmma`, `setmaxnreg`), if it cannot:
+/// Why `gpu` cannot run this crate's tensor-core kernels (sm_90a: `wgmma`, `setmaxnreg`), if it cannot:
 /// one line naming `what` and the GPU's compute capability.
 #[cfg(not(target_arch = "nvptx64"))]
 fn sm90a_missing(gpu: &gpu_runtime::Gpu, what: &str) -> Option<String> {

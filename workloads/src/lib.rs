@@ -37,9 +37,5 @@ pub mod study;
 #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub mod verify;
 
-/// Four floats moved as one 16-byte access (`ld.global.v4.f32` / `st.global.v4.f32`): how the
-/// workloads' kernels read and write global memory a `float4` at a time.
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90a")))]
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-struct Quad([f32; 4]);
+use gpu_kernels::Quad;

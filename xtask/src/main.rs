@@ -101,14 +101,14 @@ fn run(args: Vec<String>) -> Result<()> {
 }
 
 /// Clippy over the device build of `workloads` (and `gpu`, a workspace member under it), each
-/// arch in its own target folder, and over `gpu-kernels`' (sm_90a, the arch it is built for).
+/// arch in its own target folder, and over `gpu-kernels`' (every arch too).
 fn clippy(builder: &CudaBuilder) -> Result<()> {
     let kernels = CudaBuilder::new(workspace_root().join("kernels"));
     let jobs = builder
         .selected_archs()
         .into_iter()
         .map(|arch| (builder, arch, "workloads"))
-        .chain([(&kernels, Arch::Sm90a, "gpu-kernels")]);
+        .chain(Arch::ALL.map(|arch| (&kernels, arch, "gpu-kernels")));
     for (builder, arch, what) in jobs {
         let dir = workspace_root()
             .join("target")

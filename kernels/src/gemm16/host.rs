@@ -9,34 +9,10 @@ use super::{
 };
 use gpu::wgmma::{Bf16, F16, SixteenBit, WARPGROUP_THREADS};
 use gpu_runtime::cudarc::driver::CudaSlice;
-use gpu_runtime::tensor_map::{ElementType, Swizzle, TensorMapError, TensorMaps};
-use gpu_runtime::{DeviceElement, Gpu, GpuError, Kernel, LaunchConfig, Library};
+use gpu_runtime::tensor_map::{ElementType, Swizzle, TensorMaps};
+use gpu_runtime::{DeviceElement, Gpu, Kernel, LaunchConfig, Library};
 
-/// `C = A B^T` (B `n x k`, [`BLayout::NK`]) or `C = A B` (B `k x n`, [`BLayout::KN`]): A
-/// `m x k`, C `m x n`, all row-major and packed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct GemmShape {
-    /// Rows of A and C.
-    pub m: u32,
-    /// Columns of C.
-    pub n: u32,
-    /// Columns of A.
-    pub k: u32,
-}
-
-/// Why a GEMM was not run.
-#[derive(Debug, thiserror::Error)]
-pub enum GemmError {
-    /// The shape or a buffer does not fit the call.
-    #[error("{0}")]
-    Shape(String),
-    /// The GPU cannot run the kernels, or the launch failed.
-    #[error(transparent)]
-    Gpu(#[from] GpuError),
-    /// A tensor map could not be encoded.
-    #[error(transparent)]
-    TensorMap(#[from] TensorMapError),
-}
+pub use crate::{GemmError, GemmShape};
 
 /// An element type [`Gemm16`] multiplies: BF16 or FP16, FP32 accumulation.
 pub trait Gemm16Element: SixteenBit + DeviceElement<Stored = u16> {
@@ -217,18 +193,9 @@ pub fn check_shape<E: Gemm16Element>(
     b_layout: BLayout,
     lengths: [usize; 3],
 ) -> Result<(), GemmError> {
-    let GemmShape { m, n, k } = shape;
+    let GemmShape { n, k, .. } = shape;
     let bad = |why: String| Err(GemmError::Shape(why));
-    if m == 0 || n == 0 || k == 0 {
-        return bad(format!(
-            "M, N and K must be at least 1 (got {m} x {n} x {k})"
-        ));
-    }
-    if m > MAX_DIM || n > MAX_DIM || k > MAX_DIM {
-        return bad(format!(
-            "M, N and K must be below 2^31 (got {m} x {n} x {k})"
-        ));
-    }
+    crate::gemm_call::check_sizes(shape, MAX_DIM, lengths, E::NAME)?;
     if !k.is_multiple_of(8) {
         return bad(format!(
             "K = {k} is not a multiple of 8: the rows of A and B must be 16-byte multiples for \
@@ -240,19 +207,6 @@ pub fn check_shape<E: Gemm16Element>(
             "N = {n} is not a multiple of 8: with B k x n its rows must be 16-byte multiples \
              (pad N with zeros, or store B n x k)"
         ));
-    }
-    let (m64, n64, k64) = (m as u64, n as u64, k as u64);
-    for (name, need, have) in [
-        ("A", m64 * k64, lengths[0]),
-        ("B", n64 * k64, lengths[1]),
-        ("C", m64 * n64, lengths[2]),
-    ] {
-        if (have as u64) < need {
-            return bad(format!(
-                "{name} holds {have} {} elements; the {m} x {n} x {k} GEMM needs {need}",
-                E::NAME
-            ));
-        }
     }
     Ok(())
 }
@@ -284,7 +238,10 @@ mod tests {
         assert!(msg(ok(shape(4, 4, 12), BLayout::NK, [48, 48, 16])).contains("K = 12"));
         assert!(msg(ok(shape(4, 4, 8), BLayout::NK, [31, 32, 16])).contains("A holds 31"));
         assert!(msg(ok(shape(4, 4, 8), BLayout::NK, [32, 32, 15])).contains("C holds 15"));
-        assert!(msg(ok(shape(1 << 31, 8, 8), BLayout::NK, [usize::MAX; 3])).contains("below 2^31"));
+        assert!(
+            msg(ok(shape(1 << 31, 8, 8), BLayout::NK, [usize::MAX; 3]))
+                .contains("at most 2147483647")
+        );
         // FP16's message names FP16.
         assert!(
             check_shape::<F16>(shape(4, 4, 8), BLayout::NK, [32, 31, 16])

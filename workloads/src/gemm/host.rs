@@ -16,6 +16,8 @@ use crate::verify::host::Reference;
 use crate::verify::{verify_against_reference, verify_reference_scale};
 use anyhow::{Result, bail, ensure};
 use gpu::tensor_map::TensorMap;
+use gpu_kernels::GemmShape;
+use gpu_kernels::gemm32::{Gemm32, Gemm32Family};
 use gpu_runtime::blas::{Blas, sys as cublas};
 use gpu_runtime::cudarc::driver::{CudaSlice, DeviceRepr};
 use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
@@ -38,51 +40,59 @@ pub enum GemmExperiment {
     Cublas,
     /// A kernel family of ours.
     Kernel(&'static GemmKernel),
+    /// What a user calls: `gpu_kernels::gemm32::Gemm32::gemm`, the family it picks for the
+    /// shape, through its own module.
+    Library,
 }
 
 static EXPERIMENTS: LazyLock<Vec<GemmExperiment>> = LazyLock::new(|| {
     std::iter::once(GemmExperiment::Cublas)
         .chain(GEMM_KERNELS.iter().map(GemmExperiment::Kernel))
+        .chain([GemmExperiment::Library])
         .collect()
 });
 
 /// The row name of cuBLAS.
 pub const CUBLAS: &str = "cublas_sgemm";
+/// The row name of [`GemmExperiment::Library`].
+pub const LIBRARY: &str = "gemm32";
 
 impl Experiment for GemmExperiment {
     fn name(&self) -> &'static str {
         match self {
             GemmExperiment::Cublas => CUBLAS,
             GemmExperiment::Kernel(k) => k.name,
+            GemmExperiment::Library => LIBRARY,
         }
     }
     fn role(&self) -> Role {
         match self {
             GemmExperiment::Cublas => Role::Baseline,
-            GemmExperiment::Kernel(_) => Role::Library,
+            GemmExperiment::Kernel(_) | GemmExperiment::Library => Role::Library,
         }
     }
     fn style(&self) -> &'static str {
         match self {
             GemmExperiment::Cublas => "cublas",
             GemmExperiment::Kernel(k) => k.style.label(),
+            GemmExperiment::Library => "dispatch",
         }
     }
     fn stages(&self) -> Option<u32> {
         match self {
-            GemmExperiment::Cublas => None,
+            GemmExperiment::Cublas | GemmExperiment::Library => None,
             GemmExperiment::Kernel(k) => Some(k.style.stages()),
         }
     }
     fn threads(&self) -> Option<u32> {
         match self {
-            GemmExperiment::Cublas => None,
+            GemmExperiment::Cublas | GemmExperiment::Library => None,
             GemmExperiment::Kernel(k) => Some(k.threads()),
         }
     }
     fn shared_bytes(&self) -> Option<u32> {
         match self {
-            GemmExperiment::Cublas => None,
+            GemmExperiment::Cublas | GemmExperiment::Library => None,
             GemmExperiment::Kernel(k) => Some(k.shared_bytes()),
         }
     }
@@ -92,6 +102,11 @@ impl Experiment for GemmExperiment {
                 "cuBLAS SGEMM, FP32 math (TF32 off), row-major via C^T = B^T A^T"
             }
             GemmExperiment::Kernel(k) => k.style.summary(),
+            GemmExperiment::Library => {
+                "gpu_kernels::gemm32::Gemm32::gemm: the family it picks for the shape (split K \
+                 where C has fewer 128x128 tiles than SMs or M or N <= 64, else the 4-stage \
+                 thread pipeline)"
+            }
         }
     }
     fn entry_points(&self) -> Vec<&'static str> {
@@ -100,6 +115,8 @@ impl Experiment for GemmExperiment {
             GemmExperiment::Kernel(k) => std::iter::once(k.entry_names().0)
                 .chain(k.entry_names().1)
                 .collect(),
+            // In its own module (gpu-kernels'), not the workloads'.
+            GemmExperiment::Library => Vec::new(),
         }
     }
     fn archs(&self) -> &'static [Arch] {
@@ -288,6 +305,8 @@ pub struct GemmProblem {
     c: CudaSlice<f32>,
     reference: Reference,
     cublas: Result<Blas, String>,
+    /// The library's GEMM, loaded from its own module.
+    gemm32: Result<Gemm32, String>,
     /// The tensor-copy kernels' maps of A and B, encoded at their first launch.
     maps: TensorMaps,
 }
@@ -336,6 +355,7 @@ impl GemmProblem {
             reference,
             // Pedantic: FP32 FFMA math, never TF32 tensor cores.
             cublas: Blas::open(gpu, cublas::cublasMath_t::CUBLAS_PEDANTIC_MATH),
+            gemm32: Gemm32::load(gpu).map_err(|e| e.to_string()),
             maps: TensorMaps::default(),
         })
     }
@@ -346,6 +366,11 @@ impl Problem<GemmExperiment> for GemmProblem {
         let Mnk { n, k, .. } = self.size;
         match (experiment, &self.cublas) {
             (GemmExperiment::Cublas, Err(why)) => Some(Unavailable::Missing(why.clone())),
+            (GemmExperiment::Library, _) => self
+                .gemm32
+                .as_ref()
+                .err()
+                .map(|why| Unavailable::Missing(why.clone())),
             (GemmExperiment::Kernel(kernel), _) if kernel.entry_for(n, k).is_none() => {
                 Some(Unavailable::AtThisSize(
                     "tensor maps need 16-byte aligned rows: K and N multiples of 4".to_string(),
@@ -369,7 +394,7 @@ impl Problem<GemmExperiment> for GemmProblem {
                 Some(entry) => Ok(Some(entry)),
                 None => bail!("{} has no entry point for {}", kernel.name, self.size),
             },
-            GemmExperiment::Cublas => Ok(None),
+            GemmExperiment::Cublas | GemmExperiment::Library => Ok(None),
         }
     }
 
@@ -416,6 +441,14 @@ impl Problem<GemmExperiment> for GemmProblem {
                         kernel.launch(gpu, config, (a, &b_map()?, c, m, n, k))?
                     },
                 }
+            }
+            GemmExperiment::Library => {
+                let gemm = match &self.gemm32 {
+                    Ok(gemm) => gemm,
+                    Err(why) => bail!("gpu-kernels' GEMM is unavailable: {why}"),
+                };
+                let shape = GemmShape { m, n, k };
+                gemm.gemm(gpu, &self.a, &self.b, &mut self.c, shape)?;
             }
             GemmExperiment::Cublas => {
                 let handle = match &self.cublas {
@@ -466,6 +499,16 @@ impl Problem<GemmExperiment> for GemmProblem {
     fn plant(&mut self, gpu: &Gpu, experiment: &GemmExperiment, fault: Fault) -> Result<usize> {
         let tile = match experiment {
             GemmExperiment::Kernel(kernel) => (kernel.tile.bm(), kernel.tile.bn()),
+            GemmExperiment::Library => {
+                let info = gpu.info();
+                let Mnk { m, n, k } = self.size;
+                let family = Gemm32Family::for_shape(
+                    GemmShape { m, n, k },
+                    info.multiprocessors,
+                    info.compute_capability.0 >= 9,
+                );
+                (family.kernel().tile.bm(), family.kernel().tile.bn())
+            }
             GemmExperiment::Cublas => LIBRARY_TILE,
         };
         let Mnk { m, n, .. } = self.size;
@@ -575,7 +618,9 @@ mod tests {
     fn cublas_is_the_baseline_and_copy_families_have_two_entry_points() {
         assert_eq!(harness::experiment::baseline_of(&Gemm), CUBLAS);
         assert!(GemmExperiment::Cublas.entry_points().is_empty());
-        for e in Workload::experiments(&Gemm).iter().skip(1) {
+        let experiments = Workload::experiments(&Gemm);
+        assert_eq!(experiments.last().unwrap().name(), LIBRARY);
+        for e in &experiments[1..experiments.len() - 1] {
             let entries = e.entry_points();
             if e.style() == "tma" || e.style() == "tma_b" {
                 // One entry point, sm_90 only; unavailable where rows are not 16-byte aligned.

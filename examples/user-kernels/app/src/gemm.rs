@@ -1,10 +1,63 @@
-//! The BF16 GEMM of `gpu-kernels` on this program's own buffers: `C = A B^T` at a ragged
-//! shape, inputs small integers (exact in BF16, every product and sum exact in FP32, every
-//! result exact in BF16), checked bit for bit against the CPU.
+//! The GEMMs of `gpu-kernels` on this program's own buffers, inputs small integers (every
+//! product and sum exact in FP32, and the BF16 results exact in BF16), checked bit for bit
+//! against the CPU: the FP32 one (`C = A B`, any GPU from 8.0) at shapes that take each of
+//! its families, and the BF16 one (`C = A B^T`, 9.0) at a ragged shape.
 
 use gpu::wgmma::Bf16;
-use gpu_kernels::gemm16::{BLayout, Gemm16, GemmShape};
+use gpu_kernels::GemmShape;
+use gpu_kernels::gemm16::{BLayout, Gemm16};
+use gpu_kernels::gemm32::{Gemm32, Gemm32Family};
 use gpu_runtime::Gpu;
+
+/// Values -2..=2, a different stream per `salt`.
+fn small(i: u64, salt: u64) -> f32 {
+    (((i ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 61) as i32 % 5 - 2) as f32
+}
+
+/// Runs and checks `C = A B` in FP32 at each `m x n x k` of `shapes`; `Ok` with a line
+/// saying what ran (and which family each shape took).
+pub fn f32_gemm(gpu: &Gpu, shapes: &[(u32, u32, u32)]) -> Result<String, String> {
+    let gemm = Gemm32::load(gpu).map_err(|e| e.to_string())?;
+    let cuda = |e: gpu_runtime::GpuError| e.to_string();
+    let info = gpu.info();
+    let mut ran = Vec::new();
+    for &(m, n, k) in shapes {
+        let a: Vec<f32> = (0..m as u64 * k as u64).map(|i| small(i, 3)).collect();
+        let b: Vec<f32> = (0..k as u64 * n as u64).map(|i| small(i, 4)).collect();
+        let a_dev = gpu.upload(&a, "A").map_err(cuda)?;
+        let b_dev = gpu.upload(&b, "B").map_err(cuda)?;
+        let mut c_dev = gpu
+            .zeros::<f32>(m as usize * n as usize, "C")
+            .map_err(cuda)?;
+        let shape = GemmShape { m, n, k };
+        gemm.gemm(gpu, &a_dev, &b_dev, &mut c_dev, shape)
+            .map_err(|e| e.to_string())?;
+        gpu.synchronize(|| "running the FP32 GEMM".into())
+            .map_err(cuda)?;
+        let c = gpu.download(&c_dev, "C").map_err(cuda)?;
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        for i in 0..mu {
+            let row = &a[i * ku..(i + 1) * ku];
+            for j in 0..nu {
+                let want: f32 = (0..ku).map(|l| row[l] * b[l * nu + j]).sum();
+                let got = c[i * nu + j];
+                if got.to_bits() != want.to_bits() {
+                    return Err(format!(
+                        "FP32 GEMM {m} x {n} x {k} FAILED at C[{i}][{j}]: got {got}, expected \
+                         {want}"
+                    ));
+                }
+            }
+        }
+        let clusters = info.compute_capability.0 >= 9;
+        let family = Gemm32Family::for_shape(shape, info.multiprocessors, clusters);
+        ran.push(format!("{m} x {n} x {k} ({})", family.kernel().name));
+    }
+    Ok(format!(
+        "C = A B (FP32, gpu-kernels) exact at {}",
+        ran.join(", ")
+    ))
+}
 
 /// Runs and checks one `m x n x k` GEMM; `Ok` with a line saying what ran.
 pub fn bf16_gemm(gpu: &Gpu, m: u32, n: u32, k: u32) -> Result<String, String> {
@@ -12,9 +65,6 @@ pub fn bf16_gemm(gpu: &Gpu, m: u32, n: u32, k: u32) -> Result<String, String> {
     let cuda = |e: gpu_runtime::GpuError| e.to_string();
     // Values -2..=2: a sum of k products is at most 4 k in size, exact in FP32 and, below 256,
     // in BF16 (checked below).
-    let small = |i: u64, salt: u64| {
-        (((i ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 61) as i32 % 5 - 2) as f32
-    };
     let a: Vec<f32> = (0..m as u64 * k as u64).map(|i| small(i, 1)).collect();
     let b: Vec<f32> = (0..n as u64 * k as u64).map(|i| small(i, 2)).collect();
     let bits = |v: &[f32]| v.iter().map(|&x| Bf16::from_f32(x).0).collect::<Vec<u16>>();

@@ -2,7 +2,8 @@
 //! `scale` kernel of `user-kernels`, and on compute capability 9.0 and later also multiplies a
 //! 1003 x min(N, 50021) matrix by a vector with `gemv_multicast` (thread block clusters,
 //! multicast copies) and calls the BF16 GEMM of `gpu-kernels` on its own buffers (`gemm.rs`);
-//! then runs `row_softmax` on matrices with ragged rows; checks every
+//! runs `row_softmax` on matrices with ragged rows and the FP32 GEMM of `gpu-kernels`
+//! (`gemm.rs`) at three ragged shapes; checks every
 //! result against the CPU. One line on stdout when it
 //! verifies; one line on stderr and exit 1 when it cannot run or a value is wrong.
 //!
@@ -89,7 +90,9 @@ fn run() -> Result<String, String> {
         "ok: y = {alpha} x for n = {n} on compute capability {major}.{minor}, every value exact"
     );
     let softmax = softmax(&gpu)?;
-    let scaled = format!("{scaled}; {softmax}");
+    // Ragged shapes: 4-byte copies; one with many tiles, one with few, one skinny.
+    let f32_gemm = gemm::f32_gemm(&gpu, &[(2001, 1101, 21), (300, 517, 40), (37, 3000, 100)])?;
+    let scaled = format!("{scaled}; {softmax}; {f32_gemm}");
     if major < 9 {
         return Ok(format!(
             "{scaled}; gemv_multicast needs 9.0 (clusters), not run"

@@ -404,11 +404,6 @@ impl GemmKernel {
     }
 }
 
-/// Side of the reference kernel's square output tile per block.
-pub const REFERENCE_TILE: u32 = 16;
-/// Threads per block of the reference kernel (one per output of its tile).
-pub const REFERENCE_THREADS: u32 = REFERENCE_TILE * REFERENCE_TILE;
-
 /// The largest `M`, `N` or `K` the kernels take: indices into a matrix are 64-bit, but the
 /// sizes are `u32` kernel parameters and tile origins `u32` sums.
 pub const MAX_DIM: u32 = 1 << 30;

@@ -1,7 +1,7 @@
 //! One block's part of the GEMM: its operands and tile of C ([`Problem`]), the tile geometry
 //! its const generics describe ([`Geometry`]), and whether its tiles lie inside the matrices.
 
-use crate::gemm::shapes::{BK, GemmStyle, GemmTile, staged_layout};
+use crate::gemm32::shapes::{BK, GemmStyle, GemmTile, staged_layout};
 use gpu::layout::StagedLayout;
 use gpu::memcpy_async::cp_async::{GlobalTile, TileShape};
 use gpu::ptx;
@@ -166,7 +166,7 @@ impl<const TM: usize, const TN: usize, const WM: u32, const WN: u32> Geometry<TM
     /// The shared-memory layout of `style` with this tile (what [`GemmKernel::layout`] gives
     /// the host for the same tile and style).
     ///
-    /// [`GemmKernel::layout`]: crate::gemm::GemmKernel::layout
+    /// [`GemmKernel::layout`]: crate::gemm32::GemmKernel::layout
     pub(super) const fn layout(style: GemmStyle) -> StagedLayout {
         staged_layout(style, Self::TILE)
     }

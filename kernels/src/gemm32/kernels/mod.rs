@@ -16,7 +16,7 @@
 //! The shared pieces: `block_tile` (a block's operands, tile geometry and k-tile copy, and the
 //! operations every mainloop is made of) and `fragment` (a thread's fragment: its multiply and
 //! its store). A file per style family: `thread_pipeline` (with split K), `block_pipeline` (with
-//! warp specialization), `tma` (both tensor-copy styles) and `sync`; then `reference`.
+//! warp specialization), `tma` (both tensor-copy styles) and `sync`.
 //!
 //! [`GemmStyle`]: super::GemmStyle
 //! [`GemmKernel::grid`]: super::GemmKernel::grid
@@ -27,7 +27,6 @@ mod block_pipeline;
 mod block_tile;
 mod fragment;
 mod problem;
-mod reference;
 mod sync;
 mod thread_pipeline;
 #[cfg(target_feature = "sm_90")]
@@ -37,7 +36,6 @@ pub use block_pipeline::{block_pipeline, warp_specialized};
 pub use problem::block_is_interior;
 #[cfg(target_feature = "sm_90")]
 pub use problem::split_block_is_interior;
-pub(super) use reference::reference;
 pub use sync::sync;
 #[cfg(target_feature = "sm_90")]
 pub use thread_pipeline::split_k;

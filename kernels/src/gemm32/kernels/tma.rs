@@ -4,7 +4,7 @@
 use super::block_tile::BlockTile;
 use super::fragment::FragmentPipe;
 use super::problem::Geometry;
-use crate::gemm::shapes::{ALayout, BK, GemmStyle};
+use crate::gemm32::shapes::{ALayout, BK, GemmStyle};
 use gpu::group::Group;
 use gpu::pipeline::{BlockPipeline, Consumer, Producer};
 use gpu::ptx;

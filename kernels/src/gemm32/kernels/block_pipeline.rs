@@ -5,7 +5,7 @@
 use super::block_tile::BlockTile;
 use super::fragment::FragmentPipe;
 use super::problem::Geometry;
-use crate::gemm::shapes::GemmStyle;
+use crate::gemm32::shapes::GemmStyle;
 use gpu::group::{Group, Threads, Warp};
 use gpu::pipeline::{BlockPipeline, Consumer, Producer};
 use gpu::ptx;

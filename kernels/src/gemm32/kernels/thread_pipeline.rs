@@ -13,9 +13,9 @@ use super::fragment::{Fragment, store_quad};
 use super::problem::Geometry;
 #[cfg(target_feature = "sm_90")]
 use super::problem::Problem;
-use crate::gemm::shapes::GemmStyle;
+use crate::gemm32::shapes::GemmStyle;
 #[cfg(target_feature = "sm_90")]
-use crate::gemm::shapes::partial_offset;
+use crate::gemm32::shapes::partial_offset;
 use gpu::pipeline::{Consumer, Producer, ThreadPipeline};
 use gpu::ptx;
 #[cfg(target_feature = "sm_90")]
@@ -63,9 +63,9 @@ pub unsafe fn thread_pipeline<
 ///
 /// # Safety
 /// The GEMM launch contract (module docs), in clusters of `SPLIT` blocks along x (the grid
-/// [`GemmKernel::grid`](crate::gemm::GemmKernel::grid) gives), with
-/// [`GemmKernel::threads`](crate::gemm::GemmKernel::threads) threads and
-/// [`GemmKernel::shared_bytes`](crate::gemm::GemmKernel::shared_bytes) of dynamic shared memory.
+/// [`GemmKernel::grid`](crate::gemm32::GemmKernel::grid) gives), with
+/// [`GemmKernel::threads`](crate::gemm32::GemmKernel::threads) threads and
+/// [`GemmKernel::shared_bytes`](crate::gemm32::GemmKernel::shared_bytes) of dynamic shared memory.
 #[cfg(target_feature = "sm_90")]
 pub unsafe fn split_k<
     const TM: usize,
@@ -299,7 +299,7 @@ fn quad_from_bits(v: [u32; 4]) -> [f32; 4] {
 /// row-major) over the block's stages, and after a block barrier the block's threads sum the
 /// groups' partials quad by quad, in group order, into the block's partial tile (or, with no
 /// cluster, straight to C). Each block of the cluster then holds its partial tile in its own
-/// shared memory ([`partial_offset`](crate::gemm::partial_offset)); after a cluster barrier, block
+/// shared memory ([`partial_offset`](crate::gemm32::partial_offset)); after a cluster barrier, block
 /// `r` sums rows `r bm / SPLIT ..` of every block's partial (DSMEM loads, in rank order, so
 /// the result does not depend on timing) and stores them; a last cluster barrier keeps every
 /// block's partial alive until all have read it.

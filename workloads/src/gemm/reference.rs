@@ -1,6 +1,6 @@
 //! The reference kernel's body: what the fast kernels are checked against.
 
-use crate::gemm::shapes::REFERENCE_TILE;
+use super::REFERENCE_TILE;
 use gpu::ptx;
 
 gpu::static_shared!(

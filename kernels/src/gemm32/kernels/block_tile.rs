@@ -5,7 +5,7 @@
 use super::fragment::multiply_stage;
 use super::fragment::{Fragment, FragmentPipe, KFragment, store_fragment};
 use super::problem::{Geometry, Problem};
-use crate::gemm::shapes::{ALayout, BK, GemmStyle};
+use crate::gemm32::shapes::{ALayout, BK, GemmStyle};
 use gpu::collective::StageMma;
 use gpu::group::{Group, Threads};
 use gpu::layout::{PipelineSharedState, RowPitch, StagedLayout};

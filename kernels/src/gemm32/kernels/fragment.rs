@@ -5,8 +5,8 @@
 use super::problem::Problem;
 use crate::Quad;
 #[cfg(target_feature = "sm_90")]
-use crate::gemm::shapes::BK;
-use crate::gemm::shapes::{ALayout, LANES_M, LANES_N};
+use crate::gemm32::shapes::BK;
+use crate::gemm32::shapes::{ALayout, LANES_M, LANES_N};
 use gpu::ptx;
 use gpu::shared::Shared;
 

@@ -5,7 +5,7 @@ use super::block_tile::BlockTile;
 use super::fragment::FragmentPipe;
 use super::problem::Geometry;
 use crate::Quad;
-use crate::gemm::shapes::{ALayout, BK, GemmStyle};
+use crate::gemm32::shapes::{ALayout, BK, GemmStyle};
 use gpu::collective::StageMma;
 use gpu::memcpy_async::cp_async::{GlobalTile, TileShape};
 use gpu::ptx;
