@@ -1,5 +1,5 @@
 //! The host API of the FP32 GEMM: [`Gemm32`] loads this crate's module for an open GPU and
-//! multiplies the caller's buffers with the family [`Gemm32Family::for_shape`] picks,
+//! multiplies the caller's buffers with the family [`Gemm32Family::for_shape`] chooses,
 //! the shape checked first (a clear [`GemmError`], never a launch past a buffer).
 
 use super::{GemmEntry, GemmKernel, GemmPointers, MAX_DIM, find};
@@ -10,38 +10,50 @@ use gpu_runtime::{Gpu, Kernel, LaunchConfig, Library};
 /// The families [`Gemm32`] runs, each a row of [`GEMM_KERNELS`](super::GEMM_KERNELS).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Gemm32Family {
-    /// Many tiles: 128x128 tiles of 4 warps, two blocks per SM, a 4-stage `cp.async` thread
-    /// pipeline (`gemm_thread_pipeline_4`: 97-98% of cuBLAS SGEMM at 4096^3 and 8192^3 on an
-    /// H200).
-    Wide,
-    /// Fewer 128x128 tiles than SMs, without clusters (below sm_90): 64x64 tiles
-    /// (`gemm_thread_pipeline_4_64x64`).
-    FewTiles,
-    /// Fewer 128x128 tiles than SMs on sm_90: K split over a cluster of 2 and over 2 warp
-    /// groups (`gemm_split_k_2x2`: 116.6% of cuBLAS at 1024^3, 108.6% at 1000^3).
-    FewTilesSm90,
-    /// M or N at most 64 on sm_90: 64x64 tiles, K split over 8 warp groups
-    /// (`gemm_split_k_1x8_64x64`: 107-110% of cuBLAS at 8192x64x8192, 103-104% at
-    /// 64x8192x8192).
-    SkinnySm90,
+    /// `gemm_thread_pipeline_5`: 128x128 tiles of 4 warps, two blocks per SM, a 5-stage
+    /// `cp.async` thread pipeline (98-99% of cuBLAS SGEMM at 4096^3 and 8192^3 on an H200).
+    ThreadPipeline,
+    /// `gemm_thread_pipeline_4_64x64`: 64x64 tiles, for fewer 128x128 tiles than SMs without
+    /// clusters (below sm_90).
+    SmallTiles,
+    /// `gemm_split_k_2x2` (sm_90): 128x128 tiles, K split over a cluster of 2 and over 2
+    /// warp groups of a block (104-106% of cuBLAS at 1000^3 and 1024^3).
+    SplitK2x2,
+    /// `gemm_split_k_1x8_64x64` (sm_90): 64x64 tiles, K split over 8 warp groups of a block
+    /// (99-104% of cuBLAS at 8192x64x8192 and 64x8192x8192, 98% at 1536^3).
+    SplitK8Groups,
+}
+
+/// What [`Gemm32Family::for_shape`] predicts a family's time from: blocks run in waves over
+/// the SMs, `slots` at a time per SM, at `rate` per SM when the SM is full and `alone` times
+/// that when a block has its SM to itself; each block's k-loop costs `k_overhead` k-steps
+/// more than its length (pipeline fill, epilogue, the split's reduction). Fitted to an H200
+/// run of every family at 16 shapes (2026-12-04, docs/results.md); only the ratios matter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct CostModel {
+    slots: u32,
+    /// TFLOP/s per SM.
+    rate: f64,
+    alone: f64,
+    k_overhead: f64,
 }
 
 impl Gemm32Family {
     /// Every family, in [`Gemm32`]'s order.
     pub const ALL: [Gemm32Family; 4] = [
-        Gemm32Family::Wide,
-        Gemm32Family::FewTiles,
-        Gemm32Family::FewTilesSm90,
-        Gemm32Family::SkinnySm90,
+        Gemm32Family::ThreadPipeline,
+        Gemm32Family::SmallTiles,
+        Gemm32Family::SplitK2x2,
+        Gemm32Family::SplitK8Groups,
     ];
 
     /// Its row of the kernel table.
     pub fn kernel(self) -> &'static GemmKernel {
         let name = match self {
-            Gemm32Family::Wide => "gemm_thread_pipeline_4",
-            Gemm32Family::FewTiles => "gemm_thread_pipeline_4_64x64",
-            Gemm32Family::FewTilesSm90 => "gemm_split_k_2x2",
-            Gemm32Family::SkinnySm90 => "gemm_split_k_1x8_64x64",
+            Gemm32Family::ThreadPipeline => "gemm_thread_pipeline_5",
+            Gemm32Family::SmallTiles => "gemm_thread_pipeline_4_64x64",
+            Gemm32Family::SplitK2x2 => "gemm_split_k_2x2",
+            Gemm32Family::SplitK8Groups => "gemm_split_k_1x8_64x64",
         };
         find(name).expect("every family is a row of GEMM_KERNELS")
     }
@@ -51,24 +63,74 @@ impl Gemm32Family {
         self.kernel().style.needs_sm90()
     }
 
+    /// The cost model of the families [`Gemm32Family::for_shape`] weighs on sm_90.
+    fn cost_model(self) -> Option<CostModel> {
+        let model = |slots, rate, alone, k_overhead| CostModel {
+            slots,
+            rate,
+            alone,
+            k_overhead,
+        };
+        match self {
+            Gemm32Family::ThreadPipeline => Some(model(2, 0.39, 0.85, 128.0)),
+            Gemm32Family::SplitK2x2 => Some(model(1, 0.35, 1.0, 64.0)),
+            Gemm32Family::SplitK8Groups => Some(model(1, 0.36, 1.0, 48.0)),
+            Gemm32Family::SmallTiles => None,
+        }
+    }
+
+    /// The time [`Gemm32Family::cost_model`] predicts for `shape` on `multiprocessors` SMs, in
+    /// microseconds (`None` for a family without a model).
+    pub fn predicted_micros(self, shape: GemmShape, multiprocessors: u32) -> Option<f64> {
+        let model = self.cost_model()?;
+        let kernel = self.kernel();
+        let (tile, style) = (kernel.tile, kernel.style);
+        let GemmShape { m, n, k } = shape;
+        let blocks =
+            m.div_ceil(tile.bm()) as u64 * n.div_ceil(tile.bn()) as u64 * style.split() as u64;
+        // Blocks on the busiest SM, and how many of them run at once.
+        let per_sm = blocks.div_ceil(multiprocessors.max(1) as u64);
+        let at_once = per_sm.min(model.slots as u64);
+        let block_rate = if at_once < model.slots as u64 {
+            model.rate * model.alone / at_once as f64
+        } else {
+            model.rate / model.slots as f64
+        };
+        let k_per_group = k as f64 / (style.split() * style.k_groups()) as f64;
+        let block_flops = 2.0 * (tile.bm() * tile.bn()) as f64 * k as f64 / style.split() as f64;
+        let waves = per_sm.div_ceil(at_once) as f64;
+        let overhead = (k_per_group + model.k_overhead) / k_per_group;
+        Some(waves * block_flops / (block_rate * 1e6) * overhead)
+    }
+
     /// The family `Gemm32::gemm` runs for `shape` on a GPU of `multiprocessors` SMs, with
-    /// `clusters` (sm_90) or without: on sm_90, M or N at most 64 takes
-    /// [`Gemm32Family::SkinnySm90`]; fewer 128x128 tiles of C than SMs take
-    /// [`Gemm32Family::FewTilesSm90`] ([`Gemm32Family::FewTiles`] without clusters); the rest
-    /// [`Gemm32Family::Wide`].
+    /// `clusters` (sm_90) or without. With clusters: the one of
+    /// [`Gemm32Family::ThreadPipeline`], [`Gemm32Family::SplitK2x2`] and
+    /// [`Gemm32Family::SplitK8Groups`] with the least [`Gemm32Family::predicted_micros`]
+    /// (at the 16 shapes it was fitted to, within 1% of the fastest of the five candidate
+    /// families at 14 and at least 93% everywhere). Without: [`Gemm32Family::SmallTiles`]
+    /// for fewer 128x128 tiles of C than SMs, else [`Gemm32Family::ThreadPipeline`].
     pub fn for_shape(shape: GemmShape, multiprocessors: u32, clusters: bool) -> Gemm32Family {
+        if clusters {
+            let time = |f: Gemm32Family| {
+                f.predicted_micros(shape, multiprocessors)
+                    .unwrap_or(f64::INFINITY)
+            };
+            return [
+                Gemm32Family::ThreadPipeline,
+                Gemm32Family::SplitK2x2,
+                Gemm32Family::SplitK8Groups,
+            ]
+            .into_iter()
+            .min_by(|a, b| time(*a).total_cmp(&time(*b)))
+            .expect("three candidates");
+        }
         let GemmShape { m, n, .. } = shape;
         let tiles = m.div_ceil(128) as u64 * n.div_ceil(128) as u64;
-        if clusters && m.min(n) <= 64 {
-            Gemm32Family::SkinnySm90
-        } else if tiles < multiprocessors as u64 {
-            if clusters {
-                Gemm32Family::FewTilesSm90
-            } else {
-                Gemm32Family::FewTiles
-            }
+        if tiles < multiprocessors as u64 {
+            Gemm32Family::SmallTiles
         } else {
-            Gemm32Family::Wide
+            Gemm32Family::ThreadPipeline
         }
     }
 }
@@ -201,17 +263,26 @@ mod tests {
     fn each_shape_gets_the_family_measured_best_there() {
         use Gemm32Family::*;
         let pick = |s, clusters| Gemm32Family::for_shape(s, 132, clusters);
-        assert_eq!(pick(shape(4096, 4096, 4096), true), Wide);
-        assert_eq!(pick(shape(2048, 2048, 2048), true), Wide);
-        assert_eq!(pick(shape(1024, 1024, 1024), true), FewTilesSm90);
-        assert_eq!(pick(shape(1000, 1000, 1000), true), FewTilesSm90);
-        assert_eq!(pick(shape(8192, 64, 8192), true), SkinnySm90);
-        assert_eq!(pick(shape(64, 8192, 8192), true), SkinnySm90);
-        assert_eq!(pick(shape(1, 8192, 8192), true), SkinnySm90);
+        // The measured winners (docs/results.md, 2026-12-04), where the model picks them.
+        for (m, n, k, winner) in [
+            (4096, 4096, 4096, ThreadPipeline),
+            (8192, 8192, 8192, ThreadPipeline),
+            (2048, 2048, 2048, ThreadPipeline),
+            (4095, 4097, 1023, ThreadPipeline),
+            (1024, 1024, 1024, SplitK2x2),
+            (1000, 1000, 1000, SplitK2x2),
+            (1536, 1536, 1536, SplitK8Groups),
+            (8192, 64, 8192, SplitK8Groups),
+            (64, 8192, 8192, SplitK8Groups),
+            (128, 8192, 8192, SplitK8Groups),
+            (32, 4096, 4096, SplitK8Groups),
+        ] {
+            assert_eq!(pick(shape(m, n, k), true), winner, "{m}x{n}x{k}");
+        }
         // Without clusters: no split K.
-        assert_eq!(pick(shape(1024, 1024, 1024), false), FewTiles);
-        assert_eq!(pick(shape(8192, 64, 8192), false), FewTiles);
-        assert_eq!(pick(shape(4096, 4096, 4096), false), Wide);
+        assert_eq!(pick(shape(1024, 1024, 1024), false), SmallTiles);
+        assert_eq!(pick(shape(8192, 64, 8192), false), SmallTiles);
+        assert_eq!(pick(shape(4096, 4096, 4096), false), ThreadPipeline);
         // Every family has both pointer entry points (what `load` relies on), and needs
         // sm_90 exactly when `for_shape` gives it only with clusters.
         for family in Gemm32Family::ALL {
@@ -221,9 +292,28 @@ mod tests {
                 "{family:?}"
             );
             assert!(k.entry_any.is_some(), "{family:?}");
-            let sm90 = matches!(family, FewTilesSm90 | SkinnySm90);
+            let sm90 = matches!(family, SplitK2x2 | SplitK8Groups);
             assert_eq!(family.needs_sm90(), sm90, "{family:?}");
         }
+    }
+
+    #[test]
+    fn the_cost_model_sees_waves_and_short_k() {
+        let time = |f: Gemm32Family, m, n, k| f.predicted_micros(shape(m, n, k), 132).unwrap();
+        let tp = Gemm32Family::ThreadPipeline;
+        // 144 tiles: 12 SMs hold two blocks, so the launch takes as long as 264 tiles.
+        assert_eq!(time(tp, 1536, 1536, 1536), time(tp, 1536, 2816, 1536));
+        // A block alone on its SM runs at 85% of the SM's rate, two sharing it at 50% each:
+        // 64 tiles take 0.59 of the time of 256.
+        let ratio = time(tp, 1024, 1024, 1024) / time(tp, 2048, 2048, 1024);
+        assert!((ratio - 0.5 / 0.85).abs() < 1e-9, "{ratio}");
+        // Twice the K, less than twice the time (the fixed cost per block is spread).
+        let split = Gemm32Family::SplitK8Groups;
+        assert!(time(split, 64, 8192, 2048) < 2.0 * time(split, 64, 8192, 1024));
+        assert_eq!(
+            Gemm32Family::SmallTiles.predicted_micros(shape(8, 8, 8), 132),
+            None
+        );
     }
 
     #[test]
@@ -258,7 +348,7 @@ mod tests {
                 .unwrap_err()
                 .contains("at most")
         );
-        let wide = Gemm32Family::Wide.kernel();
+        let wide = Gemm32Family::ThreadPipeline.kernel();
         let tall = shape(65536 * 128, 256, 8);
         let err = check_launch(wide, tall, 227 * 1024)
             .unwrap_err()
@@ -270,7 +360,7 @@ mod tests {
         assert!(err.contains("shared memory"), "{err}");
         let ok = check_launch(wide, shape(4096, 4096, 8), 227 * 1024).unwrap();
         assert_eq!(ok.grid, (32, 32));
-        let split = Gemm32Family::FewTilesSm90.kernel();
+        let split = Gemm32Family::SplitK2x2.kernel();
         let ok = check_launch(split, shape(1024, 1024, 8), 227 * 1024).unwrap();
         assert_eq!((ok.grid, ok.cluster), ((16, 8), [2, 1, 1]));
     }

@@ -103,9 +103,8 @@ impl Experiment for GemmExperiment {
             }
             GemmExperiment::Kernel(k) => k.style.summary(),
             GemmExperiment::Library => {
-                "gpu_kernels::gemm32::Gemm32::gemm: the family it picks for the shape (split K \
-                 where C has fewer 128x128 tiles than SMs or M or N <= 64, else the 4-stage \
-                 thread pipeline)"
+                "gpu_kernels::gemm32::Gemm32::gemm: the family its cost model picks for the \
+                 shape (the 5-stage thread pipeline, or split K over a cluster and warp groups)"
             }
         }
     }
