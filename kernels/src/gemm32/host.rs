@@ -16,6 +16,9 @@ pub enum Gemm32Family {
     /// `gemm_thread_pipeline_4_64x64`: 64x64 tiles, for fewer 128x128 tiles than SMs without
     /// clusters (below sm_90).
     SmallTiles,
+    /// `gemm_split_k_2` (sm_90): 128x128 tiles of 4 warps, K split over a cluster of 2
+    /// (100-104% of cuBLAS at 2000x3000x500 and 8192x256x4096).
+    SplitK2,
     /// `gemm_split_k_2x2` (sm_90): 128x128 tiles, K split over a cluster of 2 and over 2
     /// warp groups of a block (104-106% of cuBLAS at 1000^3 and 1024^3).
     SplitK2x2,
@@ -28,7 +31,7 @@ pub enum Gemm32Family {
 /// the SMs, `slots` at a time per SM, at `rate` per SM when the SM is full and `alone` times
 /// that when a block has its SM to itself; each block's k-loop costs `k_overhead` k-steps
 /// more than its length (pipeline fill, epilogue, the split's reduction). Fitted to an H200
-/// run of every family at 16 shapes (2026-12-04, docs/results.md); only the ratios matter.
+/// runs of these families at 30 shapes (2026-12-04, docs/results.md); only the ratios matter.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct CostModel {
     slots: u32,
@@ -40,9 +43,10 @@ struct CostModel {
 
 impl Gemm32Family {
     /// Every family, in [`Gemm32`]'s order.
-    pub const ALL: [Gemm32Family; 4] = [
+    pub const ALL: [Gemm32Family; 5] = [
         Gemm32Family::ThreadPipeline,
         Gemm32Family::SmallTiles,
+        Gemm32Family::SplitK2,
         Gemm32Family::SplitK2x2,
         Gemm32Family::SplitK8Groups,
     ];
@@ -52,6 +56,7 @@ impl Gemm32Family {
         let name = match self {
             Gemm32Family::ThreadPipeline => "gemm_thread_pipeline_5",
             Gemm32Family::SmallTiles => "gemm_thread_pipeline_4_64x64",
+            Gemm32Family::SplitK2 => "gemm_split_k_2",
             Gemm32Family::SplitK2x2 => "gemm_split_k_2x2",
             Gemm32Family::SplitK8Groups => "gemm_split_k_1x8_64x64",
         };
@@ -72,9 +77,10 @@ impl Gemm32Family {
             k_overhead,
         };
         match self {
-            Gemm32Family::ThreadPipeline => Some(model(2, 0.39, 0.85, 128.0)),
-            Gemm32Family::SplitK2x2 => Some(model(1, 0.35, 1.0, 64.0)),
-            Gemm32Family::SplitK8Groups => Some(model(1, 0.36, 1.0, 48.0)),
+            Gemm32Family::ThreadPipeline => Some(model(2, 0.40, 0.85, 88.0)),
+            Gemm32Family::SplitK2 => Some(model(2, 0.40, 0.80, 112.0)),
+            Gemm32Family::SplitK2x2 => Some(model(1, 0.345, 1.0, 56.0)),
+            Gemm32Family::SplitK8Groups => Some(model(1, 0.35, 1.0, 40.0)),
             Gemm32Family::SmallTiles => None,
         }
     }
@@ -105,10 +111,10 @@ impl Gemm32Family {
 
     /// The family `Gemm32::gemm` runs for `shape` on a GPU of `multiprocessors` SMs, with
     /// `clusters` (sm_90) or without. With clusters: the one of
-    /// [`Gemm32Family::ThreadPipeline`], [`Gemm32Family::SplitK2x2`] and
-    /// [`Gemm32Family::SplitK8Groups`] with the least [`Gemm32Family::predicted_micros`]
-    /// (at the 16 shapes it was fitted to, within 1% of the fastest of the five candidate
-    /// families at 14 and at least 93% everywhere). Without: [`Gemm32Family::SmallTiles`]
+    /// [`Gemm32Family::ThreadPipeline`] and the three split-K families with the least
+    /// [`Gemm32Family::predicted_micros`], the first on a tie (at the 30 shapes it was fitted
+    /// to: within 3% of the fastest of the five families at 26, at least 91.6% everywhere,
+    /// 99.0% on average). Without: [`Gemm32Family::SmallTiles`]
     /// for fewer 128x128 tiles of C than SMs, else [`Gemm32Family::ThreadPipeline`].
     pub fn for_shape(shape: GemmShape, multiprocessors: u32, clusters: bool) -> Gemm32Family {
         if clusters {
@@ -118,12 +124,13 @@ impl Gemm32Family {
             };
             return [
                 Gemm32Family::ThreadPipeline,
+                Gemm32Family::SplitK2,
                 Gemm32Family::SplitK2x2,
                 Gemm32Family::SplitK8Groups,
             ]
             .into_iter()
             .min_by(|a, b| time(*a).total_cmp(&time(*b)))
-            .expect("three candidates");
+            .expect("four candidates");
         }
         let GemmShape { m, n, .. } = shape;
         let tiles = m.div_ceil(128) as u64 * n.div_ceil(128) as u64;
@@ -146,7 +153,7 @@ struct Loaded {
 /// compute capability 8.0 and later; the split-K families need 9.0 (clusters).
 pub struct Gemm32 {
     /// By [`Gemm32Family::ALL`]'s order; `None` for a family this GPU cannot run.
-    loaded: [Option<Loaded>; 4],
+    loaded: [Option<Loaded>; 5],
     multiprocessors: u32,
     max_shared_bytes: u32,
     clusters: bool,
@@ -160,7 +167,7 @@ impl Gemm32 {
         let info = gpu.info();
         let clusters = info.compute_capability.0 >= 9;
         let library = gpu.load_library("gpu-kernels", crate::MODULES)?;
-        let mut loaded = [None, None, None, None];
+        let mut loaded = [None, None, None, None, None];
         for (slot, family) in loaded.iter_mut().zip(Gemm32Family::ALL) {
             if family.needs_sm90() && !clusters {
                 continue;
@@ -276,6 +283,8 @@ mod tests {
             (64, 8192, 8192, SplitK8Groups),
             (128, 8192, 8192, SplitK8Groups),
             (32, 4096, 4096, SplitK8Groups),
+            (2000, 3000, 500, SplitK2),
+            (8192, 256, 4096, SplitK2),
         ] {
             assert_eq!(pick(shape(m, n, k), true), winner, "{m}x{n}x{k}");
         }
@@ -292,7 +301,7 @@ mod tests {
                 "{family:?}"
             );
             assert!(k.entry_any.is_some(), "{family:?}");
-            let sm90 = matches!(family, SplitK2x2 | SplitK8Groups);
+            let sm90 = matches!(family, SplitK2 | SplitK2x2 | SplitK8Groups);
             assert_eq!(family.needs_sm90(), sm90, "{family:?}");
         }
     }
