@@ -247,3 +247,37 @@ mod tests {
         assert_eq!(format!("{plain:?}"), "EntryPoint(plain)");
     }
 }
+
+/// One form for every kernel table: a `static` slice of descriptors and the kernels behind them,
+/// written one line per kernel with named fields, each value one token tree (a literal, a
+/// name, or a group: `cluster: (2 x 1)`).
+///
+/// ```ignore
+/// gpu::kernel_table! {
+///     /// Every study kernel, baseline first.
+///     pub static STUDY_KERNELS: [StudyKernel] by study_row;
+///     sync_baseline { style: SyncBaseline, stages: 1, body: sync_baseline }
+///     raw_mbarrier_2 { style: RawMbarrier, stages: 2, body: raw_mbarrier }
+/// }
+/// ```
+///
+/// `by ROW` names the table's own `macro_rules!`, in scope where the table is, which says what
+/// a line is: `ROW!(@entry NAME { FIELD: VALUE, .. })` declares the line's kernels (with
+/// [`kernel!`](crate::kernel!), host and device), and `ROW!(@row NAME { .. })` is the line's
+/// descriptor, an expression of the table's element type. The row macro's patterns name the
+/// fields in their order, so a line with a field missing, extra or out of place does not
+/// compile. Expands to the declarations and `VIS static TABLE: &[DESCRIPTOR]`, one address per
+/// descriptor wherever it is taken.
+#[macro_export]
+macro_rules! kernel_table {
+    (
+        $(#[$meta:meta])*
+        $vis:vis static $table:ident: [$descriptor:ty] by $row:ident;
+        $( $name:ident { $($field:ident : $value:tt),* $(,)? } )*
+    ) => {
+        $( $row!(@entry $name { $($field: $value),* }); )*
+
+        $(#[$meta])*
+        $vis static $table: &[$descriptor] = &[ $( $row!(@row $name { $($field: $value),* }), )* ];
+    };
+}

@@ -28,8 +28,8 @@
 //! - the ablation's `cp.async` kernel copies Q, K and V with the producer warpgroup's 128
 //!   threads instead of TMA (`loads`).
 //!
-//! [`ATTENTION_KERNELS`] lists every kernel; `attention_kernels!` declares each once, for the
-//! device and the host. [`Attention`] is the host API.
+//! [`ATTENTION_KERNELS`] lists every kernel; its table ([`gpu::kernel_table!`], one line per
+//! kernel) declares each once, for the device and the host. [`Attention`] is the host API.
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
@@ -302,75 +302,80 @@ impl AttentionKernel {
     }
 }
 
-/// The kernel table: one line per kernel with named fields — `element` of Q, K, V and O, `d`
-/// (head dimension), `block_n` (keys per block), `stages` (of K and of V), `consumers`
-/// (warpgroups), `pingpong`, `overlap` and `loads` ([`Techniques`]). It declares each entry point
-/// ([`gpu::kernel!`]) and [`ATTENTION_KERNELS`], the table the host reads.
-macro_rules! attention_kernels {
-    ($(
-        $name:ident {
-            element: $e:ident,
-            d: $d:literal,
-            block_n: $bn:literal,
-            stages: $stages:literal,
-            consumers: $consumers:literal,
-            pingpong: $pingpong:literal,
-            overlap: $overlap:literal,
-            loads: $loads:ident $(,)?
-        }
-    )*) => {
-        $(
-            gpu::kernel! {
-                /// An attention kernel of the table (its row says what it is; module docs).
-                ///
-                /// # Safety
-                /// 1-D grid of any size; the geometry's threads and `shared().bytes` of
-                /// dynamic shared memory; `q`, `k`, `v`, `o` tensor maps of Q, K, V and O as
-                /// [`AttentionParams`] says, of this element, their dimensions `args`'; `lse`
-                /// holds `batch * heads_q * seqlen_q` floats; every size in `args` at least 1,
-                /// `heads_q` a multiple of `heads_kv`.
-                pub fn $name(q: TensorMap, k: TensorMap, v: TensorMap, o: TensorMap, lse: *mut f32, args: AttentionArgs, sources: AttentionSources)
-                    [max_threads = { WARPGROUP_THREADS * (1 + $consumers) }]
-                    [device if target_feature = "sm_90a"]
-                {
-                    let q = gpu::tensor_map_param!(entry, 0, q);
-                    let k = gpu::tensor_map_param!(entry, 1, k);
-                    let v = gpu::tensor_map_param!(entry, 2, v);
-                    let o = gpu::tensor_map_param!(entry, 3, o);
-                    const G: AttentionGeometry = AttentionGeometry {
-                        head_dim: $d,
-                        block_n: $bn,
-                        stages: $stages,
-                        consumers: $consumers,
-                    };
-                    // SAFETY: forwarded launch contract.
-                    unsafe {
-                        kernels::attention::<$e, loads::$loads, $d, $bn, { $bn / 2 }, { $d / 2 }, { $bn / 64 }, { $bn / 64 },
-                            $stages, $consumers, $pingpong, $overlap>(G, [q, k, v], o, lse, args, sources)
-                    }
-                }
-            }
-        )*
-
-        /// Every attention kernel, in report order.
-        pub static ATTENTION_KERNELS: &[AttentionKernel] = &[$(
-            AttentionKernel {
-                name: $name.name(),
-                element: ElementType::$e,
-                geometry: AttentionGeometry {
+/// A line of [`ATTENTION_KERNELS`] ([`gpu::kernel_table!`]), named fields — `element` of Q, K,
+/// V and O, `d` (head dimension), `block_n` (keys per block), `stages` (of K and of V),
+/// `consumers` (warpgroups), `pingpong`, `overlap` and `loads` ([`Techniques`]): `@entry`
+/// declares its entry point ([`gpu::kernel!`]), `@row` is its [`AttentionKernel`].
+macro_rules! attention_row {
+    (@entry $name:ident {
+        element: $e:ident,
+        d: $d:literal,
+        block_n: $bn:literal,
+        stages: $stages:literal,
+        consumers: $consumers:literal,
+        pingpong: $pingpong:literal,
+        overlap: $overlap:literal,
+        loads: $loads:ident
+    }) => {
+        gpu::kernel! {
+            /// An attention kernel of the table (its row says what it is; module docs).
+            ///
+            /// # Safety
+            /// 1-D grid of any size; the geometry's threads and `shared().bytes` of
+            /// dynamic shared memory; `q`, `k`, `v`, `o` tensor maps of Q, K, V and O as
+            /// [`AttentionParams`] says, of this element, their dimensions `args`'; `lse`
+            /// holds `batch * heads_q * seqlen_q` floats; every size in `args` at least 1,
+            /// `heads_q` a multiple of `heads_kv`.
+            pub fn $name(q: TensorMap, k: TensorMap, v: TensorMap, o: TensorMap, lse: *mut f32, args: AttentionArgs, sources: AttentionSources)
+                [max_threads = { WARPGROUP_THREADS * (1 + $consumers) }]
+                [device if target_feature = "sm_90a"]
+            {
+                let q = gpu::tensor_map_param!(entry, 0, q);
+                let k = gpu::tensor_map_param!(entry, 1, k);
+                let v = gpu::tensor_map_param!(entry, 2, v);
+                let o = gpu::tensor_map_param!(entry, 3, o);
+                const G: AttentionGeometry = AttentionGeometry {
                     head_dim: $d,
                     block_n: $bn,
                     stages: $stages,
                     consumers: $consumers,
-                },
-                techniques: Techniques { pingpong: $pingpong, overlap: $overlap, loads: LoadKind::$loads },
-                entry: $name,
+                };
+                // SAFETY: forwarded launch contract.
+                unsafe {
+                    kernels::attention::<$e, loads::$loads, $d, $bn, { $bn / 2 }, { $d / 2 }, { $bn / 64 }, { $bn / 64 },
+                        $stages, $consumers, $pingpong, $overlap>(G, [q, k, v], o, lse, args, sources)
+                }
+            }
+        }
+    };
+    (@row $name:ident {
+        element: $e:ident,
+        d: $d:literal,
+        block_n: $bn:literal,
+        stages: $stages:literal,
+        consumers: $consumers:literal,
+        pingpong: $pingpong:literal,
+        overlap: $overlap:literal,
+        loads: $loads:ident
+    }) => {
+        AttentionKernel {
+            name: $name.name(),
+            element: ElementType::$e,
+            geometry: AttentionGeometry {
+                head_dim: $d,
+                block_n: $bn,
+                stages: $stages,
+                consumers: $consumers,
             },
-        )*];
+            techniques: Techniques { pingpong: $pingpong, overlap: $overlap, loads: LoadKind::$loads },
+            entry: $name,
+        }
     };
 }
 
-attention_kernels! {
+gpu::kernel_table! {
+    /// Every attention kernel, in report order.
+    pub static ATTENTION_KERNELS: [AttentionKernel] by attention_row;
     attention_bf16_d64 { element: Bf16, d: 64, block_n: 128, stages: 3, consumers: 3, pingpong: true, overlap: true, loads: Tma }
     attention_bf16_d128 { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
     attention_bf16_d256 { element: Bf16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }

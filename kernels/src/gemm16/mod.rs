@@ -18,8 +18,8 @@
 //! its registers away with `setmaxnreg`, or the first consumer thread), the consumers'
 //! schedule (cooperative on a 128 x 256 tile, or ping-pong on 64 x 256 tiles of their own), B's
 //! layout, A from shared memory or registers, the k-tiles in flight and the cluster of tiles
-//! (TMA multicast) are its parameters; [`gemm_entry_points!`] declares each instantiation once,
-//! for the device and the host. A `cp.async` form (all threads copying) is the study's
+//! (TMA multicast) are its parameters; its table ([`gpu::kernel_table!`]) declares each
+//! instantiation once, for the device and the host. A `cp.async` form (all threads copying) is the study's
 //! question on Hopper. [`Gemm16`] is the host API.
 
 #[cfg(target_arch = "nvptx64")]
@@ -222,40 +222,44 @@ impl TileCluster {
     }
 }
 
-/// The kernel table: one line per family, with named fields — its tensor-store entry point
-/// and `direct:` its direct-store one, `element:` of A, B and C, `style:` (who produces and how
-/// the consumers share the tiles: [`Bf16Style`]), `b:` B's layout ([`BLayout`]), `a:` where
-/// `wgmma` reads A ([`ASource`]), `in_flight:` k-tiles of `wgmma` kept in flight, `cluster:`
-/// the cluster of tiles (`m x n` blocks; with `[launch (x, y, z)]`, declared at the launch).
-/// It declares both entry points of every family (device and host: [`gpu::kernel!`]) and
-/// [`BF16_KERNELS`], the table the host reads — so a family is written once.
-macro_rules! gemm_kernels {
-    ($(
-        $name:ident {
-            direct: $direct:ident,
-            element: $e:ident,
-            style: $style:ident,
-            b: $b:ident,
-            a: $a:ident,
-            in_flight: $k:literal,
-            cluster: $cm:literal x $cn:literal $([launch $cluster:tt])? $(,)?
+/// A line of [`BF16_KERNELS`] ([`gpu::kernel_table!`]), named fields — its tensor-store entry
+/// point and `direct:` its direct-store one, `element:` of A, B and C, `style:` (who produces
+/// and how the consumers share the tiles: [`Bf16Style`]), `b:` B's layout ([`BLayout`]), `a:`
+/// where `wgmma` reads A ([`ASource`]), `in_flight:` k-tiles of `wgmma` kept in flight,
+/// `cluster:` the cluster of tiles (`(m x n)` blocks; with `, launch (x, y, z)`, declared at
+/// the launch). `@entry` declares both entry points of the family (device and host:
+/// [`gpu::kernel!`]), `@row` is its [`Bf16Kernel`] — so a family is written once.
+macro_rules! gemm16_row {
+    (@entry $name:ident {
+        direct: $direct:ident,
+        element: $e:ident,
+        style: $style:ident,
+        b: $b:ident,
+        a: $a:ident,
+        in_flight: $k:literal,
+        cluster: ($cm:literal x $cn:literal $(, launch $cluster:tt)?)
+    }) => {
+        gemm16_row!(@entries $style, $name, $direct, $e, $b, $a, $k, $cm, $cn, [$($cluster)?]);
+    };
+    (@row $name:ident {
+        direct: $direct:ident,
+        element: $e:ident,
+        style: $style:ident,
+        b: $b:ident,
+        a: $a:ident,
+        in_flight: $k:literal,
+        cluster: ($cm:literal x $cn:literal $(, launch $cluster:tt)?)
+    }) => {
+        Bf16Kernel {
+            name: $name.name(),
+            element: ElementType::$e,
+            style: Bf16Style::$style,
+            b_layout: BLayout::$b,
+            a_source: ASource::$a,
+            in_flight: $k,
+            cluster: TileCluster { m: $cm, n: $cn },
+            entries: gemm16_row!(@table $style, $e, $name, $direct),
         }
-    )*) => {
-        $(gemm_kernels!(@entries $style, $name, $direct, $e, $b, $a, $k, $cm, $cn, [$($cluster)?]);)*
-
-        /// Every kernel family, in report order (the FP16 ones after all BF16 ones).
-        pub static BF16_KERNELS: &[Bf16Kernel] = &[$(
-            Bf16Kernel {
-                name: $name.name(),
-                element: ElementType::$e,
-                style: Bf16Style::$style,
-                b_layout: BLayout::$b,
-                a_source: ASource::$a,
-                in_flight: $k,
-                cluster: TileCluster { m: $cm, n: $cn },
-                entries: gemm_kernels!(@table $style, $e, $name, $direct),
-            },
-        )*];
     };
     (@table CpAsync, Bf16, $store:ident, $direct:ident) => {
         Bf16Entries::Pointers { tensor_store: $store, direct: $direct }
@@ -308,13 +312,13 @@ macro_rules! gemm_kernels {
     };
     // The tensor-map styles: who produces and the schedule follow from the style.
     (@entries WsCooperative, $($rest:tt)*) => {
-        gemm_kernels!(@tma WarpSpecialized, Cooperative, 384, $($rest)*);
+        gemm16_row!(@tma WarpSpecialized, Cooperative, 384, $($rest)*);
     };
     (@entries WsPingpong, $($rest:tt)*) => {
-        gemm_kernels!(@tma WarpSpecialized, PingPong, 384, $($rest)*);
+        gemm16_row!(@tma WarpSpecialized, PingPong, 384, $($rest)*);
     };
     (@entries Multistage, $($rest:tt)*) => {
-        gemm_kernels!(@tma Multistage, Cooperative, 256, $($rest)*);
+        gemm16_row!(@tma Multistage, Cooperative, 256, $($rest)*);
     };
     (@tma $roles:ident, $schedule:ident, $threads:literal, $name:ident, $direct:ident, $e:ident,
      $b:ident, $a:ident, $k:literal, $cm:literal, $cn:literal, [$($cluster:tt)?]) => {
@@ -340,8 +344,8 @@ macro_rules! gemm_kernels {
                 let c = gpu::tensor_map_param!(entry, 2, c);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$e, $schedule, kernels::$roles, gemm_kernels!(@b $b),
-                        gemm_kernels!(@a $a), _, $k, { kernels::geometry::<$schedule>().stages as usize },
+                    kernels::gemm::<$e, $schedule, kernels::$roles, gemm16_row!(@b $b),
+                        gemm16_row!(@a $a), _, $k, { kernels::geometry::<$schedule>().stages as usize },
                         $cm, $cn>(a, b, epilogue::TensorStore(c), m, n, k)
                 }
             }
@@ -362,8 +366,8 @@ macro_rules! gemm_kernels {
                 let b = gpu::tensor_map_param!(entry, 1, b);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$e, $schedule, kernels::$roles, gemm_kernels!(@b $b),
-                        gemm_kernels!(@a $a), _, $k, { kernels::geometry::<$schedule>().stages as usize },
+                    kernels::gemm::<$e, $schedule, kernels::$roles, gemm16_row!(@b $b),
+                        gemm16_row!(@a $a), _, $k, { kernels::geometry::<$schedule>().stages as usize },
                         $cm, $cn>(a, b, epilogue::DirectStore(c), m, n, k)
                 }
             }
@@ -375,20 +379,22 @@ macro_rules! gemm_kernels {
     (@a Registers) => { kernels::ARegs };
 }
 
-gemm_kernels! {
-    bf16_gemm_ws_cooperative { direct: bf16_gemm_ws_cooperative_direct, element: Bf16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: 1 x 1 }
-    bf16_gemm_ws_cooperative_b_kn { direct: bf16_gemm_ws_cooperative_b_kn_direct, element: Bf16, style: WsCooperative, b: KN, a: SharedMemory, in_flight: 1, cluster: 1 x 1 }
-    bf16_gemm_ws_cooperative_rs { direct: bf16_gemm_ws_cooperative_rs_direct, element: Bf16, style: WsCooperative, b: NK, a: Registers, in_flight: 0, cluster: 1 x 1 }
-    bf16_gemm_ws_cooperative_2x1 { direct: bf16_gemm_ws_cooperative_2x1_direct, element: Bf16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: 2 x 1 [launch (2, 1, 1)] }
-    bf16_gemm_ws_cooperative_1x2 { direct: bf16_gemm_ws_cooperative_1x2_direct, element: Bf16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: 1 x 2 [launch (2, 1, 1)] }
-    bf16_gemm_ws_pingpong { direct: bf16_gemm_ws_pingpong_direct, element: Bf16, style: WsPingpong, b: NK, a: SharedMemory, in_flight: 1, cluster: 1 x 1 }
-    bf16_gemm_ws_pingpong_b_kn { direct: bf16_gemm_ws_pingpong_b_kn_direct, element: Bf16, style: WsPingpong, b: KN, a: SharedMemory, in_flight: 1, cluster: 1 x 1 }
-    bf16_gemm_ws_pingpong_2x1 { direct: bf16_gemm_ws_pingpong_2x1_direct, element: Bf16, style: WsPingpong, b: NK, a: SharedMemory, in_flight: 1, cluster: 2 x 1 [launch (2, 1, 1)] }
-    bf16_gemm_multistage { direct: bf16_gemm_multistage_direct, element: Bf16, style: Multistage, b: NK, a: SharedMemory, in_flight: 0, cluster: 1 x 1 }
-    bf16_gemm_multistage_b_kn { direct: bf16_gemm_multistage_b_kn_direct, element: Bf16, style: Multistage, b: KN, a: SharedMemory, in_flight: 0, cluster: 1 x 1 }
-    bf16_gemm_cp_async { direct: bf16_gemm_cp_async_direct, element: Bf16, style: CpAsync, b: NK, a: SharedMemory, in_flight: 0, cluster: 1 x 1 }
-    f16_gemm_ws_cooperative { direct: f16_gemm_ws_cooperative_direct, element: F16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: 1 x 1 }
-    f16_gemm_ws_pingpong { direct: f16_gemm_ws_pingpong_direct, element: F16, style: WsPingpong, b: NK, a: SharedMemory, in_flight: 1, cluster: 1 x 1 }
+gpu::kernel_table! {
+    /// Every kernel family, in report order (the FP16 ones after all BF16 ones).
+    pub static BF16_KERNELS: [Bf16Kernel] by gemm16_row;
+    bf16_gemm_ws_cooperative { direct: bf16_gemm_ws_cooperative_direct, element: Bf16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: (1 x 1) }
+    bf16_gemm_ws_cooperative_b_kn { direct: bf16_gemm_ws_cooperative_b_kn_direct, element: Bf16, style: WsCooperative, b: KN, a: SharedMemory, in_flight: 1, cluster: (1 x 1) }
+    bf16_gemm_ws_cooperative_rs { direct: bf16_gemm_ws_cooperative_rs_direct, element: Bf16, style: WsCooperative, b: NK, a: Registers, in_flight: 0, cluster: (1 x 1) }
+    bf16_gemm_ws_cooperative_2x1 { direct: bf16_gemm_ws_cooperative_2x1_direct, element: Bf16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: (2 x 1, launch (2, 1, 1)) }
+    bf16_gemm_ws_cooperative_1x2 { direct: bf16_gemm_ws_cooperative_1x2_direct, element: Bf16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: (1 x 2, launch (2, 1, 1)) }
+    bf16_gemm_ws_pingpong { direct: bf16_gemm_ws_pingpong_direct, element: Bf16, style: WsPingpong, b: NK, a: SharedMemory, in_flight: 1, cluster: (1 x 1) }
+    bf16_gemm_ws_pingpong_b_kn { direct: bf16_gemm_ws_pingpong_b_kn_direct, element: Bf16, style: WsPingpong, b: KN, a: SharedMemory, in_flight: 1, cluster: (1 x 1) }
+    bf16_gemm_ws_pingpong_2x1 { direct: bf16_gemm_ws_pingpong_2x1_direct, element: Bf16, style: WsPingpong, b: NK, a: SharedMemory, in_flight: 1, cluster: (2 x 1, launch (2, 1, 1)) }
+    bf16_gemm_multistage { direct: bf16_gemm_multistage_direct, element: Bf16, style: Multistage, b: NK, a: SharedMemory, in_flight: 0, cluster: (1 x 1) }
+    bf16_gemm_multistage_b_kn { direct: bf16_gemm_multistage_b_kn_direct, element: Bf16, style: Multistage, b: KN, a: SharedMemory, in_flight: 0, cluster: (1 x 1) }
+    bf16_gemm_cp_async { direct: bf16_gemm_cp_async_direct, element: Bf16, style: CpAsync, b: NK, a: SharedMemory, in_flight: 0, cluster: (1 x 1) }
+    f16_gemm_ws_cooperative { direct: f16_gemm_ws_cooperative_direct, element: F16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: (1 x 1) }
+    f16_gemm_ws_pingpong { direct: f16_gemm_ws_pingpong_direct, element: F16, style: WsPingpong, b: NK, a: SharedMemory, in_flight: 1, cluster: (1 x 1) }
 }
 
 /// How a kernel writes C. Both round the accumulators to C's element into shared memory first,

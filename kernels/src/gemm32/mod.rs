@@ -35,23 +35,32 @@ pub fn find(name: &str) -> Option<&'static GemmKernel> {
     GEMM_KERNELS.iter().find(|k| k.name == name)
 }
 
-macro_rules! gemm_kernels {
-    ($($name:ident => $style:ident { $($param:ident : $value:literal),* }
-        tile ($wm:literal x $wn:literal warps of $tm:literal x $tn:literal) by $body:ident,)*) => {
-        /// Every GEMM kernel family (a `static`: one address per entry).
-        pub static GEMM_KERNELS: &[GemmKernel] = &[
-            $(GemmKernel {
-                name: stringify!($name),
-                style: GemmStyle::$style { $($param: $value),* },
-                tile: GemmTile { warps_m: $wm, warps_n: $wn, thread_m: $tm, thread_n: $tn },
-                entry_aligned: gemm_entry_points!(@aligned $style $name),
-                entry_any: gemm_entry_points!(@any $style $name),
-            },)*
-        ];
-
-        /// The entry points of each family (see [`gemm_entry_points`]), one module per family.
-        pub mod entry_points {
-            $(gemm_entry_points!($style $name { $($param: $value),* } ($tm, $tn, $wm, $wn) $body);)*
+/// A line of [`GEMM_KERNELS`] ([`gpu::kernel_table!`]), named fields — `style:` and its
+/// `params:` ([`GemmStyle`]), `tile:` (`(WM x WN warps of TM x TN)`: [`GemmTile`]) and `body:`
+/// (the kernel body in `kernels`): `@entry` declares the family's entry points
+/// ([`gemm_entry_points!`]: a module of them per family, in [`entry_points`]), `@row` is its
+/// [`GemmKernel`].
+macro_rules! gemm32_row {
+    (@entry $name:ident {
+        style: $style:ident,
+        params: { $($param:ident : $value:literal),* },
+        tile: ($wm:literal x $wn:literal warps of $tm:literal x $tn:literal),
+        body: $body:ident
+    }) => {
+        gemm_entry_points!($style $name { $($param: $value),* } ($tm, $tn, $wm, $wn) $body);
+    };
+    (@row $name:ident {
+        style: $style:ident,
+        params: { $($param:ident : $value:literal),* },
+        tile: ($wm:literal x $wn:literal warps of $tm:literal x $tn:literal),
+        body: $body:ident
+    }) => {
+        GemmKernel {
+            name: stringify!($name),
+            style: GemmStyle::$style { $($param: $value),* },
+            tile: GemmTile { warps_m: $wm, warps_n: $wn, thread_m: $tm, thread_n: $tn },
+            entry_aligned: gemm_entry_points!(@aligned $style $name),
+            entry_any: gemm_entry_points!(@any $style $name),
         }
     };
 }
@@ -63,12 +72,12 @@ macro_rules! gemm_kernels {
 /// true or false (`@body`), or for tensor copies (sm_90) `NAME::entry` (exported `NAME`), which
 /// takes tensor maps. `@aligned` / `@any` name a family's [`GemmEntry`] and 4-byte entry point.
 macro_rules! gemm_entry_points {
-    (@aligned Tma $family:ident) => { GemmEntry::TensorMaps(entry_points::$family::entry) };
-    (@aligned TmaB $family:ident) => { GemmEntry::TensorMapB(entry_points::$family::entry) };
-    (@aligned $style:ident $family:ident) => { GemmEntry::Pointers(entry_points::$family::aligned) };
+    (@aligned Tma $family:ident) => { GemmEntry::TensorMaps($family::entry) };
+    (@aligned TmaB $family:ident) => { GemmEntry::TensorMapB($family::entry) };
+    (@aligned $style:ident $family:ident) => { GemmEntry::Pointers($family::aligned) };
     (@any Tma $family:ident) => { None };
     (@any TmaB $family:ident) => { None };
-    (@any $style:ident $family:ident) => { Some(entry_points::$family::any) };
+    (@any $style:ident $family:ident) => { Some($family::any) };
     (@threads $style:ident { $($param:ident : $value:literal),* } ($tm:literal, $tn:literal, $wm:literal, $wn:literal)) => {
         crate::gemm32::block_threads(
             crate::gemm32::GemmStyle::$style { $($param: $value),* },
@@ -269,37 +278,45 @@ macro_rules! gemm_entry_points {
 // thread tiles (8x4, 8x8: 64x64 and 128x64 blocks in clusters of 2 to 8), one-warp-per-block
 // splits, and the 128x64 mirror of `_2x4_64x128` were built, verified and timed, and lost to
 // these at every size (results.md): not built.
-gemm_kernels! {
-    gemm_sync => Sync {} tile (2 x 2 warps of 16 x 8) by sync,
-    gemm_thread_pipeline_2 => ThreadPipeline { stages: 2 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
-    gemm_thread_pipeline_3 => ThreadPipeline { stages: 3 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
-    gemm_thread_pipeline_4 => ThreadPipeline { stages: 4 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
-    gemm_thread_pipeline_5 => ThreadPipeline { stages: 5 } tile (2 x 2 warps of 16 x 8) by thread_pipeline,
-    gemm_block_pipeline_2 => BlockPipeline { stages: 2 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
-    gemm_block_pipeline_3 => BlockPipeline { stages: 3 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
-    gemm_block_pipeline_4 => BlockPipeline { stages: 4 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
-    gemm_block_pipeline_5 => BlockPipeline { stages: 5 } tile (2 x 2 warps of 16 x 8) by block_pipeline,
-    gemm_sync_128x256 => Sync {} tile (2 x 4 warps of 16 x 8) by sync,
-    gemm_thread_pipeline_4_128x256 => ThreadPipeline { stages: 4 } tile (2 x 4 warps of 16 x 8) by thread_pipeline,
-    gemm_block_pipeline_4_128x256 => BlockPipeline { stages: 4 } tile (2 x 4 warps of 16 x 8) by block_pipeline,
-    gemm_sync_8w => Sync {} tile (4 x 2 warps of 8 x 8) by sync,
-    gemm_thread_pipeline_4_8w => ThreadPipeline { stages: 4 } tile (4 x 2 warps of 8 x 8) by thread_pipeline,
-    gemm_block_pipeline_4_8w => BlockPipeline { stages: 4 } tile (4 x 2 warps of 8 x 8) by block_pipeline,
-    gemm_warp_specialized_3_1p => WarpSpecialized { stages: 3, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
-    gemm_warp_specialized_4_1p => WarpSpecialized { stages: 4, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
-    gemm_warp_specialized_5_1p => WarpSpecialized { stages: 5, producer_warps: 1 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
-    gemm_warp_specialized_4_2p => WarpSpecialized { stages: 4, producer_warps: 2 } tile (4 x 2 warps of 8 x 8) by warp_specialized,
-    gemm_thread_pipeline_4_64x64 => ThreadPipeline { stages: 4 } tile (2 x 2 warps of 8 x 4) by thread_pipeline,
-    gemm_tma_2 => Tma { stages: 2 } tile (2 x 2 warps of 16 x 8) by tma,
-    gemm_tma_3 => Tma { stages: 3 } tile (2 x 2 warps of 16 x 8) by tma,
-    gemm_tma_4 => Tma { stages: 4 } tile (2 x 2 warps of 16 x 8) by tma,
-    gemm_tma_b_3 => TmaB { stages: 3 } tile (2 x 2 warps of 16 x 8) by tma_b,
-    gemm_tma_b_4 => TmaB { stages: 4 } tile (2 x 2 warps of 16 x 8) by tma_b,
-    gemm_split_k_2 => SplitK { stages: 4, split: 2, k_groups: 1 } tile (2 x 2 warps of 16 x 8) by split_k,
-    gemm_split_k_2x2 => SplitK { stages: 4, split: 2, k_groups: 2 } tile (2 x 2 warps of 16 x 8) by split_k,
-    gemm_split_k_1x8_64x64 => SplitK { stages: 4, split: 1, k_groups: 8 } tile (1 x 1 warps of 16 x 8) by split_k,
-    gemm_split_k_2x4_64x128 => SplitK { stages: 4, split: 2, k_groups: 4 } tile (1 x 2 warps of 16 x 8) by split_k,
+/// The entry points of every family, one module per family, and the table that lists them.
+pub mod entry_points {
+    use super::*;
+
+    gpu::kernel_table! {
+        /// Every GEMM kernel family (a `static`: one address per entry).
+        pub static GEMM_KERNELS: [GemmKernel] by gemm32_row;
+        gemm_sync { style: Sync, params: {}, tile: (2 x 2 warps of 16 x 8), body: sync }
+        gemm_thread_pipeline_2 { style: ThreadPipeline, params: { stages: 2 }, tile: (2 x 2 warps of 16 x 8), body: thread_pipeline }
+        gemm_thread_pipeline_3 { style: ThreadPipeline, params: { stages: 3 }, tile: (2 x 2 warps of 16 x 8), body: thread_pipeline }
+        gemm_thread_pipeline_4 { style: ThreadPipeline, params: { stages: 4 }, tile: (2 x 2 warps of 16 x 8), body: thread_pipeline }
+        gemm_thread_pipeline_5 { style: ThreadPipeline, params: { stages: 5 }, tile: (2 x 2 warps of 16 x 8), body: thread_pipeline }
+        gemm_block_pipeline_2 { style: BlockPipeline, params: { stages: 2 }, tile: (2 x 2 warps of 16 x 8), body: block_pipeline }
+        gemm_block_pipeline_3 { style: BlockPipeline, params: { stages: 3 }, tile: (2 x 2 warps of 16 x 8), body: block_pipeline }
+        gemm_block_pipeline_4 { style: BlockPipeline, params: { stages: 4 }, tile: (2 x 2 warps of 16 x 8), body: block_pipeline }
+        gemm_block_pipeline_5 { style: BlockPipeline, params: { stages: 5 }, tile: (2 x 2 warps of 16 x 8), body: block_pipeline }
+        gemm_sync_128x256 { style: Sync, params: {}, tile: (2 x 4 warps of 16 x 8), body: sync }
+        gemm_thread_pipeline_4_128x256 { style: ThreadPipeline, params: { stages: 4 }, tile: (2 x 4 warps of 16 x 8), body: thread_pipeline }
+        gemm_block_pipeline_4_128x256 { style: BlockPipeline, params: { stages: 4 }, tile: (2 x 4 warps of 16 x 8), body: block_pipeline }
+        gemm_sync_8w { style: Sync, params: {}, tile: (4 x 2 warps of 8 x 8), body: sync }
+        gemm_thread_pipeline_4_8w { style: ThreadPipeline, params: { stages: 4 }, tile: (4 x 2 warps of 8 x 8), body: thread_pipeline }
+        gemm_block_pipeline_4_8w { style: BlockPipeline, params: { stages: 4 }, tile: (4 x 2 warps of 8 x 8), body: block_pipeline }
+        gemm_warp_specialized_3_1p { style: WarpSpecialized, params: { stages: 3, producer_warps: 1 }, tile: (4 x 2 warps of 8 x 8), body: warp_specialized }
+        gemm_warp_specialized_4_1p { style: WarpSpecialized, params: { stages: 4, producer_warps: 1 }, tile: (4 x 2 warps of 8 x 8), body: warp_specialized }
+        gemm_warp_specialized_5_1p { style: WarpSpecialized, params: { stages: 5, producer_warps: 1 }, tile: (4 x 2 warps of 8 x 8), body: warp_specialized }
+        gemm_warp_specialized_4_2p { style: WarpSpecialized, params: { stages: 4, producer_warps: 2 }, tile: (4 x 2 warps of 8 x 8), body: warp_specialized }
+        gemm_thread_pipeline_4_64x64 { style: ThreadPipeline, params: { stages: 4 }, tile: (2 x 2 warps of 8 x 4), body: thread_pipeline }
+        gemm_tma_2 { style: Tma, params: { stages: 2 }, tile: (2 x 2 warps of 16 x 8), body: tma }
+        gemm_tma_3 { style: Tma, params: { stages: 3 }, tile: (2 x 2 warps of 16 x 8), body: tma }
+        gemm_tma_4 { style: Tma, params: { stages: 4 }, tile: (2 x 2 warps of 16 x 8), body: tma }
+        gemm_tma_b_3 { style: TmaB, params: { stages: 3 }, tile: (2 x 2 warps of 16 x 8), body: tma_b }
+        gemm_tma_b_4 { style: TmaB, params: { stages: 4 }, tile: (2 x 2 warps of 16 x 8), body: tma_b }
+        gemm_split_k_2 { style: SplitK, params: { stages: 4, split: 2, k_groups: 1 }, tile: (2 x 2 warps of 16 x 8), body: split_k }
+        gemm_split_k_2x2 { style: SplitK, params: { stages: 4, split: 2, k_groups: 2 }, tile: (2 x 2 warps of 16 x 8), body: split_k }
+        gemm_split_k_1x8_64x64 { style: SplitK, params: { stages: 4, split: 1, k_groups: 8 }, tile: (1 x 1 warps of 16 x 8), body: split_k }
+        gemm_split_k_2x4_64x128 { style: SplitK, params: { stages: 4, split: 2, k_groups: 4 }, tile: (1 x 2 warps of 16 x 8), body: split_k }
+    }
 }
+pub use entry_points::GEMM_KERNELS;
 
 #[cfg(test)]
 mod tests {
