@@ -219,35 +219,6 @@ macro_rules! kernel {
     };
 }
 
-#[cfg(test)]
-mod tests {
-    crate::kernel! {
-        /// Runs in clusters of two blocks.
-        ///
-        /// # Safety
-        /// `x` holds a word per block.
-        fn paired(x: *mut u32) [max_threads = 64] [cluster = (2, 1, 1)]
-            [device if target_feature = "sm_90"] {}
-    }
-
-    crate::kernel! {
-        /// Runs in plain blocks.
-        ///
-        /// # Safety
-        /// None.
-        fn plain(n: u32) {}
-    }
-
-    #[test]
-    fn a_declared_cluster_shape_reaches_the_entry_point() {
-        assert_eq!(paired.cluster(), Some([2, 1, 1]));
-        assert_eq!(paired.name(), "paired");
-        assert_eq!(format!("{paired:?}"), "EntryPoint(paired, cluster 2x1x1)");
-        assert_eq!(plain.cluster(), None);
-        assert_eq!(format!("{plain:?}"), "EntryPoint(plain)");
-    }
-}
-
 /// One form for every kernel table: a `static` slice of descriptors and the kernels behind them,
 /// written one line per kernel with named fields, each value one token tree (a literal, a
 /// name, or a group: `cluster: (2 x 1)`).
@@ -280,4 +251,33 @@ macro_rules! kernel_table {
         $(#[$meta])*
         $vis static $table: &[$descriptor] = &[ $( $row!(@row $name { $($field: $value),* }), )* ];
     };
+}
+
+#[cfg(test)]
+mod tests {
+    crate::kernel! {
+        /// Runs in clusters of two blocks.
+        ///
+        /// # Safety
+        /// `x` holds a word per block.
+        fn paired(x: *mut u32) [max_threads = 64] [cluster = (2, 1, 1)]
+            [device if target_feature = "sm_90"] {}
+    }
+
+    crate::kernel! {
+        /// Runs in plain blocks.
+        ///
+        /// # Safety
+        /// None.
+        fn plain(n: u32) {}
+    }
+
+    #[test]
+    fn a_declared_cluster_shape_reaches_the_entry_point() {
+        assert_eq!(paired.cluster(), Some([2, 1, 1]));
+        assert_eq!(paired.name(), "paired");
+        assert_eq!(format!("{paired:?}"), "EntryPoint(paired, cluster 2x1x1)");
+        assert_eq!(plain.cluster(), None);
+        assert_eq!(format!("{plain:?}"), "EntryPoint(plain)");
+    }
 }
