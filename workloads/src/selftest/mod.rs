@@ -59,84 +59,108 @@ mod kernels;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host;
 
-/// The copy kernels' table: each row declares a kernel with [`gpu::kernel!`] (in
-/// [`entry_points`], `$body` from `kernels` with the form's parameters, in the order the
-/// table lists them, as its const generics) and lists it in [`COPY_KERNELS`]; the items after
-/// the table are the other kernels of [`entry_points`].
+/// A line of [`COPY_KERNELS`] ([`gpu::kernel_table!`]), named fields — `form:` and its
+/// `params:` ([`CopyForm`]; on the device also `body:`'s const generics, in the order the line
+/// lists them), `body:` (its function in `kernels`) and `device:` (`any`, or `sm_90`: the
+/// entry point only in the sm_90 module): `@entry` declares the kernel ([`gpu::kernel!`]),
+/// `@row` is its [`CopyKernel`].
 #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
-macro_rules! copy_kernels {
-    (
-        $($name:ident => $form:ident $({ $($param:ident : $value:literal),* })? by $body:ident
-            $([device if $cfg:meta])?,)*
-        ;
-        $($other:item)*
-    ) => {
-        /// Every copy kernel of the self-test (a `static`: one address per entry).
-        pub static COPY_KERNELS: &[CopyKernel] = &[
-            $(CopyKernel {
-                name: entry_points::$name.name(),
-                entry: entry_points::$name,
-                form: CopyForm::$form $({ $($param: $value),* })?,
-            },)*
-        ];
-
-        /// The self-test's kernels, each declared once ([`gpu::kernel!`]): an
-        /// [`EntryPoint`](gpu::kernel::EntryPoint) everywhere, and on the device its entry
-        /// point, which runs its body from `kernels`.
-        pub mod entry_points {
-            $(gpu::kernel! {
-                /// Copy kernel of the self-test (see
-                /// [`COPY_KERNELS`](crate::selftest::COPY_KERNELS)).
-                ///
-                /// # Safety
-                /// Launched with the geometry
-                /// [`CopyKernel`](crate::selftest::CopyKernel) gives for `n`, `src`
-                /// holding `n` floats and `dst` `output_len(n)` floats, 16-byte aligned.
-                pub fn $name(src: *const f32, dst: *mut f32, n: u32) $([device if $cfg])? {
-                    // SAFETY: forwarded launch contract.
-                    unsafe {
-                        crate::selftest::kernels::$body::<$($($value),*)?>(src, dst, n)
-                    }
-                }
-            })*
-
-            $($other)*
+macro_rules! copy_row {
+    (@entry $name:ident {
+        form: $form:ident,
+        params: { $($param:ident : $value:literal),* },
+        body: $body:ident,
+        device: any
+    }) => {
+        gpu::kernel! {
+            /// Copy kernel of the self-test (see
+            /// [`COPY_KERNELS`](crate::selftest::COPY_KERNELS)).
+            ///
+            /// # Safety
+            /// Launched with the geometry [`CopyKernel`](crate::selftest::CopyKernel) gives
+            /// for `n`, `src` holding `n` floats and `dst` `output_len(n)` floats, 16-byte
+            /// aligned.
+            pub fn $name(src: *const f32, dst: *mut f32, n: u32) {
+                // SAFETY: forwarded launch contract.
+                unsafe { crate::selftest::kernels::$body::<$($value),*>(src, dst, n) }
+            }
+        }
+    };
+    (@entry $name:ident {
+        form: $form:ident,
+        params: { $($param:ident : $value:literal),* },
+        body: $body:ident,
+        device: sm_90
+    }) => {
+        gpu::kernel! {
+            /// Copy kernel of the self-test (see
+            /// [`COPY_KERNELS`](crate::selftest::COPY_KERNELS)); sm_90.
+            ///
+            /// # Safety
+            /// Launched with the geometry [`CopyKernel`](crate::selftest::CopyKernel) gives
+            /// for `n`, `src` holding `n` floats and `dst` `output_len(n)` floats, 16-byte
+            /// aligned.
+            pub fn $name(src: *const f32, dst: *mut f32, n: u32)
+                [device if target_feature = "sm_90"]
+            {
+                // SAFETY: forwarded launch contract.
+                unsafe { crate::selftest::kernels::$body::<$($value),*>(src, dst, n) }
+            }
+        }
+    };
+    (@row $name:ident {
+        form: $form:ident,
+        params: { $($param:ident : $value:literal),* },
+        body: $body:ident,
+        device: $device:ident
+    }) => {
+        CopyKernel {
+            name: $name.name(),
+            entry: $name,
+            form: CopyForm::$form { $($param: $value),* },
         }
     };
 }
 
+/// The self-test's kernels, each declared once ([`gpu::kernel!`]): an
+/// [`EntryPoint`](gpu::kernel::EntryPoint) everywhere, and on the device its entry point,
+/// which runs its body from `kernels`; and the copy kernels' table.
 #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
-copy_kernels! {
-    copy_thread_pipeline_2 => ThreadPipeline { stages: 2 } by thread_pipeline,
-    copy_thread_pipeline_3 => ThreadPipeline { stages: 3 } by thread_pipeline,
-    copy_thread_pipeline_4 => ThreadPipeline { stages: 4 } by thread_pipeline,
-    copy_thread_pipeline_5 => ThreadPipeline { stages: 5 } by thread_pipeline,
-    copy_thread_pipeline_6 => ThreadPipeline { stages: 6 } by thread_pipeline,
-    copy_thread_pipeline_7 => ThreadPipeline { stages: 7 } by thread_pipeline,
-    copy_thread_pipeline_8 => ThreadPipeline { stages: 8 } by thread_pipeline,
-    copy_block_pipeline_2 => BlockPipeline { stages: 2 } by block_pipeline,
-    copy_block_pipeline_3 => BlockPipeline { stages: 3 } by block_pipeline,
-    copy_block_pipeline_4 => BlockPipeline { stages: 4 } by block_pipeline,
-    copy_block_pipeline_5 => BlockPipeline { stages: 5 } by block_pipeline,
-    copy_block_pipeline_6 => BlockPipeline { stages: 6 } by block_pipeline,
-    copy_block_pipeline_7 => BlockPipeline { stages: 7 } by block_pipeline,
-    copy_block_pipeline_8 => BlockPipeline { stages: 8 } by block_pipeline,
-    copy_warp_specialized_2 => WarpSpecialized { stages: 2 } by warp_specialized,
-    copy_warp_specialized_4 => WarpSpecialized { stages: 4 } by warp_specialized,
-    copy_warp_specialized_8 => WarpSpecialized { stages: 8 } by warp_specialized,
-    copy_barrier_4 => BarrierPerThread { align: 4 } by barrier_per_thread,
-    copy_barrier_8 => BarrierPerThread { align: 8 } by barrier_per_thread,
-    copy_barrier_16 => BarrierPerThread { align: 16 } by barrier_per_thread,
-    copy_barrier_group => BarrierGroup by barrier_group,
-    copy_barrier_uncounted => BarrierUncounted by barrier_uncounted,
-    copy_bulk_barrier => BulkBarrier { arriving: false } by bulk_barrier
-        [device if target_feature = "sm_90"],
-    copy_bulk_barrier_arriving => BulkBarrier { arriving: true } by bulk_barrier
-        [device if target_feature = "sm_90"],
-    copy_zfill_4 => ZeroFill { stages: 3, align: 4 } by zero_fill,
-    copy_zfill_8 => ZeroFill { stages: 3, align: 8 } by zero_fill,
-    copy_zfill_16 => ZeroFill { stages: 3, align: 16 } by zero_fill,
-    ;
+pub mod entry_points {
+    use super::*;
+
+    gpu::kernel_table! {
+        /// Every copy kernel of the self-test (a `static`: one address per entry).
+        pub static COPY_KERNELS: [CopyKernel] by copy_row;
+        copy_thread_pipeline_2 { form: ThreadPipeline, params: { stages: 2 }, body: thread_pipeline, device: any }
+        copy_thread_pipeline_3 { form: ThreadPipeline, params: { stages: 3 }, body: thread_pipeline, device: any }
+        copy_thread_pipeline_4 { form: ThreadPipeline, params: { stages: 4 }, body: thread_pipeline, device: any }
+        copy_thread_pipeline_5 { form: ThreadPipeline, params: { stages: 5 }, body: thread_pipeline, device: any }
+        copy_thread_pipeline_6 { form: ThreadPipeline, params: { stages: 6 }, body: thread_pipeline, device: any }
+        copy_thread_pipeline_7 { form: ThreadPipeline, params: { stages: 7 }, body: thread_pipeline, device: any }
+        copy_thread_pipeline_8 { form: ThreadPipeline, params: { stages: 8 }, body: thread_pipeline, device: any }
+        copy_block_pipeline_2 { form: BlockPipeline, params: { stages: 2 }, body: block_pipeline, device: any }
+        copy_block_pipeline_3 { form: BlockPipeline, params: { stages: 3 }, body: block_pipeline, device: any }
+        copy_block_pipeline_4 { form: BlockPipeline, params: { stages: 4 }, body: block_pipeline, device: any }
+        copy_block_pipeline_5 { form: BlockPipeline, params: { stages: 5 }, body: block_pipeline, device: any }
+        copy_block_pipeline_6 { form: BlockPipeline, params: { stages: 6 }, body: block_pipeline, device: any }
+        copy_block_pipeline_7 { form: BlockPipeline, params: { stages: 7 }, body: block_pipeline, device: any }
+        copy_block_pipeline_8 { form: BlockPipeline, params: { stages: 8 }, body: block_pipeline, device: any }
+        copy_warp_specialized_2 { form: WarpSpecialized, params: { stages: 2 }, body: warp_specialized, device: any }
+        copy_warp_specialized_4 { form: WarpSpecialized, params: { stages: 4 }, body: warp_specialized, device: any }
+        copy_warp_specialized_8 { form: WarpSpecialized, params: { stages: 8 }, body: warp_specialized, device: any }
+        copy_barrier_4 { form: BarrierPerThread, params: { align: 4 }, body: barrier_per_thread, device: any }
+        copy_barrier_8 { form: BarrierPerThread, params: { align: 8 }, body: barrier_per_thread, device: any }
+        copy_barrier_16 { form: BarrierPerThread, params: { align: 16 }, body: barrier_per_thread, device: any }
+        copy_barrier_group { form: BarrierGroup, params: {}, body: barrier_group, device: any }
+        copy_barrier_uncounted { form: BarrierUncounted, params: {}, body: barrier_uncounted, device: any }
+        copy_bulk_barrier { form: BulkBarrier, params: { arriving: false }, body: bulk_barrier, device: sm_90 }
+        copy_bulk_barrier_arriving { form: BulkBarrier, params: { arriving: true }, body: bulk_barrier, device: sm_90 }
+        copy_zfill_4 { form: ZeroFill, params: { stages: 3, align: 4 }, body: zero_fill, device: any }
+        copy_zfill_8 { form: ZeroFill, params: { stages: 3, align: 8 }, body: zero_fill, device: any }
+        copy_zfill_16 { form: ZeroFill, params: { stages: 3, align: 16 }, body: zero_fill, device: any }
+    }
+
     gpu::kernel! {
         /// Records every [`BarrierObservation`](crate::selftest::BarrierObservation)
         /// in its slot of `out` (see [`BARRIER_OPS`](crate::selftest::BARRIER_OPS)).
@@ -164,6 +188,8 @@ copy_kernels! {
         }
     }
 }
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
+pub use entry_points::COPY_KERNELS;
 
 /// Looks a copy kernel up by name.
 #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]

@@ -34,24 +34,20 @@ pub fn find(name: &str) -> Option<&'static StudyKernel> {
     STUDY_KERNELS.iter().find(|k| k.name == name)
 }
 
-macro_rules! study_kernels {
-    ($($name:ident => $style:ident < $stages:literal > by $body:ident,)*) => {
-        /// Every study kernel, baseline first. A `static`, so that a reference to an entry
-        /// is the same address wherever it is taken (the host compares entries by address).
-        pub static STUDY_KERNELS: &[StudyKernel] = &[
-            $(StudyKernel {
-                name: entry_points::$name.name(),
-                entry: study_entry_point!(@entry $style entry_points::$name),
-                style: Style::$style,
-                stages: $stages,
-            },)*
-        ];
-
-        /// The kernels, each declared once ([`gpu::kernel!`]): an [`EntryPoint`]
-        /// (gpu::kernel::EntryPoint) everywhere, and on the device its entry point, which
-        /// runs its style's body from `kernels`.
-        pub mod entry_points {
-            $(study_entry_point!($style $name $stages $body);)*
+/// A line of [`STUDY_KERNELS`] ([`gpu::kernel_table!`]), named fields — `style:` ([`Style`]),
+/// `stages:` and `body:` (its function in `kernels`): `@entry` declares the kernel
+/// ([`study_entry_point!`]: on the device its entry point runs the style's body), `@row` is
+/// its [`StudyKernel`].
+macro_rules! study_row {
+    (@entry $name:ident { style: $style:ident, stages: $stages:literal, body: $body:ident }) => {
+        study_entry_point!($style $name $stages $body);
+    };
+    (@row $name:ident { style: $style:ident, stages: $stages:literal, body: $body:ident }) => {
+        StudyKernel {
+            name: $name.name(),
+            entry: study_entry_point!(@entry $style $name),
+            style: Style::$style,
+            stages: $stages,
         }
     };
 }
@@ -102,30 +98,39 @@ macro_rules! study_entry_point {
     };
 }
 
-study_kernels! {
-    sync_baseline => SyncBaseline<1> by sync_baseline,
-    raw_async_group_2 => RawAsyncGroup<2> by raw_async_group,
-    raw_async_group_3 => RawAsyncGroup<3> by raw_async_group,
-    raw_async_group_4 => RawAsyncGroup<4> by raw_async_group,
-    raw_mbarrier_2 => RawMbarrier<2> by raw_mbarrier,
-    raw_mbarrier_3 => RawMbarrier<3> by raw_mbarrier,
-    raw_mbarrier_4 => RawMbarrier<4> by raw_mbarrier,
-    barrier_2 => SplitBarrier<2> by split_barrier,
-    barrier_3 => SplitBarrier<3> by split_barrier,
-    barrier_4 => SplitBarrier<4> by split_barrier,
-    thread_pipeline_2 => ThreadPipeline<2> by thread_pipeline,
-    thread_pipeline_3 => ThreadPipeline<3> by thread_pipeline,
-    thread_pipeline_4 => ThreadPipeline<4> by thread_pipeline,
-    block_pipeline_2 => BlockPipeline<2> by block_pipeline,
-    block_pipeline_3 => BlockPipeline<3> by block_pipeline,
-    block_pipeline_4 => BlockPipeline<4> by block_pipeline,
-    warp_specialized_2 => WarpSpecialized<2> by warp_specialized,
-    warp_specialized_3 => WarpSpecialized<3> by warp_specialized,
-    warp_specialized_4 => WarpSpecialized<4> by warp_specialized,
-    tensor_2 => Tensor<2> by tensor,
-    tensor_3 => Tensor<3> by tensor,
-    tensor_4 => Tensor<4> by tensor,
+/// The kernels, each declared once ([`gpu::kernel!`]): an [`EntryPoint`]
+/// (gpu::kernel::EntryPoint) everywhere, and on the device its entry point; and their table.
+pub mod entry_points {
+    use super::*;
+
+    gpu::kernel_table! {
+        /// Every study kernel, baseline first (a `static`: one address per entry).
+        pub static STUDY_KERNELS: [StudyKernel] by study_row;
+        sync_baseline { style: SyncBaseline, stages: 1, body: sync_baseline }
+        raw_async_group_2 { style: RawAsyncGroup, stages: 2, body: raw_async_group }
+        raw_async_group_3 { style: RawAsyncGroup, stages: 3, body: raw_async_group }
+        raw_async_group_4 { style: RawAsyncGroup, stages: 4, body: raw_async_group }
+        raw_mbarrier_2 { style: RawMbarrier, stages: 2, body: raw_mbarrier }
+        raw_mbarrier_3 { style: RawMbarrier, stages: 3, body: raw_mbarrier }
+        raw_mbarrier_4 { style: RawMbarrier, stages: 4, body: raw_mbarrier }
+        barrier_2 { style: SplitBarrier, stages: 2, body: split_barrier }
+        barrier_3 { style: SplitBarrier, stages: 3, body: split_barrier }
+        barrier_4 { style: SplitBarrier, stages: 4, body: split_barrier }
+        thread_pipeline_2 { style: ThreadPipeline, stages: 2, body: thread_pipeline }
+        thread_pipeline_3 { style: ThreadPipeline, stages: 3, body: thread_pipeline }
+        thread_pipeline_4 { style: ThreadPipeline, stages: 4, body: thread_pipeline }
+        block_pipeline_2 { style: BlockPipeline, stages: 2, body: block_pipeline }
+        block_pipeline_3 { style: BlockPipeline, stages: 3, body: block_pipeline }
+        block_pipeline_4 { style: BlockPipeline, stages: 4, body: block_pipeline }
+        warp_specialized_2 { style: WarpSpecialized, stages: 2, body: warp_specialized }
+        warp_specialized_3 { style: WarpSpecialized, stages: 3, body: warp_specialized }
+        warp_specialized_4 { style: WarpSpecialized, stages: 4, body: warp_specialized }
+        tensor_2 { style: Tensor, stages: 2, body: tensor }
+        tensor_3 { style: Tensor, stages: 3, body: tensor }
+        tensor_4 { style: Tensor, stages: 4, body: tensor }
+    }
 }
+pub use entry_points::STUDY_KERNELS;
 
 #[cfg(test)]
 mod tests {
