@@ -1,4 +1,5 @@
-//! What every GEMM of this crate takes and how it fails: [`GemmShape`] and [`GemmError`].
+//! What every GEMM of this crate takes, [`GemmShape`], and how every kernel call of this crate
+//! fails, [`KernelError`].
 
 use gpu_runtime::GpuError;
 use gpu_runtime::tensor_map::TensorMapError;
@@ -15,9 +16,10 @@ pub struct GemmShape {
     pub k: u32,
 }
 
-/// Why a GEMM was not run.
+/// Why a kernel of this crate was not run (a GEMM: [`GemmError`]; attention:
+/// `attention::AttentionError`).
 #[derive(Debug, thiserror::Error)]
-pub enum GemmError {
+pub enum KernelError {
     /// The shape or a buffer does not fit the call.
     #[error("{0}")]
     Shape(String),
@@ -28,6 +30,9 @@ pub enum GemmError {
     #[error(transparent)]
     TensorMap(#[from] TensorMapError),
 }
+
+/// Why a GEMM was not run.
+pub type GemmError = KernelError;
 
 /// The checks every GEMM makes on `m, n, k` (at least 1, at most `max`) and on the buffers'
 /// lengths `[a, b, c]` in elements (A `m k`, B `k n`, C `m n`), naming `element` in messages.

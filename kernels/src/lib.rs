@@ -45,7 +45,7 @@ pub mod gemm32;
 #[cfg(not(target_arch = "nvptx64"))]
 mod gemm_call;
 #[cfg(not(target_arch = "nvptx64"))]
-pub use gemm_call::{GemmError, GemmShape};
+pub use gemm_call::{GemmError, GemmShape, KernelError};
 
 /// Four floats moved as one 16-byte access (`ld.global.v4.f32` / `st.global.v4.f32`): how the
 /// FP32 kernels (this crate's and the workloads') read and write global memory a `float4` at a

@@ -5,7 +5,7 @@
 use super::{ATTENTION_KERNELS, AttentionArgs, AttentionKernel, AttentionParams, AttentionSources};
 use crate::gemm16::ElementType;
 use gpu_runtime::cudarc::driver::CudaSlice;
-use gpu_runtime::tensor_map::{self, Swizzle, TensorMapBuilder, TensorMapError, TensorMaps};
+use gpu_runtime::tensor_map::{self, Swizzle, TensorMapBuilder, TensorMaps};
 use gpu_runtime::{Gpu, GpuError, Kernel, KernelArg, LaunchConfig, Library, Param, StructArg};
 
 impl Param for AttentionArgs {
@@ -135,18 +135,7 @@ impl AttentionShape {
 }
 
 /// Why an attention pass was not run.
-#[derive(Debug, thiserror::Error)]
-pub enum AttentionError {
-    /// The shape or a buffer does not fit the call.
-    #[error("{0}")]
-    Shape(String),
-    /// The GPU cannot run the kernels, or the launch failed.
-    #[error(transparent)]
-    Gpu(#[from] GpuError),
-    /// A tensor map could not be encoded.
-    #[error(transparent)]
-    TensorMap(#[from] TensorMapError),
-}
+pub type AttentionError = crate::KernelError;
 
 /// The attention kernels of this crate, loaded for one GPU. Needs compute capability 9.0
 /// (sm_90a).

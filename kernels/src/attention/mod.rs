@@ -307,7 +307,7 @@ impl AttentionKernel {
 /// `consumers` (warpgroups), `pingpong`, `overlap` and `loads` ([`Techniques`]): `@entry`
 /// declares its entry point ([`gpu::kernel!`]), `@row` is its [`AttentionKernel`].
 macro_rules! attention_row {
-    (@entry $name:ident {
+    (@$what:ident $name:ident {
         element: $e:ident,
         d: $d:literal,
         block_n: $bn:literal,
@@ -317,6 +317,10 @@ macro_rules! attention_row {
         overlap: $overlap:literal,
         loads: $loads:ident
     }) => {
+        attention_row! { $what $name, $e, $d, $bn, $stages, $consumers, $pingpong, $overlap, $loads }
+    };
+    (entry $name:ident, $e:ident, $d:literal, $bn:literal, $stages:literal, $consumers:literal,
+     $pingpong:literal, $overlap:literal, $loads:ident) => {
         gpu::kernel! {
             /// An attention kernel of the table (its row says what it is; module docs).
             ///
@@ -348,16 +352,8 @@ macro_rules! attention_row {
             }
         }
     };
-    (@row $name:ident {
-        element: $e:ident,
-        d: $d:literal,
-        block_n: $bn:literal,
-        stages: $stages:literal,
-        consumers: $consumers:literal,
-        pingpong: $pingpong:literal,
-        overlap: $overlap:literal,
-        loads: $loads:ident
-    }) => {
+    (row $name:ident, $e:ident, $d:literal, $bn:literal, $stages:literal, $consumers:literal,
+     $pingpong:literal, $overlap:literal, $loads:ident) => {
         AttentionKernel {
             name: $name.name(),
             element: ElementType::$e,

@@ -230,7 +230,7 @@ impl TileCluster {
 /// the launch). `@entry` declares both entry points of the family (device and host:
 /// [`gpu::kernel!`]), `@row` is its [`Bf16Kernel`] — so a family is written once.
 macro_rules! gemm16_row {
-    (@entry $name:ident {
+    (@$what:ident $name:ident {
         direct: $direct:ident,
         element: $e:ident,
         style: $style:ident,
@@ -239,17 +239,13 @@ macro_rules! gemm16_row {
         in_flight: $k:literal,
         cluster: ($cm:literal x $cn:literal $(, launch $cluster:tt)?)
     }) => {
-        gemm16_row!(@entries $style, $name, $direct, $e, $b, $a, $k, $cm, $cn, [$($cluster)?]);
+        gemm16_row! { $what $style, $name, $direct, $e, $b, $a, $k, $cm, $cn, [$($cluster)?] }
     };
-    (@row $name:ident {
-        direct: $direct:ident,
-        element: $e:ident,
-        style: $style:ident,
-        b: $b:ident,
-        a: $a:ident,
-        in_flight: $k:literal,
-        cluster: ($cm:literal x $cn:literal $(, launch $cluster:tt)?)
-    }) => {
+    (entry $($line:tt)*) => {
+        gemm16_row!(@entries $($line)*);
+    };
+    (row $style:ident, $name:ident, $direct:ident, $e:ident, $b:ident, $a:ident, $k:literal,
+     $cm:literal, $cn:literal, [$($cluster:tt)?]) => {
         Bf16Kernel {
             name: $name.name(),
             element: ElementType::$e,

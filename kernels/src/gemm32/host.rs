@@ -331,26 +331,15 @@ mod tests {
             crate::gemm_call::check_sizes(s, MAX_DIM, len, "FP32").map_err(|e| e.to_string())
         };
         assert!(sizes(shape(3, 5, 7), [21, 35, 15]).is_ok());
-        assert!(
-            sizes(shape(0, 5, 7), [0, 35, 0])
-                .unwrap_err()
-                .contains("at least 1")
-        );
-        assert!(
-            sizes(shape(3, 5, 7), [20, 35, 15])
-                .unwrap_err()
-                .contains("A holds 20 FP32")
-        );
-        assert!(
-            sizes(shape(3, 5, 7), [21, 34, 15])
-                .unwrap_err()
-                .contains("B holds 34")
-        );
-        assert!(
-            sizes(shape(3, 5, 7), [21, 35, 14])
-                .unwrap_err()
-                .contains("C holds 14")
-        );
+        for (s, lengths, says) in [
+            (shape(0, 5, 7), [0, 35, 0], "at least 1"),
+            (shape(3, 5, 7), [20, 35, 15], "A holds 20 FP32"),
+            (shape(3, 5, 7), [21, 34, 15], "B holds 34"),
+            (shape(3, 5, 7), [21, 35, 14], "C holds 14"),
+        ] {
+            let err = sizes(s, lengths).unwrap_err();
+            assert!(err.contains(says), "{err}");
+        }
         let huge = shape(MAX_DIM + 1, 8, 8);
         assert!(
             sizes(huge, [usize::MAX; 3])
