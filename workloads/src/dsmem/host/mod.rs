@@ -347,7 +347,7 @@ impl Workload for DsmemLatency {
         "load-to-use latency of another block's shared memory by cluster size and rank distance, beside local shared memory, L2 and DRAM (sm_90)"
     }
     fn experiments(&self) -> &'static [LatencyKernel] {
-        &LATENCY_KERNELS
+        LATENCY_KERNELS
     }
     fn helper_kernels(&self) -> &'static [&'static str] {
         const HELPERS: &[&str] = &[super::entry_points::dsmem_hang_cluster.name()];
@@ -376,7 +376,7 @@ impl Workload for DsmemLatency {
         test_reaches()
     }
     fn prepare(&self, gpu: &Gpu, reach: Reach, _: Inputs) -> Result<LatencyProblem> {
-        let launches = Launches::new(gpu, reach, &LATENCY_KERNELS, |k| k.entry)?;
+        let launches = Launches::new(gpu, reach, LATENCY_KERNELS, |k| k.entry)?;
         let blocks = launches.blocks() as usize;
         let upload = |kind| gpu.upload(&chain_words(kind), "a chain");
         Ok(LatencyProblem {
@@ -603,7 +603,7 @@ impl Workload for DsmemBandwidth {
         "bandwidth of another block's shared memory (loads, stores, st.async, bulk and multicast copies) by cluster size, beside local shared memory, L2 and DRAM (sm_90)"
     }
     fn experiments(&self) -> &'static [BandwidthKernel] {
-        &BANDWIDTH_KERNELS
+        BANDWIDTH_KERNELS
     }
     fn device_bytes(&self, _: Reach) -> u64 {
         GLOBAL_SLICES as u64 * BUFFER_BYTES as u64 + 4 * (THREADS * 1024) as u64
@@ -621,7 +621,7 @@ impl Workload for DsmemBandwidth {
         test_reaches()
     }
     fn prepare(&self, gpu: &Gpu, reach: Reach, _: Inputs) -> Result<BandwidthProblem> {
-        let launches = Launches::new(gpu, reach, &BANDWIDTH_KERNELS, |k| k.entry)?;
+        let launches = Launches::new(gpu, reach, BANDWIDTH_KERNELS, |k| k.entry)?;
         let blocks = launches.blocks();
         if blocks > GLOBAL_SLICES {
             bail!("{blocks} blocks: more than the {GLOBAL_SLICES} slices of the global buffer");
