@@ -10,7 +10,7 @@
 //! whose order is [`TileOrder::Queue`], a pointer to a zeroed
 //! [`TileQueueState`] (left zeroed by the launch).
 //!
-//! Each kernel is declared once, in [`entry_points`], with [`gpu::kernel!`]: its
+//! Each kernel is one line of [`STREAM_KERNELS`], declared from it in [`entry_points`]: its
 //! [`EntryPoint`] (everywhere), which its [`StreamKernel`] carries as a [`StreamEntry`], and
 //! its entry point (on nvptx64), so the host launches exactly what the device defines, with
 //! the parameter types it declares.
@@ -144,20 +144,6 @@ impl StreamEntry {
     }
 }
 
-/// `stream_kernel! { VARIANT(KERNEL), FIELDS }`: the [`StreamKernel`] of the kernel
-/// `entry_points::KERNEL`, whose parameters must be those of the [`StreamEntry`] variant
-/// `VARIANT` (else it does not compile). Its name and entry come from the declaration, the
-/// other fields are as in a struct expression (`..BASE` included).
-macro_rules! stream_kernel {
-    ($variant:ident($entry:ident), $($fields:tt)*) => {
-        StreamKernel {
-            name: entry_points::$entry.name(),
-            entry: StreamEntry::$variant(entry_points::$entry),
-            $($fields)*
-        }
-    };
-}
-
 /// One streaming kernel: its entry point, style, tile order, and launch geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamKernel {
@@ -239,110 +225,6 @@ pub const PIPELINE_TILE_BYTES: u32 = 16 * 1024;
 /// Bytes per tile of the bulk kernels.
 pub const BULK_TILE_BYTES: u32 = 32 * 1024;
 
-/// `stream_plain`: plain 16-byte loads and stores, 8 blocks of 256 threads per SM.
-pub const STREAM_PLAIN: StreamKernel = stream_kernel! {
-    Pointers(stream_plain),
-    style: StreamStyle::Plain,
-    order: TileOrder::GridStride,
-    threads: 256,
-    blocks_per_sm: 8,
-    tile_bytes: 16,
-};
-
-/// `stream_thread_pipeline_4`: 16 KiB tiles from a queue through a four-stage
-/// `ThreadPipeline`, 2 blocks of 256 threads per SM.
-pub const STREAM_THREAD_PIPELINE_4: StreamKernel = stream_kernel! {
-    PointersQueued(stream_thread_pipeline_4),
-    style: StreamStyle::ThreadPipeline { stages: 4 },
-    order: TileOrder::Queue,
-    threads: 256,
-    blocks_per_sm: 2,
-    tile_bytes: PIPELINE_TILE_BYTES,
-};
-
-/// `stream_thread_pipeline_4_strided`: `stream_thread_pipeline_4` with grid-strided tiles.
-pub const STREAM_THREAD_PIPELINE_4_STRIDED: StreamKernel = stream_kernel! {
-    Pointers(stream_thread_pipeline_4_strided),
-    order: TileOrder::GridStride,
-    ..STREAM_THREAD_PIPELINE_4
-};
-
-/// `stream_bulk_3`: bulk copies, three 32 KiB stages, 2 one-warp blocks per SM, tiles from a
-/// queue.
-pub const STREAM_BULK_3: StreamKernel = stream_kernel! {
-    PointersQueued(stream_bulk_3),
-    style: StreamStyle::Bulk {
-        stages: 3,
-        evict_first: false,
-    },
-    order: TileOrder::Queue,
-    threads: 32,
-    blocks_per_sm: 2,
-    tile_bytes: BULK_TILE_BYTES,
-};
-
-/// `stream_bulk_4`: bulk copies, four 32 KiB stages, 1 one-warp block per SM, tiles from a
-/// queue.
-pub const STREAM_BULK_4: StreamKernel = stream_kernel! {
-    PointersQueued(stream_bulk_4),
-    style: StreamStyle::Bulk {
-        stages: 4,
-        evict_first: false,
-    },
-    order: TileOrder::Queue,
-    threads: 32,
-    blocks_per_sm: 1,
-    tile_bytes: BULK_TILE_BYTES,
-};
-
-/// `stream_bulk_4_strided`: `stream_bulk_4` with grid-strided tiles.
-pub const STREAM_BULK_4_STRIDED: StreamKernel = stream_kernel! {
-    Pointers(stream_bulk_4_strided),
-    order: TileOrder::GridStride,
-    ..STREAM_BULK_4
-};
-
-/// `stream_bulk_3_64k`: bulk copies, three 64 KiB stages, 1 one-warp block per SM, tiles from
-/// a queue.
-pub const STREAM_BULK_3_64K: StreamKernel = stream_kernel! {
-    PointersQueued(stream_bulk_3_64k),
-    style: StreamStyle::Bulk {
-        stages: 3,
-        evict_first: false,
-    },
-    order: TileOrder::Queue,
-    threads: 32,
-    blocks_per_sm: 1,
-    tile_bytes: 64 * 1024,
-};
-
-/// `stream_bulk_3_64k_evict_first`: as `stream_bulk_3_64k`, every copy with an L2
-/// `evict_first` policy.
-pub const STREAM_BULK_3_64K_EVICT_FIRST: StreamKernel = stream_kernel! {
-    PointersQueued(stream_bulk_3_64k_evict_first),
-    style: StreamStyle::Bulk {
-        stages: 3,
-        evict_first: true,
-    },
-    ..STREAM_BULK_3_64K
-};
-
-/// `stream_tensor_3`: tensor copies, three 32 KiB stages, 2 one-warp blocks per SM, tiles
-/// from a queue (the geometry of `stream_bulk_3`).
-pub const STREAM_TENSOR_3: StreamKernel = stream_kernel! {
-    TensorMapsQueued(stream_tensor_3),
-    style: StreamStyle::Tensor { stages: 3 },
-    ..STREAM_BULK_3
-};
-
-/// `stream_tensor_3_64k`: tensor copies, three 64 KiB stages, 1 one-warp block per SM, tiles
-/// from a queue (the geometry of `stream_bulk_3_64k`).
-pub const STREAM_TENSOR_3_64K: StreamKernel = stream_kernel! {
-    TensorMapsQueued(stream_tensor_3_64k),
-    style: StreamStyle::Tensor { stages: 3 },
-    ..STREAM_BULK_3_64K
-};
-
 /// How the tensor-copy kernels see `n` floats: `rows` rows of `row_floats` (the largest power
 /// of two up to 256 that divides `n`, so the rows tile the array exactly), copied in boxes of
 /// `row_floats x box_rows` (at most a tile, at most 256 rows). The last box may hang past the
@@ -380,19 +262,12 @@ impl TensorView {
     }
 }
 
-/// Every streaming kernel (a `static`: one address per entry).
-pub static STREAM_KERNELS: &[StreamKernel] = &[
-    STREAM_PLAIN,
-    STREAM_THREAD_PIPELINE_4,
-    STREAM_THREAD_PIPELINE_4_STRIDED,
-    STREAM_BULK_3,
-    STREAM_BULK_4,
-    STREAM_BULK_4_STRIDED,
-    STREAM_BULK_3_64K,
-    STREAM_BULK_3_64K_EVICT_FIRST,
-    STREAM_TENSOR_3,
-    STREAM_TENSOR_3_64K,
-];
+pub use entry_points::STREAM_KERNELS;
+
+/// The kernel of [`STREAM_KERNELS`] named `name`.
+pub fn find(name: &str) -> Option<&'static StreamKernel> {
+    STREAM_KERNELS.iter().find(|k| k.name == name)
+}
 
 #[cfg(test)]
 mod tests {
@@ -408,7 +283,7 @@ mod tests {
             );
             assert_eq!(k.tile_bytes % 16, 0, "{}", k.name);
         }
-        let bulk = &STREAM_BULK_4;
+        let bulk = find("stream_bulk_4").unwrap();
         assert_eq!(bulk.layout().bytes, 4 * 32768 + 4 * 16);
     }
 
@@ -439,10 +314,10 @@ mod tests {
 
     #[test]
     fn tensor_views_tile_the_array_and_boxes_fit_a_stage() {
-        let big = TensorView::of(1 << 29, STREAM_TENSOR_3.tile_floats());
+        let big = TensorView::of(1 << 29, find("stream_tensor_3").unwrap().tile_floats());
         assert_eq!((big.row_floats, big.rows, big.box_rows), (256, 1 << 21, 32));
         assert_eq!(big.box_floats() * 4, BULK_TILE_BYTES);
-        let ragged = TensorView::of(8192 * 5 + 4, STREAM_TENSOR_3.tile_floats());
+        let ragged = TensorView::of(8192 * 5 + 4, find("stream_tensor_3").unwrap().tile_floats());
         assert_eq!((ragged.row_floats, ragged.box_rows), (4, 256));
         for n in [
             4,
