@@ -25,13 +25,23 @@ pub enum Gemm32Family {
     /// `gemm_split_k_1x8_64x64` (sm_90): 64x64 tiles, K split over 8 warp groups of a block
     /// (99-104% of cuBLAS at 8192x64x8192 and 64x8192x8192, 98% at 1536^3).
     SplitK8Groups,
+    /// `gemm_split_k_2x8_64x64` (sm_90): [`Gemm32Family::SplitK8Groups`] in clusters of 2
+    /// (96-99% of cuBLAS at 512x512x8192 and 1024x256x16384, where the unclustered one gives
+    /// half).
+    SplitK2x8,
+    /// `gemm_split_k_4x8_64x64` (sm_90): in clusters of 4 (256x256x16384: 62% of cuBLAS,
+    /// 3.6x the unclustered one).
+    SplitK4x8,
+    /// `gemm_split_k_8x8_64x64` (sm_90): in clusters of 8 (128x128x65536: 7.7x the
+    /// unclustered one, 38% of cuBLAS).
+    SplitK8x8,
 }
 
 /// What [`Gemm32Family::for_shape`] predicts a family's time from: blocks run in waves over
 /// the SMs, `slots` at a time per SM, at `rate` per SM when the SM is full and `alone` times
 /// that when a block has its SM to itself; each block's k-loop costs `k_overhead` k-steps
 /// more than its length (pipeline fill, epilogue, the split's reduction). Fitted to an H200
-/// runs of these families at 30 shapes (2026-12-04, docs/results.md); only the ratios matter.
+/// runs of these families at 34 shapes (2026-12-04, docs/results.md); only the ratios matter.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct CostModel {
     slots: u32,
@@ -43,12 +53,15 @@ struct CostModel {
 
 impl Gemm32Family {
     /// Every family, in [`Gemm32`]'s order.
-    pub const ALL: [Gemm32Family; 5] = [
+    pub const ALL: [Gemm32Family; 8] = [
         Gemm32Family::ThreadPipeline,
         Gemm32Family::SmallTiles,
         Gemm32Family::SplitK2,
         Gemm32Family::SplitK2x2,
         Gemm32Family::SplitK8Groups,
+        Gemm32Family::SplitK2x8,
+        Gemm32Family::SplitK4x8,
+        Gemm32Family::SplitK8x8,
     ];
 
     /// Its row of the kernel table.
@@ -59,6 +72,9 @@ impl Gemm32Family {
             Gemm32Family::SplitK2 => "gemm_split_k_2",
             Gemm32Family::SplitK2x2 => "gemm_split_k_2x2",
             Gemm32Family::SplitK8Groups => "gemm_split_k_1x8_64x64",
+            Gemm32Family::SplitK2x8 => "gemm_split_k_2x8_64x64",
+            Gemm32Family::SplitK4x8 => "gemm_split_k_4x8_64x64",
+            Gemm32Family::SplitK8x8 => "gemm_split_k_8x8_64x64",
         };
         find(name).expect("every family is a row of GEMM_KERNELS")
     }
@@ -77,10 +93,13 @@ impl Gemm32Family {
             k_overhead,
         };
         match self {
-            Gemm32Family::ThreadPipeline => Some(model(2, 0.40, 0.85, 88.0)),
-            Gemm32Family::SplitK2 => Some(model(2, 0.40, 0.80, 112.0)),
+            Gemm32Family::ThreadPipeline => Some(model(2, 0.405, 0.85, 120.0)),
+            Gemm32Family::SplitK2 => Some(model(2, 0.405, 0.80, 120.0)),
             Gemm32Family::SplitK2x2 => Some(model(1, 0.345, 1.0, 56.0)),
             Gemm32Family::SplitK8Groups => Some(model(1, 0.35, 1.0, 40.0)),
+            Gemm32Family::SplitK2x8 => Some(model(1, 0.35, 1.0, 40.0)),
+            Gemm32Family::SplitK4x8 => Some(model(1, 0.295, 1.0, 32.0)),
+            Gemm32Family::SplitK8x8 => Some(model(1, 0.30, 1.0, 32.0)),
             Gemm32Family::SmallTiles => None,
         }
     }
@@ -111,10 +130,10 @@ impl Gemm32Family {
 
     /// The family `Gemm32::gemm` runs for `shape` on a GPU of `multiprocessors` SMs, with
     /// `clusters` (sm_90) or without. With clusters: the one of
-    /// [`Gemm32Family::ThreadPipeline`] and the three split-K families with the least
-    /// [`Gemm32Family::predicted_micros`], the first on a tie (at the 30 shapes it was fitted
-    /// to: within 3% of the fastest of the five families at 26, at least 91.6% everywhere,
-    /// 99.0% on average). Without: [`Gemm32Family::SmallTiles`]
+    /// [`Gemm32Family::ThreadPipeline`] and the six split-K families with the least
+    /// [`Gemm32Family::predicted_micros`], the first on a tie (at the 34 shapes it was fitted
+    /// to: within 3% of the fastest of the seven at 29, at least 90% everywhere, 98.9% on
+    /// average). Without: [`Gemm32Family::SmallTiles`]
     /// for fewer 128x128 tiles of C than SMs, else [`Gemm32Family::ThreadPipeline`].
     pub fn for_shape(shape: GemmShape, multiprocessors: u32, clusters: bool) -> Gemm32Family {
         if clusters {
@@ -122,15 +141,11 @@ impl Gemm32Family {
                 f.predicted_micros(shape, multiprocessors)
                     .unwrap_or(f64::INFINITY)
             };
-            return [
-                Gemm32Family::ThreadPipeline,
-                Gemm32Family::SplitK2,
-                Gemm32Family::SplitK2x2,
-                Gemm32Family::SplitK8Groups,
-            ]
-            .into_iter()
-            .min_by(|a, b| time(*a).total_cmp(&time(*b)))
-            .expect("four candidates");
+            return Gemm32Family::ALL
+                .into_iter()
+                .filter(|f| f.cost_model().is_some())
+                .min_by(|a, b| time(*a).total_cmp(&time(*b)))
+                .expect("seven candidates");
         }
         let GemmShape { m, n, .. } = shape;
         let tiles = m.div_ceil(128) as u64 * n.div_ceil(128) as u64;
@@ -153,7 +168,7 @@ struct Loaded {
 /// compute capability 8.0 and later; the split-K families need 9.0 (clusters).
 pub struct Gemm32 {
     /// By [`Gemm32Family::ALL`]'s order; `None` for a family this GPU cannot run.
-    loaded: [Option<Loaded>; 5],
+    loaded: [Option<Loaded>; 8],
     multiprocessors: u32,
     max_shared_bytes: u32,
     clusters: bool,
@@ -167,7 +182,7 @@ impl Gemm32 {
         let info = gpu.info();
         let clusters = info.compute_capability.0 >= 9;
         let library = gpu.load_library("gpu-kernels", crate::MODULES)?;
-        let mut loaded = [None, None, None, None, None];
+        let mut loaded = [const { None }; 8];
         for (slot, family) in loaded.iter_mut().zip(Gemm32Family::ALL) {
             if family.needs_sm90() && !clusters {
                 continue;
@@ -282,9 +297,12 @@ mod tests {
             (8192, 64, 8192, SplitK8Groups),
             (64, 8192, 8192, SplitK8Groups),
             (128, 8192, 8192, SplitK8Groups),
-            (32, 4096, 4096, SplitK8Groups),
+            (32, 4096, 4096, SplitK2x8),
             (2000, 3000, 500, SplitK2),
             (8192, 256, 4096, SplitK2),
+            (512, 512, 8192, SplitK2x8),
+            (1024, 256, 16384, SplitK2x8),
+            (128, 128, 65536, SplitK8x8),
         ] {
             assert_eq!(pick(shape(m, n, k), true), winner, "{m}x{n}x{k}");
         }
@@ -301,7 +319,7 @@ mod tests {
                 "{family:?}"
             );
             assert!(k.entry_any.is_some(), "{family:?}");
-            let sm90 = matches!(family, SplitK2 | SplitK2x2 | SplitK8Groups);
+            let sm90 = !matches!(family, ThreadPipeline | SmallTiles);
             assert_eq!(family.needs_sm90(), sm90, "{family:?}");
         }
     }

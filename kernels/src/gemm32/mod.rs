@@ -277,7 +277,8 @@ macro_rules! gemm_entry_points {
 // 132 SMs); `_2x4_64x128`: 64x128 tiles of two warps, 4 k groups, clusters of 2. Smaller
 // thread tiles (8x4, 8x8: 64x64 and 128x64 blocks in clusters of 2 to 8), one-warp-per-block
 // splits, and the 128x64 mirror of `_2x4_64x128` were built, verified and timed, and lost to
-// these at every size (results.md): not built.
+// these at every size (results.md): not built. `_{2,4,8}x8_64x64`: `_1x8_64x64` in clusters
+// of 2, 4 and 8, for few tiles and a long K (256x256x16384: 16 tiles).
 /// The entry points of every family, one module per family, and the table that lists them.
 pub mod entry_points {
     use super::*;
@@ -314,6 +315,9 @@ pub mod entry_points {
         gemm_split_k_2x2 { style: SplitK, params: { stages: 4, split: 2, k_groups: 2 }, tile: (2 x 2 warps of 16 x 8), body: split_k }
         gemm_split_k_1x8_64x64 { style: SplitK, params: { stages: 4, split: 1, k_groups: 8 }, tile: (1 x 1 warps of 16 x 8), body: split_k }
         gemm_split_k_2x4_64x128 { style: SplitK, params: { stages: 4, split: 2, k_groups: 4 }, tile: (1 x 2 warps of 16 x 8), body: split_k }
+        gemm_split_k_2x8_64x64 { style: SplitK, params: { stages: 4, split: 2, k_groups: 8 }, tile: (1 x 1 warps of 16 x 8), body: split_k }
+        gemm_split_k_4x8_64x64 { style: SplitK, params: { stages: 4, split: 4, k_groups: 8 }, tile: (1 x 1 warps of 16 x 8), body: split_k }
+        gemm_split_k_8x8_64x64 { style: SplitK, params: { stages: 4, split: 8, k_groups: 8 }, tile: (1 x 1 warps of 16 x 8), body: split_k }
     }
 }
 pub use entry_points::GEMM_KERNELS;
