@@ -190,7 +190,7 @@ fn split_k_reduces_through_the_cluster() {
             );
         }
     }
-    assert_eq!((families, in_block), (4, 3));
+    assert_eq!((families, in_block), (7, 6));
 }
 
 /// The multiply is unrolled into registers: the kernel's FFMAs are whole rank-1 updates
