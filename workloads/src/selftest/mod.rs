@@ -72,6 +72,17 @@ macro_rules! copy_row {
         body: $body:ident,
         device: any
     }) => {
+        copy_row!(declare $name $body [$($value),*]);
+    };
+    (@entry $name:ident {
+        form: $form:ident,
+        params: { $($param:ident : $value:literal),* },
+        body: $body:ident,
+        device: sm_90
+    }) => {
+        copy_row!(declare $name $body [$($value),*] [device if target_feature = "sm_90"]);
+    };
+    (declare $name:ident $body:ident [$($value:literal),*] $($device:tt)?) => {
         gpu::kernel! {
             /// Copy kernel of the self-test (see
             /// [`COPY_KERNELS`](crate::selftest::COPY_KERNELS)).
@@ -80,29 +91,7 @@ macro_rules! copy_row {
             /// Launched with the geometry [`CopyKernel`](crate::selftest::CopyKernel) gives
             /// for `n`, `src` holding `n` floats and `dst` `output_len(n)` floats, 16-byte
             /// aligned.
-            pub fn $name(src: *const f32, dst: *mut f32, n: u32) {
-                // SAFETY: forwarded launch contract.
-                unsafe { crate::selftest::kernels::$body::<$($value),*>(src, dst, n) }
-            }
-        }
-    };
-    (@entry $name:ident {
-        form: $form:ident,
-        params: { $($param:ident : $value:literal),* },
-        body: $body:ident,
-        device: sm_90
-    }) => {
-        gpu::kernel! {
-            /// Copy kernel of the self-test (see
-            /// [`COPY_KERNELS`](crate::selftest::COPY_KERNELS)); sm_90.
-            ///
-            /// # Safety
-            /// Launched with the geometry [`CopyKernel`](crate::selftest::CopyKernel) gives
-            /// for `n`, `src` holding `n` floats and `dst` `output_len(n)` floats, 16-byte
-            /// aligned.
-            pub fn $name(src: *const f32, dst: *mut f32, n: u32)
-                [device if target_feature = "sm_90"]
-            {
+            pub fn $name(src: *const f32, dst: *mut f32, n: u32) $($device)? {
                 // SAFETY: forwarded launch contract.
                 unsafe { crate::selftest::kernels::$body::<$($value),*>(src, dst, n) }
             }

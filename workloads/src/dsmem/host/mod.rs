@@ -182,16 +182,15 @@ impl<E, P: gpu_runtime::Params> Launches<E, P> {
         experiments: &'static [E],
         entry: fn(&E) -> gpu_runtime::EntryPoint<P>,
     ) -> Result<Self> {
-        let entries: Vec<(&'static E, Kernel<P>)> = if sm90(gpu) {
+        let kernels: Vec<Kernel<P>> = if sm90(gpu) {
             experiments
                 .iter()
-                .map(|e| Ok((e, gpu.entry_point(entry(e))?)))
+                .map(|e| Ok(gpu.entry_point(entry(e))?))
                 .collect::<Result<_>>()?
         } else {
             Vec::new()
         };
-        let kernels: Vec<_> = entries.iter().map(|(_, k)| k).collect();
-        let grid = grid(gpu, reach, &kernels)?;
+        let grid = grid(gpu, reach, &kernels.iter().collect::<Vec<_>>())?;
         Ok(Launches { reach, grid, entry })
     }
 
