@@ -12,7 +12,7 @@ use crate::layout::Mbarrier;
 use crate::pipeline::{GroupConsumer, HeldStage, Producer, ProducerStage};
 use crate::ptx::{self, MatrixDescriptor};
 use crate::shared::Shared;
-use crate::wgmma::{AFragment, BOperand, InFlight, WarpgroupMma};
+use crate::wgmma::{AFragment, BOperand, InFlight, WarpgroupMma, WarpgroupMmaRegs};
 
 /// The producer's mainloop (CUTLASS's `load`): `k_tiles` times, acquire the next free stage,
 /// let `copy` issue the copies of k-tile `kt` bound to it, commit it.
@@ -29,9 +29,11 @@ pub fn load_k_tiles<P: Producer>(
     }
 }
 
-/// Where a k-tile's A operand is read from: shared memory (its [`MatrixDescriptor`]) or this
-/// thread's registers (an [`AFragment`] the caller loaded from the stage, `ldmatrix`).
-pub trait AOperand: Copy {
+/// Where a k-tile's A operand of multiply `M` (B stored as `B`) is read from: shared memory
+/// (its [`MatrixDescriptor`]) or this thread's registers (an [`AFragment`] the caller loaded
+/// from the stage, `ldmatrix`; the atoms that take A from registers only,
+/// [`WarpgroupMmaRegs`]).
+pub trait AOperand<M: WarpgroupMma<B>, B: BOperand>: Copy {
     /// The most k-tiles that may be in flight: A from registers allows none beside the one
     /// being issued, since the next k-tile's fragment is loaded into the same registers
     /// ([`InFlight::mma_a_regs`]).
@@ -41,53 +43,42 @@ pub trait AOperand: Copy {
     ///
     /// # Safety
     /// As [`InFlight::mma`].
-    unsafe fn issue<M, B, S, const K: usize>(
+    unsafe fn issue<S, const K: usize>(
         self,
         flight: &mut InFlight<'_, M::Acc, S, K>,
         stage: S,
         b: MatrixDescriptor,
         accumulate: bool,
-    ) -> Option<S>
-    where
-        M: WarpgroupMma<B>,
-        B: BOperand;
+    ) -> Option<S>;
 }
 
-impl AOperand for MatrixDescriptor {
+impl<M: WarpgroupMma<B>, B: BOperand> AOperand<M, B> for MatrixDescriptor {
     const MAX_IN_FLIGHT: usize = 7;
 
     #[inline(always)]
-    unsafe fn issue<M, B, S, const K: usize>(
+    unsafe fn issue<S, const K: usize>(
         self,
         flight: &mut InFlight<'_, M::Acc, S, K>,
         stage: S,
         b: MatrixDescriptor,
         accumulate: bool,
-    ) -> Option<S>
-    where
-        M: WarpgroupMma<B>,
-        B: BOperand,
-    {
+    ) -> Option<S> {
         // SAFETY: forwarded contract.
         unsafe { flight.mma::<M, B>(stage, self, b, accumulate) }
     }
 }
 
-impl AOperand for AFragment {
+impl<M: WarpgroupMmaRegs<B>, B: BOperand> AOperand<M, B> for AFragment {
     const MAX_IN_FLIGHT: usize = 0;
 
     #[inline(always)]
-    unsafe fn issue<M, B, S, const K: usize>(
+    unsafe fn issue<S, const K: usize>(
         self,
         flight: &mut InFlight<'_, M::Acc, S, K>,
         stage: S,
         b: MatrixDescriptor,
         accumulate: bool,
-    ) -> Option<S>
-    where
-        M: WarpgroupMma<B>,
-        B: BOperand,
-    {
+    ) -> Option<S> {
         // SAFETY: forwarded contract; K = 0 (`mma_k_tiles` checks it), so the group is
         // complete before the next fragment is loaded.
         unsafe { flight.mma_a_regs::<M, B>(stage, &self, b, accumulate) }
@@ -124,7 +115,7 @@ pub unsafe fn mma_k_tiles<M, B, C, A, const K: usize>(
     M: WarpgroupMma<B>,
     B: BOperand,
     C: GroupConsumer,
-    A: AOperand,
+    A: AOperand<M, B>,
 {
     const {
         assert!(
@@ -140,7 +131,7 @@ pub unsafe fn mma_k_tiles<M, B, C, A, const K: usize>(
         // SAFETY: the stage's operands are filled and stay unwritten until it is released,
         // which happens only when `InFlight` hands it back (its group complete); the whole
         // warpgroup (contract).
-        let done = unsafe { a.issue::<M, B, _, K>(&mut flight, stage, b, accumulate) };
+        let done = unsafe { a.issue::<_, K>(&mut flight, stage, b, accumulate) };
         if let Some(done) = done {
             consumer.consumer_release_held(done, group_thread);
             after_release();

@@ -1,6 +1,7 @@
 //! Warpgroup tensor-core instructions (sm_90a): `wgmma.mma_async` (A from shared memory or from
-//! registers) with its `wgmma.fence` and `wgmma.commit_group`, `wgmma.wait_group`, `setmaxnreg`, and the
-//! packing of accumulators into 16-bit pairs.
+//! registers; one 64-row tile, or two stacked into a 128-row one) with its `wgmma.fence` and
+//! `wgmma.commit_group`, `wgmma.wait_group`, `setmaxnreg`, and the packing of accumulators into
+//! 16-bit pairs.
 //!
 //! A warpgroup is four consecutive warps (128 threads, the first warp's index a multiple of
 //! four). `wgmma.mma_async` multiplies a 64 x N x (32 bytes of K) slice of A and B read from
@@ -201,6 +202,94 @@ macro_rules! wgmma_k_tile {
     };
 }
 
+/// Defines a 128-row k-tile's issue (two 64-row tiles stacked in M, A from shared memory) per
+/// `(shape, 16-bit type)`.
+macro_rules! wgmma_k_tile_stacked {
+    (
+        $(#[$doc:meta])* $name:ident, $n:literal, $ty:literal, $regs:literal:
+        [$lo:literal $($l:literal)*], [$hi:literal $($h:literal)*]
+    ) => {
+        $(#[$doc])*
+        ///
+        /// One `asm!` statement: `wgmma.fence`, eight `wgmma.mma_async.sync.aligned` of shape
+        /// `m64nNk16` — per k-step (the k-th with the descriptors advanced by `k * A_STEP` and
+        /// `k * B_STEP`) rows 0-63 into `lo`, then rows 64-127 (A's descriptor advanced by
+        /// `A_ROWS` more) into `hi`, both by the same B — and one `wgmma.commit_group`. The
+        /// rest as the 64-row form (`wgmma_k_tile_m64n128_bf16`): in flight on return,
+        /// `accumulate == false` overwrites, `TRANS_B` reads B N-major.
+        ///
+        /// # Safety
+        /// As the 64-row form, with `a` describing the 128-row A slice (its rows 64-127
+        /// `A_ROWS` 16-byte units on) and `lo`, `hi` both untouched until a wait covers the
+        /// group.
+        #[inline(always)]
+        pub unsafe fn $name<const A_STEP: u64, const A_ROWS: u64, const B_STEP: u64, const TRANS_B: u32>(
+            lo: &mut [f32; $regs],
+            hi: &mut [f32; $regs],
+            a: MatrixDescriptor,
+            b: MatrixDescriptor,
+            accumulate: bool,
+        ) {
+            // SAFETY: forwarded contract; the eight multiplies name the statement's operands,
+            // `lo`'s registers for rows 0-63 and `hi`'s for rows 64-127.
+            unsafe {
+                asm!(
+                    "{{",
+                    ".reg .pred p, q;",
+                    ".reg .b64 a1, a2, a3, c0, c1, c2, c3, b1, b2, b3;",
+                    "setp.ne.b32 p, {scale}, 0;",
+                    "setp.eq.b32 q, 0, 0;",
+                    "add.s64 a1, {da}, {sa};",
+                    "add.s64 a2, {da}, {sa2};",
+                    "add.s64 a3, {da}, {sa3};",
+                    "add.s64 c0, {da}, {rows};",
+                    "add.s64 c1, a1, {rows};",
+                    "add.s64 c2, a2, {rows};",
+                    "add.s64 c3, a3, {rows};",
+                    "add.s64 b1, {db}, {sb};",
+                    "add.s64 b2, {db}, {sb2};",
+                    "add.s64 b3, {db}, {sb3};",
+                    "wgmma.fence.sync.aligned;",
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
+                        " {{{", stringify!($lo), "}", $(",{", stringify!($l), "}",)* "}}, {da}, {db}, p, 1, 1, 0, {tb};"),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
+                        " {{{", stringify!($hi), "}", $(",{", stringify!($h), "}",)* "}}, c0, {db}, p, 1, 1, 0, {tb};"),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
+                        " {{{", stringify!($lo), "}", $(",{", stringify!($l), "}",)* "}}, a1, b1, q, 1, 1, 0, {tb};"),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
+                        " {{{", stringify!($hi), "}", $(",{", stringify!($h), "}",)* "}}, c1, b1, q, 1, 1, 0, {tb};"),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
+                        " {{{", stringify!($lo), "}", $(",{", stringify!($l), "}",)* "}}, a2, b2, q, 1, 1, 0, {tb};"),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
+                        " {{{", stringify!($hi), "}", $(",{", stringify!($h), "}",)* "}}, c2, b2, q, 1, 1, 0, {tb};"),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
+                        " {{{", stringify!($lo), "}", $(",{", stringify!($l), "}",)* "}}, a3, b3, q, 1, 1, 0, {tb};"),
+                    concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
+                        " {{{", stringify!($hi), "}", $(",{", stringify!($h), "}",)* "}}, c3, b3, q, 1, 1, 0, {tb};"),
+                    "wgmma.commit_group.sync.aligned;",
+                    "}}",
+                    inout(reg32) lo[$lo],
+                    $(inout(reg32) lo[$l],)*
+                    inout(reg32) hi[$hi - $regs],
+                    $(inout(reg32) hi[$h - $regs],)*
+                    da = in(reg64) a.0,
+                    db = in(reg64) b.0,
+                    scale = in(reg32) accumulate as u32,
+                    sa = const A_STEP,
+                    sa2 = const 2 * A_STEP,
+                    sa3 = const 3 * A_STEP,
+                    rows = const A_ROWS,
+                    sb = const B_STEP,
+                    sb2 = const 2 * B_STEP,
+                    sb3 = const 3 * B_STEP,
+                    tb = const TRANS_B,
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
 /// Defines `wgmma.wait_group N` with a tile's accumulators tied to it.
 macro_rules! wgmma_wait_tied {
     ($name:ident, $regs:literal: [$first:literal $($i:literal)*]) => {
@@ -279,6 +368,43 @@ wgmma_shape!(256, 128, wgmma_wait_group_128, [
     64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
     96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127
 ]);
+
+wgmma_k_tile_stacked!(
+    /// A 128 x 64 k-tile (64 elements of K) of BF16 inputs into FP32 accumulators.
+    wgmma_k_tile_m128n64_bf16, 64, "bf16", 32: [
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+], [
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+]
+);
+wgmma_k_tile_stacked!(
+    /// A 128 x 64 k-tile (64 elements of K) of FP16 inputs into FP32 accumulators.
+    wgmma_k_tile_m128n64_f16, 64, "f16", 32: [
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+], [
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+]
+);
+wgmma_k_tile_stacked!(
+    /// A 128 x 128 k-tile (64 elements of K) of BF16 inputs into FP32 accumulators.
+    wgmma_k_tile_m128n128_bf16, 128, "bf16", 64: [
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+], [
+    64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
+    96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127
+]
+);
+wgmma_k_tile_stacked!(
+    /// A 128 x 128 k-tile (64 elements of K) of FP16 inputs into FP32 accumulators.
+    wgmma_k_tile_m128n128_f16, 128, "f16", 64: [
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+], [
+    64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
+    96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127
+]
+);
 
 /// `setmaxnreg.inc.sync.aligned.u32 REGS;` — raises this warpgroup's per-thread register
 /// limit to `REGS` (24..=256, a multiple of 8), waiting until the registers released by other

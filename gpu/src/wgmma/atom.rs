@@ -10,11 +10,14 @@ use super::{
 use crate::ptx::{self, MatrixDescriptor};
 use core::marker::PhantomData;
 
-/// The tensor-core multiply of a 64 x `N` tile of FP32 accumulators by one k-tile of `E`:
-/// A 64 rows of a [`SwizzledKMajor`] tile (one 128-byte row of K each), B `N` rows or columns
-/// of a tile stored as [`BOperand`] says. Four `wgmma.mma_async` of 32 bytes of K each
-/// (m64nNk16 for 16-bit types, m64nNk32 for 8-bit), one commit group.
-pub struct Wgmma<E: Element, const N: u32>(PhantomData<E>);
+/// The tensor-core multiply of an `M` x `N` tile of FP32 accumulators by one k-tile of `E`:
+/// A `M` rows of a [`SwizzledKMajor`] tile (one 128-byte row of K each), B `N` rows or columns
+/// of a tile stored as [`BOperand`] says. `M = 64` (the default): four `wgmma.mma_async` of 32
+/// bytes of K each (m64nNk16 for 16-bit types, m64nNk32 for 8-bit), one commit group, into an
+/// [`Accumulator`]. `M = 128` (16-bit types, `N` 64 or 128): two 64-row tiles stacked, eight
+/// `wgmma.mma_async` by the same B in one commit group, into `[Accumulator; 2]` (rows 0-63,
+/// 64-127) — one warpgroup's whole 128 x 128 tile, as a ping-pong consumer multiplies it.
+pub struct Wgmma<E: Element, const N: u32, const M: u32 = 64>(PhantomData<E>);
 
 /// Accumulators a `wgmma.wait_group` can name: the tile sizes the atoms write.
 pub trait TiedAccumulator {
@@ -39,6 +42,23 @@ macro_rules! tied {
 }
 tied!(32 => wgmma_wait_group_32, 64 => wgmma_wait_group_64, 128 => wgmma_wait_group_128);
 
+// Two stacked tiles: one wait naming both (`[Accumulator<R>; 2]` is `[f32; 2 R]`, the
+// accumulator being `repr(transparent)`).
+macro_rules! tied_stacked {
+    ($($regs:literal => $f:ident),*) => {$(
+        impl TiedAccumulator for [Accumulator<$regs>; 2] {
+            #[inline(always)]
+            unsafe fn wait_tied<const N: u32>(&mut self) {
+                let both = self as *mut [Accumulator<$regs>; 2] as *mut [f32; 2 * $regs];
+                // SAFETY: forwarded contract; the same memory (repr(transparent)), borrowed
+                // through `self` for the call.
+                unsafe { ptx::$f::<N>(&mut *both) }
+            }
+        }
+    )*};
+}
+tied_stacked!(32 => wgmma_wait_group_64, 64 => wgmma_wait_group_128);
+
 /// A `wgmma` shape and input type with B stored as `B`: issues one k-tile's multiplies into
 /// `Acc` (see [`crate::ptx::wgmma_k_tile_m64n256_bf16`] for the statement and its rules).
 pub trait WarpgroupMma<B: BOperand> {
@@ -58,11 +78,14 @@ pub trait WarpgroupMma<B: BOperand> {
         b: MatrixDescriptor,
         accumulate: bool,
     );
+}
 
-    /// As [`issue`](Self::issue), A from registers ([`AFragment`]).
+/// A [`WarpgroupMma`] that also takes A from registers (the 64-row atoms).
+pub trait WarpgroupMmaRegs<B: BOperand>: WarpgroupMma<B> {
+    /// As [`WarpgroupMma::issue`], A from registers ([`AFragment`]).
     ///
     /// # Safety
-    /// As [`issue`](Self::issue), and the fragment's registers are not written until a wait
+    /// As [`WarpgroupMma::issue`], and the fragment's registers are not written until a wait
     /// covers this group.
     unsafe fn issue_a_regs(
         acc: &mut Self::Acc,
@@ -84,6 +107,8 @@ macro_rules! atoms {
                 // SAFETY: forwarded contract; B K-major.
                 unsafe { ptx::$f::<2, 2, 0>(&mut acc.regs, a, b, accumulate) }
             }
+        }
+        impl<const R: u32> WarpgroupMmaRegs<SwizzledKMajor<R, $e>> for Wgmma<$e, $n> {
             #[inline(always)]
             unsafe fn issue_a_regs(acc: &mut Self::Acc, a: &AFragment, b: MatrixDescriptor, accumulate: bool) {
                 // SAFETY: forwarded contract; B K-major.
@@ -100,6 +125,8 @@ macro_rules! atoms {
                 // SAFETY: forwarded contract; B MN-major (transposed).
                 unsafe { ptx::$f::<2, 128, 1>(&mut acc.regs, a, b, accumulate) }
             }
+        }
+        impl<const R: u32> WarpgroupMmaRegs<SwizzledMnMajor<R, $e>> for Wgmma<$e, $n> {
             #[inline(always)]
             unsafe fn issue_a_regs(acc: &mut Self::Acc, a: &AFragment, b: MatrixDescriptor, accumulate: bool) {
                 // SAFETY: forwarded contract; B MN-major (transposed).
@@ -122,6 +149,40 @@ atoms! {
     E5M2 64 => 32, wgmma_k_tile_m64n64_e5m2, wgmma_k_tile_m64n64_e5m2_rs;
     E5M2 128 => 64, wgmma_k_tile_m64n128_e5m2, wgmma_k_tile_m64n128_e5m2_rs;
     E5M2 256 => 128, wgmma_k_tile_m64n256_e5m2, wgmma_k_tile_m64n256_e5m2_rs;
+}
+
+/// A 64-row step of a K-major A tile in descriptor units: 64 rows of 128 bytes, in 16s.
+const A_64_ROWS: u64 = 64 * 128 / 16;
+
+// The stacked 128-row atoms of 16-bit types: B K-major or MN-major, N 64 or 128.
+macro_rules! stacked_atoms {
+    ($($e:ident $n:literal => $regs:literal, $f:ident;)*) => {$(
+        impl<const R: u32> WarpgroupMma<SwizzledKMajor<R, $e>> for Wgmma<$e, $n, 128> {
+            type Acc = [Accumulator<$regs>; 2];
+            #[inline(always)]
+            unsafe fn issue(acc: &mut Self::Acc, a: MatrixDescriptor, b: MatrixDescriptor, accumulate: bool) {
+                let [lo, hi] = acc;
+                // SAFETY: forwarded contract (A's 128 rows from `a`); B K-major.
+                unsafe { ptx::$f::<2, A_64_ROWS, 2, 0>(&mut lo.regs, &mut hi.regs, a, b, accumulate) }
+            }
+        }
+        impl<const R: u32> WarpgroupMma<SwizzledMnMajor<R, $e>> for Wgmma<$e, $n, 128> {
+            type Acc = [Accumulator<$regs>; 2];
+            #[inline(always)]
+            unsafe fn issue(acc: &mut Self::Acc, a: MatrixDescriptor, b: MatrixDescriptor, accumulate: bool) {
+                let [lo, hi] = acc;
+                // SAFETY: forwarded contract (A's 128 rows from `a`); B MN-major (transposed).
+                unsafe { ptx::$f::<2, A_64_ROWS, 128, 1>(&mut lo.regs, &mut hi.regs, a, b, accumulate) }
+            }
+        }
+    )*};
+}
+
+stacked_atoms! {
+    Bf16 64 => 32, wgmma_k_tile_m128n64_bf16;
+    Bf16 128 => 64, wgmma_k_tile_m128n128_bf16;
+    F16 64 => 32, wgmma_k_tile_m128n64_f16;
+    F16 128 => 64, wgmma_k_tile_m128n128_f16;
 }
 
 const _: () = {
@@ -188,7 +249,7 @@ impl<'acc, A: TiedAccumulator, S, const K: usize> InFlight<'acc, A, S, K> {
     /// completes — a loop that loads a fresh fragment per k-tile rewrites the same PTX
     /// registers one iteration later, so it needs `K = 0`.
     #[inline(always)]
-    pub unsafe fn mma_a_regs<M: WarpgroupMma<B, Acc = A>, B: BOperand>(
+    pub unsafe fn mma_a_regs<M: WarpgroupMmaRegs<B> + WarpgroupMma<B, Acc = A>, B: BOperand>(
         &mut self,
         stage: S,
         a: &AFragment,
@@ -299,7 +360,7 @@ impl<'acc, A: TiedAccumulator, H> Issued<'acc, A, H> {
     /// As [`mma`](Self::mma), and `a` is not written until the wait: pass it borrowed in
     /// `held` (`&[AFragment; _]`), so the borrow checker keeps it.
     #[inline(always)]
-    pub unsafe fn mma_a_regs<M: WarpgroupMma<B, Acc = A>, B: BOperand>(
+    pub unsafe fn mma_a_regs<M: WarpgroupMmaRegs<B> + WarpgroupMma<B, Acc = A>, B: BOperand>(
         &mut self,
         a: &AFragment,
         b: MatrixDescriptor,

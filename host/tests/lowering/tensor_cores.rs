@@ -25,7 +25,8 @@ pub(crate) fn bf16_entries() -> Vec<(
 }
 
 /// The tensor-core kernels are in the sm_90a module only, and lower to what they document:
-/// `HGMMA.64x256x16.F32.BF16` (`HGMMA.64x256x16.F32` for FP16) fed by `UTMALDG` (by 16-byte `LDGSTS` in the `cp_async` style),
+/// `HGMMA.64x256x16.F32.BF16` (`HGMMA.64x256x16.F32` for FP16; `64x128x16` for ping-pong's
+/// 128 x 128 tiles, two per k-step) fed by `UTMALDG` (by 16-byte `LDGSTS` in the `cp_async` style),
 /// A through `LDSM` where it is multiplied from registers, C staged by `STSM` and stored by
 /// `UTMASTG` (tensor-store entry points) or stored by 16-byte `STG` (direct), `setmaxnreg` in the
 /// warp-specialized ones (40 for the producer, 232 for the consumers), and no local memory —
@@ -42,11 +43,12 @@ fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
         }
         let view = kernel(Arch::Sm90a, entry);
         let sass = sass_ops(view);
+        let width = family.style.geometry().tile_n;
         let hgmma = match family.element {
-            ElementType::Bf16 => "HGMMA.64x256x16.F32.BF16",
-            ElementType::F16 => "HGMMA.64x256x16.F32",
+            ElementType::Bf16 => format!("HGMMA.64x{width}x16.F32.BF16"),
+            ElementType::F16 => format!("HGMMA.64x{width}x16.F32"),
         };
-        assert!(sass.iter().any(|o| o == hgmma), "{entry}: {sass:?}");
+        assert!(sass.contains(&hgmma), "{entry}: {sass:?}");
         let cp_async = family.style == Bf16Style::CpAsync;
         // Plain, or multicast in a cluster (a cluster sharing both tiles would have no plain one).
         assert_eq!(
@@ -182,9 +184,9 @@ fn cluster_bf16_kernels_multicast_their_shared_tile() {
 
 /// Every tensor load of the warp-specialized `n x k` families is preceded by the `expect_tx` of
 /// the bytes it brings this block: a whole tile for a plain copy, every receiver's slice for a
-/// multicast one — so each stage expects its A tile (16 KiB; 8 KiB for ping-pong's 64 rows) and
-/// its B tile (32 KiB) whichever block copies them. 2 x 1: A local, B multicast (2 x 16 KiB);
-/// 1 x 2: A multicast (2 x 8 KiB), B local; one block: both local.
+/// multicast one — so each stage expects its A tile (16 KiB) and its B tile (32 KiB; 16 KiB
+/// for ping-pong's 128 columns) whichever block copies them. 2 x 1: A local, B multicast (two
+/// halves); 1 x 2: A multicast (2 x 8 KiB), B local; one block: both local.
 #[test]
 fn multicast_copies_expect_every_receivers_bytes() {
     use workloads::bf16_gemm::{ASource, BLayout, Bf16Style, TileCluster};
@@ -229,11 +231,12 @@ fn multicast_copies_expect_every_receivers_bytes() {
                 loads.insert((multicast, bytes));
             }
         }
-        let a_tile = 128 * u64::from(family.style.geometry().tile_m);
+        let g = family.style.geometry();
+        let (a_tile, b_tile) = (128 * u64::from(g.tile_m), 128 * u64::from(g.tile_n));
         let want: std::collections::BTreeSet<(bool, u64)> = match family.cluster {
-            TileCluster { m: 2, n: 1 } => [(false, a_tile), (true, 32768)].into(),
-            TileCluster { m: 1, n: 2 } => [(true, a_tile), (false, 32768)].into(),
-            _ => [(false, a_tile), (false, 32768)].into(),
+            TileCluster { m: 2, n: 1 } => [(false, a_tile), (true, b_tile)].into(),
+            TileCluster { m: 1, n: 2 } => [(true, a_tile), (false, b_tile)].into(),
+            _ => [(false, a_tile), (false, b_tile)].into(),
         };
         assert_eq!(loads, want, "{entry}");
         checked += 1;
@@ -247,7 +250,8 @@ fn multicast_copies_expect_every_receivers_bytes() {
 /// until a `wgmma.wait_group` covers it), for multiplies issued and waited for in separate
 /// statements (`gpu::wgmma::InFlight`, `Issued`). In every sm_90a kernel:
 /// - each k-tile is one region: `wgmma.fence`, four `wgmma.mma_async` naming one and the same
-///   accumulator registers (tied, not copied between them), `wgmma.commit_group`;
+///   accumulator registers (tied, not copied between them) — or eight, alternating between two
+///   disjoint sets (two 64-row tiles stacked: ping-pong's 128 x 128) — `wgmma.commit_group`;
 /// - on every path of the kernel's control flow (its branches and labels) from each region
 ///   on, until a `wgmma.wait_group N` with at least `N` regions committed after it on that
 ///   path (which leaves it complete), no instruction but other regions' multiplies on the same
@@ -259,10 +263,11 @@ fn multicast_copies_expect_every_receivers_bytes() {
 /// And some kernel keeps a k-tile in flight across the wait for the next stage
 /// (`wgmma.wait_group 1`), some takes A from registers, some multiplies FP16, and some keeps
 /// two tiles' multiplies in flight at once (attention: `S = Q K^T` waited for with the
-/// previous block's `P V` still running).
+/// previous block's `P V` still running), and some multiplies two stacked tiles in one region.
 #[test]
 fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
     let (mut regions, mut register_a, mut in_flight, mut fp16, mut two_tiles) = (0, 0, 0, 0, 0);
+    let mut stacked = 0;
     let labels = ptx_builder::ptx_text::kernel_labels(host::device_code::module_text(Arch::Sm90a));
     for (name, view) in &inspection(Arch::Sm90a).kernels {
         let found =
@@ -270,6 +275,7 @@ fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
         regions += found.regions;
         register_a += found.register_a;
         fp16 += found.fp16;
+        stacked += found.stacked;
         in_flight += usize::from(found.keeps_one_in_flight);
         two_tiles += usize::from(found.two_tiles_in_flight);
     }
@@ -281,6 +287,10 @@ fn no_instruction_touches_an_accumulator_while_a_wgmma_is_in_flight() {
     );
     assert!(fp16 >= 1, "no kernel multiplies FP16");
     assert!(two_tiles >= 1, "no kernel keeps two tiles in flight");
+    assert!(
+        stacked >= 1,
+        "no kernel multiplies two stacked tiles at once"
+    );
 }
 
 /// What [`accumulator_rule`] found in a kernel that keeps it.
@@ -288,6 +298,7 @@ struct WgmmaRegions {
     regions: usize,
     register_a: usize,
     fp16: usize,
+    stacked: usize,
     keeps_one_in_flight: bool,
     two_tiles_in_flight: bool,
 }
@@ -337,6 +348,7 @@ fn accumulator_rule(ptx: &[PtxInstr], labels: &[(usize, String)]) -> Result<Wgmm
         regions: 0,
         register_a: 0,
         fp16: 0,
+        stacked: 0,
         keeps_one_in_flight: false,
         two_tiles_in_flight: false,
     };
@@ -377,49 +389,61 @@ fn accumulator_rule(ptx: &[PtxInstr], labels: &[(usize, String)]) -> Result<Wgmm
             i += 1;
             continue;
         }
-        let region: Vec<&PtxInstr> = ptx[i + 1..].iter().take(5).collect();
+        // Four multiplies on one tile, or eight on two stacked ones (alternating).
+        let mmas = ptx[i + 1..]
+            .iter()
+            .take_while(|r| r.opcode.starts_with("wgmma.mma_async.sync.aligned.m64n"))
+            .count();
+        let region: Vec<&PtxInstr> = ptx[i + 1..].iter().take(mmas + 1).collect();
         let opcodes: Vec<&str> = region.iter().map(|r| r.opcode.as_str()).collect();
-        if opcodes.len() != 5
-            || !opcodes[..4]
-                .iter()
-                .all(|o| o.starts_with("wgmma.mma_async.sync.aligned.m64n"))
-            || opcodes[4] != "wgmma.commit_group.sync.aligned"
+        if !(mmas == 4 || mmas == 8)
+            || opcodes.get(mmas) != Some(&"wgmma.commit_group.sync.aligned")
         {
             return Err(format!(
-                "a fence not followed by 4 multiplies and a commit: {opcodes:?}"
+                "a fence not followed by 4 (or 8 stacked) multiplies and a commit: {opcodes:?}"
             ));
         }
-        let first = lists(region[0]);
-        let Some(accumulators) = first.first() else {
-            return Err(format!("no register list in `{}`", region[0].operands));
-        };
-        if accumulators.matches("%r").count() < 32 {
-            return Err(format!("too few accumulators: {accumulators}"));
-        }
-        for mma in &region[1..4] {
-            if lists(mma).first() != Some(accumulators) {
-                return Err("the four multiplies name different accumulators".into());
+        let tiles = mmas / 4;
+        let mut accumulators = Vec::new();
+        for t in 0..tiles {
+            let first = lists(region[t]);
+            let Some(list) = first.first() else {
+                return Err(format!("no register list in `{}`", region[t].operands));
+            };
+            if list.matches("%r").count() < 32 {
+                return Err(format!("too few accumulators: {list}"));
             }
+            for mma in region[..mmas].iter().skip(t).step_by(tiles) {
+                if lists(mma).first() != Some(list) {
+                    return Err("a tile's four multiplies name different accumulators".into());
+                }
+            }
+            accumulators.extend(registers(list));
+        }
+        let distinct: std::collections::HashSet<&String> = accumulators.iter().collect();
+        if distinct.len() != accumulators.len() {
+            return Err("two stacked tiles share accumulators".into());
         }
         if opcodes[0].ends_with(".f16.f16") {
             found.fp16 += 1;
         }
+        found.stacked += usize::from(tiles == 2);
         // A from registers: a second register list (four registers) before B's descriptor.
         let mut a_registers = Vec::new();
-        if first.len() > 1 {
+        if lists(region[0]).len() > 1 {
             found.register_a += 1;
-            for mma in &region[..4] {
+            for mma in &region[..mmas] {
                 a_registers.extend(registers(&lists(mma)[1]));
             }
         }
         regions.push(Region {
-            mmas: i + 1..i + 5,
-            commit: i + 5,
-            accumulators: registers(accumulators),
+            mmas: i + 1..i + 1 + mmas,
+            commit: i + 1 + mmas,
+            accumulators,
             a_registers,
         });
         found.regions += 1;
-        i += 6;
+        i += mmas + 2;
     }
     // The control flow: each instruction's successors (a branch's label, the next one unless
     // the branch is unconditional; none after `ret` or `exit`).

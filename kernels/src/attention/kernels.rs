@@ -13,7 +13,7 @@ use gpu::ptx::{self, Shared, TensorMapRef};
 use gpu::schedule::{GridStride, TileSchedule};
 use gpu::wgmma::{
     AFragment, Accumulator, Issued, SixteenBit, SwizzledKMajor, SwizzledMnMajor, TiedAccumulator,
-    WARPGROUP_THREADS, WarpgroupMma, Wgmma, x4_lane_row,
+    WARPGROUP_THREADS, WarpgroupMma, WarpgroupMmaRegs, Wgmma, x4_lane_row,
 };
 
 /// `ln 2`: the log-sum-exp is kept in base 2 and written in base e.
@@ -228,7 +228,8 @@ unsafe fn issue_values<'a, E, const D: u32, const OREGS: usize, const PF: usize,
 where
     E: SixteenBit,
     Accumulator<OREGS>: TiedAccumulator,
-    Wgmma<E, D>: WarpgroupMma<SwizzledMnMajor<D, E>, Acc = Accumulator<OREGS>>,
+    Wgmma<E, D>: WarpgroupMma<SwizzledMnMajor<D, E>, Acc = Accumulator<OREGS>>
+        + WarpgroupMmaRegs<SwizzledMnMajor<D, E>>,
 {
     let mut issued = Issued::new(o, (p, held));
     let mut kt = 0;
@@ -294,7 +295,8 @@ pub(super) unsafe fn attention<
     Accumulator<SREGS>: TiedAccumulator,
     Accumulator<OREGS>: TiedAccumulator,
     Wgmma<E, BN>: WarpgroupMma<SwizzledKMajor<BN, E>, Acc = Accumulator<SREGS>>,
-    Wgmma<E, D>: WarpgroupMma<SwizzledMnMajor<D, E>, Acc = Accumulator<OREGS>>,
+    Wgmma<E, D>: WarpgroupMma<SwizzledMnMajor<D, E>, Acc = Accumulator<OREGS>>
+        + WarpgroupMmaRegs<SwizzledMnMajor<D, E>>,
 {
     const {
         assert!(SREGS as u32 * 2 == BN && OREGS as u32 * 2 == D && PF as u32 * 64 == BN);

@@ -11,7 +11,7 @@ use gpu::ptx::{self, Shared, TensorMapRef};
 use gpu::wgmma::{Accumulator, SixteenBit, WARPGROUP_THREADS, x4_lane_row};
 
 /// Where a warpgroup's tile of C goes: C's size, the warpgroup's staging, the tile's first
-/// row and column.
+/// row and column (a tile of two 64-row parts: part `p` from row `row0 + 64 p`).
 #[derive(Clone, Copy)]
 pub(super) struct TileOut {
     pub m: u32,
@@ -32,28 +32,79 @@ pub(super) fn warpgroup_barrier(consumer_index: u32) {
     }
 }
 
+/// A warpgroup's tile of accumulators as the epilogue takes it: one 64-row [`Accumulator`]
+/// (cooperative) or two stacked (ping-pong's 128 rows), stored part by part.
+pub(super) trait TileParts: Sized {
+    /// The tile, zeros.
+    fn zeros() -> Self;
+
+    /// Writes the tile through `c` ([`StoreC::store`], part by part).
+    ///
+    /// # Safety
+    /// As [`StoreC::store`].
+    unsafe fn store<E: SixteenBit, O: StoreC<E>>(&self, c: O, out: &TileOut, t: u32);
+}
+
+impl<const REGS: usize> TileParts for Accumulator<REGS> {
+    #[inline(always)]
+    fn zeros() -> Self {
+        Accumulator::zeros()
+    }
+
+    #[inline(always)]
+    unsafe fn store<E: SixteenBit, O: StoreC<E>>(&self, c: O, out: &TileOut, t: u32) {
+        // SAFETY: forwarded contract.
+        unsafe { c.store(out, 0, t, self) }
+    }
+}
+
+impl<const REGS: usize> TileParts for [Accumulator<REGS>; 2] {
+    #[inline(always)]
+    fn zeros() -> Self {
+        [Accumulator::zeros(); 2]
+    }
+
+    #[inline(always)]
+    unsafe fn store<E: SixteenBit, O: StoreC<E>>(&self, c: O, out: &TileOut, t: u32) {
+        // SAFETY: forwarded contract; the parts in order (the first frees the staging).
+        unsafe {
+            c.store(out, 0, t, &self[0]);
+            c.store(out, 1, t, &self[1]);
+        }
+    }
+}
+
 /// An epilogue: how a kernel writes its tiles of C (elements `E`).
 pub(super) trait StoreC<E: SixteenBit>: Copy {
-    /// Rounds a warpgroup's 64 x 256 accumulators (64 x 64 for a narrow edge tile) to `E` and
-    /// writes the part of the tile inside C, through its staging:
+    /// Rounds part `part` (rows `64 part..64 part + 64` of the warpgroup's tile, 0 or 1) of a
+    /// warpgroup's accumulators — `N` = 256, 128 or 64 (a narrow edge tile) columns — to `E`
+    /// and writes what of it is inside C, through its staging. Part 0 first waits until the
+    /// staging is free; part 1 follows part 0 of the same tile (`N` at most 128). How:
     /// - [`TensorStore`]: staged as swizzled 64 x 64 boxes ([`CBox`], `REGS / 8` `stmatrix_x4`
-    ///   per thread, conflict-free); one thread issues a tensor store per box (clipped at C's
-    ///   edges by the copy engine) and goes on without waiting; the next call first waits until
-    ///   they have read the staging;
+    ///   per thread, conflict-free; part 1's after part 0's); one thread issues a tensor store
+    ///   per box (clipped at C's edges by the copy engine) and goes on without waiting; the
+    ///   next tile's part 0 first waits until they have read the staging;
     /// - [`DirectStore`]: row `r` staged `lead & !1` elements into a row of [`DIRECT_ROW_BYTES`]
     ///   (4-byte stores), `lead` being how far into a 16-byte chunk of C the row's part starts
     ///   (any N: a row of C starts anywhere in a chunk), so that C's chunks are the staging's (one
     ///   element earlier for an odd lead: a 4-byte load and four funnel shifts more); then each
     ///   warp writes every fourth row, lane `l` C's `l`-th chunk wholly inside the part (one
     ///   `LDS.128`, one 16-byte store), lanes 0-15 the fewer than 8 elements at each end that C's
-    ///   row shares with its neighbours' tiles, one each.
+    ///   row shares with its neighbours' tiles, one each (part 1 staged where part 0 was, once
+    ///   the warpgroup has read it).
     ///
     /// # Safety
     /// `out.staging` is this warpgroup's 1 KiB aligned [`WARPGROUP_STAGING_BYTES`] of shared
     /// memory, used for nothing else; `self` holds C's tensor map with box [`CBox::BOX`] and
     /// 128-byte swizzle, or points to C's `m * n` elements, 16-byte aligned; the whole
     /// warpgroup calls it.
-    unsafe fn store<const REGS: usize>(self, out: &TileOut, t: u32, acc: &Accumulator<REGS>);
+    unsafe fn store<const REGS: usize>(
+        self,
+        out: &TileOut,
+        part: u32,
+        t: u32,
+        acc: &Accumulator<REGS>,
+    );
 
     /// Before the block exits: the last tensor stores have read the staging (thread `t` of
     /// the warpgroup; nothing for direct stores).
@@ -82,7 +133,13 @@ fn staging_free(out: &TileOut, t: u32, tensor_stores: bool) {
 
 impl<E: SixteenBit> StoreC<E> for TensorStore {
     #[inline(always)]
-    unsafe fn store<const REGS: usize>(self, out: &TileOut, t: u32, acc: &Accumulator<REGS>) {
+    unsafe fn store<const REGS: usize>(
+        self,
+        out: &TileOut,
+        part: u32,
+        t: u32,
+        acc: &Accumulator<REGS>,
+    ) {
         let TileOut {
             staging,
             consumer_index,
@@ -91,9 +148,15 @@ impl<E: SixteenBit> StoreC<E> for TensorStore {
             ..
         } = *out;
         let map = self.0;
-        // The accumulators' columns: 256, or 64 for a narrow edge tile.
+        // The accumulators' columns: 256, 128, or 64 for a narrow edge tile.
         let width = Accumulator::<REGS>::N;
-        staging_free(out, t, true);
+        const { assert!(Accumulator::<REGS>::N <= 256) };
+        let row0 = row0 + 64 * part;
+        // Part 1 (of a tile at most 128 wide) is staged after part 0's boxes.
+        let staging = staging.add(part * (width / 64) * CBox::BYTES);
+        if part == 0 {
+            staging_free(out, t, true);
+        }
         let staged =
             |row: u32, col: u32| (col / 64) * CBox::BYTES + CBox::byte_offset(row, col % 64);
         let (lane_row, lane_col) = x4_lane_row(t % 32);
@@ -135,7 +198,13 @@ impl<E: SixteenBit> StoreC<E> for TensorStore {
 
 impl<E: SixteenBit> StoreC<E> for DirectStore<E> {
     #[inline(always)]
-    unsafe fn store<const REGS: usize>(self, out: &TileOut, t: u32, acc: &Accumulator<REGS>) {
+    unsafe fn store<const REGS: usize>(
+        self,
+        out: &TileOut,
+        part: u32,
+        t: u32,
+        acc: &Accumulator<REGS>,
+    ) {
         let TileOut {
             m,
             n,
@@ -146,6 +215,8 @@ impl<E: SixteenBit> StoreC<E> for DirectStore<E> {
         } = *out;
         let c = self.0;
         let width = Accumulator::<REGS>::N;
+        let row0 = row0 + 64 * part;
+        // Part 0's rows read (or the previous tile's): the staging is free.
         staging_free(out, t, false);
         // Where row `r`'s part starts in C and in a 16-byte chunk of it.
         let start_of = |r: u32| (row0 + r) as u64 * n as u64 + col0 as u64;

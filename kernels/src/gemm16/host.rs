@@ -3,7 +3,7 @@
 //! [`GemmError`], never a launch that reads or writes past a buffer).
 
 use super::{
-    BKnTile, BLayout, BTile, CBox, GemmParams, GemmStoreParams, Geometry, bf16_gemm_ws_cooperative,
+    BKnTile, BLayout, CBox, GemmParams, GemmStoreParams, Geometry, bf16_gemm_ws_cooperative,
     bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct,
     bf16_gemm_ws_cooperative_direct, f16_gemm_ws_cooperative, f16_gemm_ws_cooperative_direct,
 };
@@ -169,7 +169,7 @@ impl Gemm16 {
         };
         let a_map = map(a, (k, m), g.a_box())?;
         let b_map = match b_layout {
-            BLayout::NK => map(b, (k, n), BTile::BOX)?,
+            BLayout::NK => map(b, (k, n), g.b_box())?,
             BLayout::KN => map(b, (n, k), BKnTile::BOX)?,
         };
         if n.is_multiple_of(8) {

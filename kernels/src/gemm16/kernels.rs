@@ -6,10 +6,12 @@
 
 #![cfg(target_feature = "sm_90a")]
 
-use super::epilogue::{StoreC, TileOut};
-use super::{BK, BN, GROUP_M, Geometry};
+use super::epilogue::{StoreC, TileOut, TileParts};
+use super::{BK, BM, BN, GROUP_M, Geometry};
 use gpu::cluster::{Cluster, MulticastGroup};
-use gpu::collective::tensor_core::{OrderBarrier, Schedule, load_k_tiles, mma_k_tiles};
+use gpu::collective::tensor_core::{
+    Cooperative, OrderBarrier, PingPong, Schedule, load_k_tiles, mma_k_tiles,
+};
 use gpu::group::Threads;
 use gpu::layout::PipelineSharedState;
 use gpu::memcpy_async::AlignedSize;
@@ -24,7 +26,7 @@ use gpu::ptx::{self, MatrixDescriptor, Shared, TensorMapRef};
 use gpu::schedule::{GridStride, TileSchedule, grouped_tile};
 use gpu::wgmma::{
     Accumulator, BOperand, SixteenBit, SwizzledKMajor, SwizzledMnMajor, WARPGROUP_THREADS,
-    WarpgroupMma, Wgmma,
+    WarpgroupMma, WarpgroupMmaRegs, Wgmma,
 };
 
 /// Registers per thread of the producer warpgroup after `setmaxnreg.dec`, and of each consumer
@@ -52,13 +54,15 @@ impl Roles for Multistage {
     const SPECIALIZED: bool = false;
 }
 
-/// How B is laid out in global memory, and so in a stage: the tile type and how its copies
-/// and descriptor are made.
+/// How B is laid out in global memory, and so in a stage: the tile type (`TN` columns of C)
+/// and how its copies and descriptor are made.
 pub(super) trait BLayoutKind<E: SixteenBit> {
     /// The stage's B tile.
     type Tile: BOperand;
     /// `k x n` row-major (copied in 64-column boxes, read MN-major), else `n x k`.
     const KN: bool;
+    /// Columns of C the tile feeds.
+    const TILE_N: u32;
     /// The descriptor of the stage's B tile at `base`.
     ///
     /// # Safety
@@ -66,29 +70,53 @@ pub(super) trait BLayoutKind<E: SixteenBit> {
     unsafe fn descriptor(base: Shared<u8>) -> MatrixDescriptor;
 }
 
-/// B `n x k` (K-major).
-pub(super) struct BNk;
-/// B `k x n` (MN-major).
-pub(super) struct BKn;
+/// B `n x k` (K-major), `TN` rows of it per tile.
+pub(super) struct BNk<const TN: u32>;
+/// B `k x n` (MN-major), `TN` columns of it per tile.
+pub(super) struct BKn<const TN: u32>;
 
-impl<E: SixteenBit> BLayoutKind<E> for BNk {
-    type Tile = SwizzledKMajor<BN, E>;
+impl<E: SixteenBit, const TN: u32> BLayoutKind<E> for BNk<TN> {
+    type Tile = SwizzledKMajor<TN, E>;
     const KN: bool = false;
+    const TILE_N: u32 = TN;
     #[inline(always)]
     unsafe fn descriptor(base: Shared<u8>) -> MatrixDescriptor {
         // SAFETY: forwarded contract.
-        unsafe { SwizzledKMajor::<BN, E>::descriptor(base, 0) }
+        unsafe { SwizzledKMajor::<TN, E>::descriptor(base, 0) }
     }
 }
 
-impl<E: SixteenBit> BLayoutKind<E> for BKn {
-    type Tile = SwizzledMnMajor<BN, E>;
+impl<E: SixteenBit, const TN: u32> BLayoutKind<E> for BKn<TN> {
+    type Tile = SwizzledMnMajor<TN, E>;
     const KN: bool = true;
+    const TILE_N: u32 = TN;
     #[inline(always)]
     unsafe fn descriptor(base: Shared<u8>) -> MatrixDescriptor {
         // SAFETY: forwarded contract.
-        unsafe { SwizzledMnMajor::<BN, E>::descriptor(base) }
+        unsafe { SwizzledMnMajor::<TN, E>::descriptor(base) }
     }
+}
+
+/// What one consumer warpgroup multiplies per tile under a schedule: its rows of the stage's
+/// A tile by all of B's tile (`Full`), or at C's right edge, at most [`NARROW_N`] wide, by
+/// B's first 64 rows or columns (`Narrow`). Cooperative: 64 rows (the other warpgroup has
+/// the other 64) by 256; ping-pong: the whole 128 x 128 tile, two 64-row multiplies stacked
+/// in one commit group.
+pub(super) trait ConsumerTile: Schedule {
+    /// The full-width multiply.
+    type Full<E: SixteenBit>;
+    /// The narrow edge's.
+    type Narrow<E: SixteenBit>;
+}
+
+impl ConsumerTile for Cooperative {
+    type Full<E: SixteenBit> = Wgmma<E, 256>;
+    type Narrow<E: SixteenBit> = Wgmma<E, 64>;
+}
+
+impl ConsumerTile for PingPong {
+    type Full<E: SixteenBit> = Wgmma<E, 128, 128>;
+    type Narrow<E: SixteenBit> = Wgmma<E, 64, 128>;
 }
 
 /// Where the consumers' `wgmma` reads A.
@@ -108,6 +136,119 @@ impl ASourceKind for ASmem {
 pub(super) struct ARegs;
 impl ASourceKind for ARegs {
     const REGISTERS: bool = true;
+}
+
+/// A warpgroup's mainloop over one tile with A read as `Self` says, multiply `M`, B stored as
+/// `B`: [`mma_k_tiles`] over the tile's stages, A's rows `a_row..` of each stage's A tile
+/// (all of the warpgroup's rows: `M` says how many).
+pub(super) trait ReadA<M: WarpgroupMma<B>, B: BOperand>: ASourceKind {
+    /// Runs it into `acc` with `K` k-tiles in flight (none for A from registers).
+    ///
+    /// # Safety
+    /// As [`mma_k_tiles`]: the whole warpgroup, converged, at the same ring position; the
+    /// next `k_tiles` fills of the ring are this tile's, each stage holding A's and B's
+    /// tiles of geometry `g` once its wait returns.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn mainloop<
+        E: SixteenBit,
+        L: BLayoutKind<E, Tile = B>,
+        C: GroupConsumer,
+        const K: usize,
+    >(
+        consumer: &mut C,
+        acc: &mut M::Acc,
+        g: Geometry,
+        k_tiles: u32,
+        a_row: u32,
+        wg_thread: u32,
+        after_release: &mut impl FnMut(),
+        issued: impl FnOnce(),
+    );
+}
+
+impl<M: WarpgroupMma<B>, B: BOperand> ReadA<M, B> for ASmem {
+    #[inline(always)]
+    unsafe fn mainloop<
+        E: SixteenBit,
+        L: BLayoutKind<E, Tile = B>,
+        C: GroupConsumer,
+        const K: usize,
+    >(
+        consumer: &mut C,
+        acc: &mut M::Acc,
+        g: Geometry,
+        k_tiles: u32,
+        a_row: u32,
+        wg_thread: u32,
+        after_release: &mut impl FnMut(),
+        issued: impl FnOnce(),
+    ) {
+        let operands = |s: u32| {
+            let (a_tile, b_tile) = stage_tiles(g, s);
+            // SAFETY: the stage's phase completed before `operands` runs on it (both boxes
+            // landed); this warpgroup's rows of A and the first columns of B.
+            unsafe {
+                (
+                    SwizzledKMajor::<BM, E>::descriptor(a_tile, a_row),
+                    L::descriptor(b_tile),
+                )
+            }
+        };
+        // SAFETY: forwarded contract.
+        unsafe {
+            mma_k_tiles::<M, B, C, _, K>(
+                consumer,
+                acc,
+                k_tiles,
+                wg_thread,
+                operands,
+                after_release,
+                issued,
+            )
+        };
+    }
+}
+
+impl<M: WarpgroupMmaRegs<B>, B: BOperand> ReadA<M, B> for ARegs {
+    #[inline(always)]
+    unsafe fn mainloop<
+        E: SixteenBit,
+        L: BLayoutKind<E, Tile = B>,
+        C: GroupConsumer,
+        const K: usize,
+    >(
+        consumer: &mut C,
+        acc: &mut M::Acc,
+        g: Geometry,
+        k_tiles: u32,
+        a_row: u32,
+        wg_thread: u32,
+        after_release: &mut impl FnMut(),
+        issued: impl FnOnce(),
+    ) {
+        let operands = |s: u32| {
+            let (a_tile, b_tile) = stage_tiles(g, s);
+            // SAFETY: as for A from shared memory; the whole warpgroup loads its fragment.
+            unsafe {
+                (
+                    SwizzledKMajor::<BM, E>::load_a(a_tile, a_row, wg_thread),
+                    L::descriptor(b_tile),
+                )
+            }
+        };
+        // SAFETY: forwarded contract; none in flight (the next fragment reuses the registers).
+        unsafe {
+            mma_k_tiles::<M, B, C, _, 0>(
+                consumer,
+                acc,
+                k_tiles,
+                wg_thread,
+                operands,
+                after_release,
+                issued,
+            )
+        };
+    }
 }
 
 /// Stage `s`'s A and B tiles.
@@ -190,7 +331,7 @@ struct ClusterPlace {
 /// produces ([`WarpSpecialized`]: warpgroup 0, the consumers warpgroups 1 and 2;
 /// [`Multistage`]: warpgroups 0 and 1 consume and thread 0 also produces). `S`: the
 /// consumers' schedule (`PingPong`, specialized only: each consumer warpgroup takes every
-/// other tile of the block's walk, a 64 x 256 tile of its own, skipping the other's stages in
+/// other tile of the block's walk, a 128 x 128 tile of its own, skipping the other's stages in
 /// the shared ring; `Cooperative`: both share each 128 x 256 tile). `L`: B's layout
 /// ([`BKn`]: `b` maps B as `k x n` row-major, boxes of 64 columns, the tile MN-major; [`BNk`]:
 /// `n x k`). `A`: where the consumers' `wgmma` reads A ([`ARegs`]: `ldmatrix` into
@@ -229,19 +370,28 @@ pub(super) unsafe fn gemm<
     k: u32,
 ) where
     E: SixteenBit,
-    S: Schedule,
+    S: ConsumerTile,
     R: Roles,
     L: BLayoutKind<E>,
-    A: ASourceKind,
+    A: ReadA<S::Full<E>, L::Tile> + ReadA<S::Narrow<E>, L::Tile>,
     O: StoreC<E>,
-    Wgmma<E, 256>: WarpgroupMma<L::Tile, Acc = Accumulator<128>>,
-    Wgmma<E, 64>: WarpgroupMma<L::Tile, Acc = Accumulator<32>>,
+    S::Full<E>: WarpgroupMma<L::Tile>,
+    S::Narrow<E>: WarpgroupMma<L::Tile>,
+    <S::Full<E> as WarpgroupMma<L::Tile>>::Acc: TileParts,
+    <S::Narrow<E> as WarpgroupMma<L::Tile>>::Acc: TileParts,
 {
     const { assert!(R::SPECIALIZED || !S::PINGPONG) };
     const { assert!(STAGES as u32 == geometry::<S>().stages) };
     const { assert!(CM * CN == 1 || (R::SPECIALIZED && !L::KN && !A::REGISTERS)) };
-    const { assert!(CM * CN <= 16 && BN.is_multiple_of(8 * CM) && super::BM.is_multiple_of(8 * CN)) };
     let g = geometry::<S>();
+    const { assert!(L::TILE_N == geometry::<S>().tile_n) };
+    const {
+        assert!(
+            CM * CN <= 16
+                && L::TILE_N.is_multiple_of(8 * CM)
+                && geometry::<S>().tile_m.is_multiple_of(8 * CN)
+        )
+    };
     let thread = ptx::thread_idx_x();
     let barriers: Shared<PipelineSharedState<STAGES>> = g.shared().barriers.at(0).cast();
     // SAFETY: the order's two mbarriers (the geometry reserves them); one thread initializes
@@ -341,13 +491,15 @@ unsafe fn gemm_roles<
     k: u32,
 ) where
     E: SixteenBit,
-    S: Schedule,
+    S: ConsumerTile,
     R: Roles,
     L: BLayoutKind<E>,
-    A: ASourceKind,
+    A: ReadA<S::Full<E>, L::Tile> + ReadA<S::Narrow<E>, L::Tile>,
     O: StoreC<E>,
-    Wgmma<E, 256>: WarpgroupMma<L::Tile, Acc = Accumulator<128>>,
-    Wgmma<E, 64>: WarpgroupMma<L::Tile, Acc = Accumulator<32>>,
+    S::Full<E>: WarpgroupMma<L::Tile>,
+    S::Narrow<E>: WarpgroupMma<L::Tile>,
+    <S::Full<E> as WarpgroupMma<L::Tile>>::Acc: TileParts,
+    <S::Narrow<E> as WarpgroupMma<L::Tile>>::Acc: TileParts,
     for<'s> ProducerStage<'s, P>: BulkCompletion + SliceCopy,
 {
     let thread = ptx::thread_idx_x();
@@ -370,11 +522,11 @@ unsafe fn gemm_roles<
         let (cm, cn) = grouped_tile(tile, cluster_tiles_m, cluster_tiles_n, GROUP_M / CM);
         (cm * CM + place.rank_m, cn * CN + place.rank_n)
     };
-    let (a_slice_rows, b_slice_rows) = (g.tile_m / CN, BN / CM);
+    let (a_slice_rows, b_slice_rows) = (g.tile_m / CN, g.tile_n / CM);
     let (a_slice, b_slice, b_box_bytes) = (
         AlignedSize::<16>::of(a_slice_rows * 128),
         AlignedSize::<16>::of(b_slice_rows * 128),
-        AlignedSize::<16>::of(SwizzledMnMajor::<BN, E>::BOX_BYTES),
+        AlignedSize::<16>::of(SwizzledMnMajor::<64, E>::BOX_BYTES),
     );
 
     // The copies of k-tile `kt` of tile `(tm, tn)` into a stage: this block's slices of A's
@@ -383,7 +535,7 @@ unsafe fn gemm_roles<
         let (a_dst, b_dst) = stage_tiles(g, stage.index());
         let k0 = (kt * BK) as i32;
         let a_row = tm * g.tile_m + place.rank_n * a_slice_rows;
-        let b_row = tn * BN + place.rank_m * b_slice_rows;
+        let b_row = tn * g.tile_n + place.rank_m * b_slice_rows;
         let (a_dst, b_dst_slice) = (
             a_dst.add(place.rank_n * a_slice_rows * 128),
             b_dst.add(place.rank_m * b_slice_rows * 128),
@@ -401,9 +553,9 @@ unsafe fn gemm_roles<
             }
             if L::KN {
                 let mut j = 0;
-                while j < SwizzledMnMajor::<BN, E>::BOXES {
-                    let n0 = (tn * BN + 64 * j) as i32;
-                    let dst = b_dst.add(j * SwizzledMnMajor::<BN, E>::BOX_BYTES);
+                while j < g.tile_n / 64 {
+                    let n0 = (tn * g.tile_n + 64 * j) as i32;
+                    let dst = b_dst.add(j * SwizzledMnMajor::<64, E>::BOX_BYTES);
                     memcpy_async_tensor(dst, b, [n0, k0], b_box_bytes, stage);
                     j += 1;
                 }
@@ -493,7 +645,7 @@ unsafe fn gemm_roles<
             staging: g.shared().staging.at(consumer_index),
             consumer_index,
             row0: tm * g.tile_m + a_row,
-            col0: tn * BN,
+            col0: tn * g.tile_n,
         };
         let mut after_release = || {
             if producing {
@@ -517,19 +669,19 @@ unsafe fn gemm_roles<
         // warpgroup's own staging (1 KiB aligned, 32 KiB); C's map or C itself (launch
         // contract); the whole warpgroup calls them.
         if inside && n - out.col0 <= NARROW_N {
-            // A tile at C's right edge at most 64 wide: a quarter of the multiply.
+            // A tile at C's right edge at most 64 wide: its first 64 columns only.
             let acc = unsafe {
-                tile.run::<E, S, L, A, K, 64, 32, _>(&mut consumer, &mut after_release, issued)
+                tile.run::<E, S::Narrow<E>, L, A, K, _>(&mut consumer, &mut after_release, issued)
             };
             // SAFETY: as above.
-            unsafe { c.store(&out, wg_thread, &acc) };
+            unsafe { acc.store(c, &out, wg_thread) };
         } else {
             let acc = unsafe {
-                tile.run::<E, S, L, A, K, 256, 128, _>(&mut consumer, &mut after_release, issued)
+                tile.run::<E, S::Full<E>, L, A, K, _>(&mut consumer, &mut after_release, issued)
             };
             if inside {
                 // SAFETY: as above.
-                unsafe { c.store(&out, wg_thread, &acc) };
+                unsafe { acc.store(c, &out, wg_thread) };
             }
         }
     }
@@ -553,28 +705,28 @@ struct TileMainloop {
 }
 
 impl TileMainloop {
-    /// The tile's accumulators, `N` columns of B (its first `N` rows or columns in the stage)
-    /// into `REGS = N / 2` accumulators, on [`mma_k_tiles`] with `K` k-tiles in flight (none
-    /// for A from registers) (`after_release` after each stage
-    /// is released: the multistage producer's next copy; `issued` after the last issue).
+    /// The tile's accumulators (`M::Acc`: this warpgroup's rows by `M`'s columns of B, the
+    /// first in the stage), on [`mma_k_tiles`] with `K` k-tiles in flight (none for A from
+    /// registers) (`after_release` after each stage is released: the multistage producer's
+    /// next copy; `issued` after the last issue).
     ///
     /// # Safety
     /// The whole warpgroup calls it, converged, at the same ring position; the next `k_tiles`
     /// fills of the ring are this tile's.
     #[inline(always)]
-    unsafe fn run<E, S, L, A, const K: usize, const N: u32, const REGS: usize, C>(
+    unsafe fn run<E, M, L, A, const K: usize, C>(
         self,
         consumer: &mut C,
         after_release: &mut impl FnMut(),
         issued: impl FnOnce(),
-    ) -> Accumulator<REGS>
+    ) -> M::Acc
     where
         E: SixteenBit,
-        S: Schedule,
         L: BLayoutKind<E>,
-        A: ASourceKind,
+        M: WarpgroupMma<L::Tile>,
+        M::Acc: TileParts,
+        A: ReadA<M, L::Tile>,
         C: GroupConsumer,
-        Wgmma<E, N>: WarpgroupMma<L::Tile, Acc = Accumulator<REGS>>,
     {
         let TileMainloop {
             g,
@@ -582,58 +734,20 @@ impl TileMainloop {
             a_row,
             wg_thread,
         } = self;
-        let mut acc = Accumulator::<REGS>::zeros();
-        // SAFETY (all): each stage's phase completed before `operands` runs on it (both
-        // boxes landed, written by the copy engine, the completion observed by the wait, so
-        // this thread's loads see them too); this warpgroup's 64 rows of A and the first N
-        // of B; the whole warpgroup calls it; nothing writes a stage until it is released.
-        if A::REGISTERS {
-            let operands = |s: u32| {
-                let (a_tile, b_tile) = stage_tiles(g, s);
-                unsafe {
-                    let a = if S::PINGPONG {
-                        SwizzledKMajor::<64, E>::load_a(a_tile, 0, wg_thread)
-                    } else {
-                        SwizzledKMajor::<{ super::BM }, E>::load_a(a_tile, a_row, wg_thread)
-                    };
-                    (a, L::descriptor(b_tile))
-                }
-            };
-            unsafe {
-                mma_k_tiles::<Wgmma<E, N>, L::Tile, C, _, 0>(
-                    consumer,
-                    &mut acc,
-                    k_tiles,
-                    wg_thread,
-                    operands,
-                    after_release,
-                    issued,
-                )
-            };
-        } else {
-            let operands = |s: u32| {
-                let (a_tile, b_tile) = stage_tiles(g, s);
-                unsafe {
-                    let a = if S::PINGPONG {
-                        SwizzledKMajor::<64, E>::descriptor(a_tile, 0)
-                    } else {
-                        SwizzledKMajor::<{ super::BM }, E>::descriptor(a_tile, a_row)
-                    };
-                    (a, L::descriptor(b_tile))
-                }
-            };
-            unsafe {
-                mma_k_tiles::<Wgmma<E, N>, L::Tile, C, _, K>(
-                    consumer,
-                    &mut acc,
-                    k_tiles,
-                    wg_thread,
-                    operands,
-                    after_release,
-                    issued,
-                )
-            };
-        }
+        let mut acc = M::Acc::zeros();
+        // SAFETY: forwarded contract; nothing writes a stage until it is released.
+        unsafe {
+            A::mainloop::<E, L, C, K>(
+                consumer,
+                &mut acc,
+                g,
+                k_tiles,
+                a_row,
+                wg_thread,
+                after_release,
+                issued,
+            )
+        };
         acc
     }
 }
@@ -701,7 +815,7 @@ pub(super) unsafe fn gemm_cp_async<E, O, const K: usize, const STAGES: usize>(
                 memcpy_async_tile::<_, _, _, _, _, 16>(
                     &threads,
                     a_dst,
-                    SwizzledKMajor::<{ super::BM }, E>::LAYOUT,
+                    SwizzledKMajor::<BM, E>::LAYOUT,
                     tile_of(a, ra, m),
                     TileShape {
                         rows: g.tile_m,
@@ -746,7 +860,7 @@ pub(super) unsafe fn gemm_cp_async<E, O, const K: usize, const STAGES: usize>(
             // the async proxy by each reader); the warpgroup's 64 rows of A and all of B.
             unsafe {
                 (
-                    SwizzledKMajor::<{ super::BM }, E>::descriptor(a_tile, a_row),
+                    SwizzledKMajor::<BM, E>::descriptor(a_tile, a_row),
                     SwizzledKMajor::<BN, E>::descriptor(b_tile, 0),
                 )
             }
@@ -773,7 +887,7 @@ pub(super) unsafe fn gemm_cp_async<E, O, const K: usize, const STAGES: usize>(
             col0: tn * BN,
         };
         // SAFETY: as in `gemm`.
-        unsafe { c.store(&out, wg_thread, &acc) };
+        unsafe { acc.store(c, &out, wg_thread) };
     }
     c.drain(wg_thread);
 }

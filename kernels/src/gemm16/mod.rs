@@ -9,14 +9,15 @@
 //! copies (128-byte swizzle, zero fill past the matrix) into a stage of a bulk pipeline, and
 //! two consumer warpgroups each multiply their 64 rows of A by all of B
 //! ([`gpu::collective::tensor_core`]: one `wgmma` k-tile in flight, the stage released when
-//! the wait after the next one shows it read). Blocks are persistent: a grid of one block per
+//! the wait after the next one shows it read) — or, in ping-pong, each its own 128 x 128 tile
+//! ([`Geometry::TILE_PER_WARPGROUP`]). Blocks are persistent: a grid of one block per
 //! SM walks the tiles in a grouped order for L2 reuse ([`gpu::schedule::grouped_tile`]). The
 //! epilogue rounds the accumulators and stores them, guarded at the edges: tensor stores for N
 //! a multiple of 8, the warpgroup's own 16-byte stores for any N (the `_direct` entry points).
 //!
 //! Every kernel is one generic body (`kernels.rs`): who produces (a producer warpgroup giving
 //! its registers away with `setmaxnreg`, or the first consumer thread), the consumers'
-//! schedule (cooperative on a 128 x 256 tile, or ping-pong on 64 x 256 tiles of their own), B's
+//! schedule (cooperative on a 128 x 256 tile, or ping-pong on 128 x 128 tiles of their own), B's
 //! layout, A from shared memory or registers, the k-tiles in flight and the cluster of tiles
 //! (TMA multicast) are its parameters; its table ([`gpu::kernel_table!`]) declares each
 //! instantiation once, for the device and the host. A `cp.async` form (all threads copying) is the study's
@@ -45,44 +46,57 @@ pub const BK: u32 = 64;
 /// Tile rows per group of the grouped tile order.
 pub const GROUP_M: u32 = 16;
 
-/// A stage's A tile (the first 64 rows of it for the ping-pong geometry, whose descriptors
-/// are the same).
+/// A stage's A tile.
 pub type ATile = SwizzledKMajor<BM>;
-/// A stage's B tile, from B `n x k` (K-major).
+/// A cooperative stage's B tile, from B `n x k` (K-major; ping-pong's is 128 rows).
 pub type BTile = SwizzledKMajor<BN>;
-/// A stage's B tile, from B `k x n` row-major (MN-major: four 64 x 64 boxes, read transposed).
+/// A cooperative stage's B tile, from B `k x n` row-major (MN-major: four 64 x 64 boxes, read
+/// transposed; ping-pong's is two).
 pub type BKnTile = SwizzledMnMajor<BN>;
 /// One of the four 64 x 64 boxes a consumer warpgroup's 64 x 256 part of C is staged in for
 /// the tensor store (swizzled as the loads are, so the epilogue's writes miss no bank).
 pub type CBox = SwizzledKMajor<64>;
 
-/// A style's block geometry: rows of C per tile (the tile is `tile_m x BN`), pipeline depth,
-/// and the dynamic shared memory they make — the stages (A's tile, then B's), their mbarriers,
-/// then the C staging (two consumer warpgroups' 64 x 256 BF16) at the next 1 KiB boundary.
+/// A style's block geometry: the tile of C (`tile_m x tile_n`), pipeline depth, and the
+/// dynamic shared memory they make — the stages (A's tile, then B's), their mbarriers, then
+/// the C staging (two consumer warpgroups', [`WARPGROUP_STAGING_BYTES`] each) at the next
+/// 1 KiB boundary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Geometry {
-    /// Rows of C per tile: 128 (two consumer warpgroups share it) or 64 (one warpgroup's).
+    /// Rows of C per tile (128).
     pub tile_m: u32,
+    /// Columns of C per tile: 256 (two consumer warpgroups share the tile, 64 rows each) or
+    /// 128 (one warpgroup's, all 128 rows).
+    pub tile_n: u32,
     /// Pipeline depth.
     pub stages: u32,
 }
 
 impl Geometry {
-    /// A 128 x 256 tile shared by two consumer warpgroups; the 64 KiB C staging leaves room for
-    /// three 48 KiB stages in the 227 KiB a block may have.
+    /// A 128 x 256 tile shared by two consumer warpgroups; the 66 KiB C staging leaves room
+    /// for three 48 KiB stages in the 227 KiB a block may have.
     pub const SHARED_TILE: Geometry = Geometry {
         tile_m: 128,
+        tile_n: BN,
         stages: 3,
     };
-    /// A 64 x 256 tile per consumer warpgroup (ping-pong): 40 KiB stages, four of them.
+    /// A 128 x 128 tile per consumer warpgroup (ping-pong): 32 KiB stages, five of them — a
+    /// 64 x 256 one (40 KiB, four stages) moved 1.25x the bytes per multiply and had one
+    /// stage fewer to hide the loads with.
     pub const TILE_PER_WARPGROUP: Geometry = Geometry {
-        tile_m: 64,
-        stages: 4,
+        tile_m: 128,
+        tile_n: 128,
+        stages: 5,
     };
 
     /// Bytes of a stage's A tile (`tile_m` rows of 64 16-bit elements).
     pub const fn a_tile_bytes(self) -> u32 {
         self.tile_m * 128
+    }
+
+    /// Bytes of a stage's B tile (`tile_n` rows or columns of 64 16-bit elements).
+    pub const fn b_tile_bytes(self) -> u32 {
+        self.tile_n * 128
     }
 
     /// The tensor map box of A: its tile type's (`SwizzledKMajor<tile_m>`), `[64, tile_m]`.
@@ -93,9 +107,17 @@ impl Geometry {
         }
     }
 
+    /// The tensor map box of B `n x k` (`SwizzledKMajor<tile_n>`): `[64, tile_n]`.
+    pub const fn b_box(self) -> [u32; 2] {
+        match self.tile_n {
+            128 => SwizzledKMajor::<128>::BOX,
+            _ => BTile::BOX,
+        }
+    }
+
     /// The block's dynamic shared memory, carved once ([`GemmShared`]).
     pub const fn shared(self) -> GemmShared {
-        let stage_bytes = self.a_tile_bytes() + BTile::BYTES;
+        let stage_bytes = self.a_tile_bytes() + self.b_tile_bytes();
         // The tiles are 128-byte swizzled: 1 KiB aligned.
         let layout = SharedLayout::EMPTY;
         let (layout, stages) = layout.region::<u8>(self.stages, stage_bytes, 1024);
@@ -113,7 +135,7 @@ impl Geometry {
 
     /// Tiles of an `m x n` C: `(rows, columns)`.
     pub const fn tiles(self, m: u32, n: u32) -> (u32, u32) {
-        (m.div_ceil(self.tile_m), n.div_ceil(BN))
+        (m.div_ceil(self.tile_m), n.div_ceil(self.tile_n))
     }
 }
 
@@ -186,7 +208,7 @@ pub enum BLayout {
 /// How the blocks of a thread block cluster share a kernel's operand tiles: `m x n` blocks
 /// (rank `rank_m * n + rank_n`, along x) take an `m x n` patch of C's tiles together; those
 /// on a tile row share A's tile and those on a tile column B's, each copying its slice (A:
-/// `tile_m / n` rows, B: `BN / m`) to all of them with one multicast tensor copy.
+/// `tile_m / n` rows, B: `tile_n / m`) to all of them with one multicast tensor copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TileCluster {
     /// Blocks along M (sharing B's tile).
@@ -210,9 +232,9 @@ impl TileCluster {
     }
 
     /// The tensor map box of B (`n x k`): this block's slice of a stage's B tile,
-    /// `[64, BN / m]`.
-    pub const fn b_box(self) -> [u32; 2] {
-        [BK, BN / self.m]
+    /// `[64, tile_n / m]`.
+    pub const fn b_box(self, g: Geometry) -> [u32; 2] {
+        [BK, g.tile_n / self.m]
     }
 
     /// Clusters of `m x n` tiles over an `m x n` C (tile counts rounded up).
@@ -340,7 +362,7 @@ macro_rules! gemm16_row {
                 let c = gpu::tensor_map_param!(entry, 2, c);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$e, $schedule, kernels::$roles, gemm16_row!(@b $b),
+                    kernels::gemm::<$e, $schedule, kernels::$roles, gemm16_row!(@b $b $schedule),
                         gemm16_row!(@a $a), _, $k, { kernels::geometry::<$schedule>().stages as usize },
                         $cm, $cn>(a, b, epilogue::TensorStore(c), m, n, k)
                 }
@@ -362,15 +384,15 @@ macro_rules! gemm16_row {
                 let b = gpu::tensor_map_param!(entry, 1, b);
                 // SAFETY: forwarded launch contract.
                 unsafe {
-                    kernels::gemm::<$e, $schedule, kernels::$roles, gemm16_row!(@b $b),
+                    kernels::gemm::<$e, $schedule, kernels::$roles, gemm16_row!(@b $b $schedule),
                         gemm16_row!(@a $a), _, $k, { kernels::geometry::<$schedule>().stages as usize },
                         $cm, $cn>(a, b, epilogue::DirectStore(c), m, n, k)
                 }
             }
         }
     };
-    (@b NK) => { kernels::BNk };
-    (@b KN) => { kernels::BKn };
+    (@b NK $schedule:ident) => { kernels::BNk<{ kernels::geometry::<$schedule>().tile_n }> };
+    (@b KN $schedule:ident) => { kernels::BKn<{ kernels::geometry::<$schedule>().tile_n }> };
     (@a SharedMemory) => { kernels::ASmem };
     (@a Registers) => { kernels::ARegs };
 }
@@ -410,7 +432,7 @@ pub enum Epilogue {
 pub enum Bf16Style {
     /// A producer warpgroup and two consumer warpgroups sharing a 128 x 256 tile.
     WsCooperative,
-    /// A producer warpgroup and two consumer warpgroups on alternate 64 x 256 tiles, one's
+    /// A producer warpgroup and two consumer warpgroups on alternate 128 x 128 tiles, one's
     /// epilogue overlapping the other's math.
     WsPingpong,
     /// Two warpgroups that compute, the first thread also producing.
@@ -456,7 +478,7 @@ impl Bf16Style {
                 "producer warpgroup (setmaxnreg 40) + 2 consumer warpgroups (232) on a 128x256 tile, TMA + wgmma, persistent"
             }
             Bf16Style::WsPingpong => {
-                "producer warpgroup + 2 consumer warpgroups on alternate 64x256 tiles, epilogue overlapping math, TMA + wgmma, persistent"
+                "producer warpgroup + 2 consumer warpgroups on alternate 128x128 tiles, epilogue overlapping math, TMA + wgmma, persistent"
             }
             Bf16Style::Multistage => {
                 "2 warpgroups compute, one elected thread issues the tensor copies ahead, TMA + wgmma, persistent"

@@ -468,7 +468,7 @@ impl Bf16Problem {
         let (b_buffer, b_dims, b_box) = match kernel.b_layout {
             BLayout::NK => {
                 let (b, bk) = inputs.b.aligned();
-                (b, (bk, n), kernel.cluster.b_box())
+                (b, (bk, n), kernel.cluster.b_box(kernel.style.geometry()))
             }
             BLayout::KN => {
                 let (b, np) = inputs.b_kn.as_ref().expect(KEPT).aligned();
@@ -633,7 +633,10 @@ impl Problem<Bf16Experiment> for Bf16Problem {
     /// `BM x BN` tile.
     fn plant(&mut self, gpu: &Gpu, experiment: &Bf16Experiment, fault: Fault) -> Result<usize> {
         let tile = match experiment {
-            Bf16Experiment::Kernel(kernel) => (kernel.style.geometry().tile_m, BN),
+            Bf16Experiment::Kernel(kernel) => {
+                let g = kernel.style.geometry();
+                (g.tile_m, g.tile_n)
+            }
             _ => (BM, BN),
         };
         let (size, c) = ((self.size.m, self.size.n), &mut self.c);

@@ -177,7 +177,7 @@ fn every_geometry_fits_a_block_and_keeps_its_regions_apart() {
         );
         // Stages 1 KiB aligned (128-byte swizzle), then the pipeline's mbarriers, then the
         // order's two, then the staging at a 1 KiB boundary, to the end.
-        let stage_bytes = g.a_tile_bytes() + BTile::BYTES;
+        let stage_bytes = g.a_tile_bytes() + g.b_tile_bytes();
         assert_eq!(stage_bytes % 1024, 0);
         assert_eq!(shared.stages.item_offset(1), stage_bytes);
         assert_eq!(shared.barriers.offset(), g.stages * stage_bytes);
@@ -190,9 +190,16 @@ fn every_geometry_fits_a_block_and_keeps_its_regions_apart() {
         assert_eq!(shared.staging.offset() % 1024, 0);
         assert_eq!(shared.bytes, shared.staging.offset() + C_STAGING_BYTES);
         assert_eq!(g.a_box(), [64, g.tile_m]);
+        assert_eq!(g.b_box(), [64, g.tile_n]);
     }
+    assert_eq!(Geometry::SHARED_TILE.b_box(), BTile::BOX);
     assert_eq!(Geometry::SHARED_TILE.tiles(4096, 4097), (32, 17));
-    assert_eq!(Geometry::TILE_PER_WARPGROUP.tiles(65, 1), (2, 1));
+    assert_eq!(Geometry::TILE_PER_WARPGROUP.tiles(129, 129), (2, 2));
+    // Ping-pong's five 32 KiB stages take what the 64 x 256 tile's four 40 KiB ones did.
+    assert_eq!(
+        Geometry::TILE_PER_WARPGROUP.shared().bytes,
+        MAX_DYNAMIC_SHARED
+    );
 }
 
 #[test]
@@ -201,12 +208,13 @@ fn cluster_families_slice_the_tiles_they_share() {
     let g = Geometry::SHARED_TILE;
     // One block: the slices are the whole tiles, the boxes the tile types'.
     assert_eq!(TileCluster::NONE.a_box(g), g.a_box());
-    assert_eq!(TileCluster::NONE.b_box(), BTile::BOX);
+    assert_eq!(TileCluster::NONE.b_box(g), BTile::BOX);
     let (two_by_one, one_by_two) = (TileCluster { m: 2, n: 1 }, TileCluster { m: 1, n: 2 });
-    assert_eq!(two_by_one.b_box(), [64, 128]);
+    assert_eq!(two_by_one.b_box(g), [64, 128]);
+    assert_eq!(two_by_one.b_box(Geometry::TILE_PER_WARPGROUP), [64, 64]);
     assert_eq!(two_by_one.a_box(g), [64, 128]);
     assert_eq!(one_by_two.a_box(g), [64, 64]);
-    assert_eq!(one_by_two.b_box(), [64, 256]);
+    assert_eq!(one_by_two.b_box(g), [64, 256]);
     // 4096^2: 32 x 16 tiles, 256 patches of two; 300 x 8: 3 x 1 tiles, 2 patches of 2 x 1
     // (the second half past C), 3 of 1 x 2 (each half past C).
     assert_eq!(two_by_one.cluster_tiles(g, 4096, 4096), 256);
