@@ -4,7 +4,7 @@
 //!
 //! | module | kernels | host API |
 //! |---|---|---|
-//! | [`gemm16`] | BF16 / FP16 GEMM on Hopper's tensor cores (TMA + `wgmma`, warp-specialized, persistent; sm_90a) | [`gemm16::Gemm16`] |
+//! | [`gemm16`] | BF16 / FP16 GEMM on Hopper's tensor cores (TMA + `wgmma`, warp-specialized, persistent; cooperative or ping-pong by shape; sm_90a) | [`gemm16::Gemm16`] |
 //! | [`gemm32`] | FP32 GEMM on CUDA cores (`cp.async` pipelines; split K over clusters and warps on sm_90), any size, sm_80 and later | [`gemm32::Gemm32`] |
 //! | [`attention`] | fused attention forward, BF16 / FP16, d 64 / 128 / 256, causal, GQA (TMA + `wgmma`, ping-pong consumers; sm_90a) | [`attention::Attention`] |
 //!

@@ -5,7 +5,9 @@
 use super::{
     BKnTile, BLayout, CBox, GemmParams, GemmStoreParams, Geometry, bf16_gemm_ws_cooperative,
     bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct,
-    bf16_gemm_ws_cooperative_direct, f16_gemm_ws_cooperative, f16_gemm_ws_cooperative_direct,
+    bf16_gemm_ws_cooperative_direct, bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_b_kn,
+    bf16_gemm_ws_pingpong_b_kn_direct, bf16_gemm_ws_pingpong_direct, f16_gemm_ws_cooperative,
+    f16_gemm_ws_cooperative_direct, f16_gemm_ws_pingpong, f16_gemm_ws_pingpong_direct,
 };
 use gpu::wgmma::{Bf16, F16, SixteenBit, WARPGROUP_THREADS};
 use gpu_runtime::cudarc::driver::CudaSlice;
@@ -41,17 +43,89 @@ impl Gemm16Element for F16 {
     }
 }
 
-/// One element type's kernels: tensor-store epilogue (N a multiple of 8) and direct store
-/// (any N), for each B layout.
-#[doc(hidden)]
-pub struct Kernels<E: Gemm16Element> {
-    nk: (Kernel<GemmStoreParams>, Kernel<GemmParams<E>>),
-    kn: Option<(Kernel<GemmStoreParams>, Kernel<GemmParams<E>>)>,
+/// How the two consumer warpgroups of a [`Gemm16`] block share the work: the kernel it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Gemm16Schedule {
+    /// Both on each 128 x 256 tile (`ws_cooperative`): the fewest bytes per multiply.
+    Cooperative,
+    /// Each on 128 x 128 tiles of its own, one's epilogue beside the other's mainloop
+    /// (`ws_pingpong`): twice the tiles, and no exposed epilogue.
+    PingPong,
 }
 
-/// The 16-bit GEMM of this crate (the `ws_cooperative` kernel: a producer warpgroup issuing
-/// tensor copies, two consumer warpgroups on a 128 x 256 tile with one `wgmma` k-tile in
-/// flight, persistent blocks), loaded for one GPU. Needs compute capability 9.0 (sm_90a).
+impl Gemm16Schedule {
+    /// Both.
+    pub const ALL: [Gemm16Schedule; 2] = [Gemm16Schedule::Cooperative, Gemm16Schedule::PingPong];
+
+    /// Its block geometry.
+    pub const fn geometry(self) -> Geometry {
+        match self {
+            Gemm16Schedule::Cooperative => Geometry::SHARED_TILE,
+            Gemm16Schedule::PingPong => Geometry::TILE_PER_WARPGROUP,
+        }
+    }
+
+    /// The time the cost model predicts for `shape` on `multiprocessors` SMs, in k-steps of a
+    /// 128 x 128 tile at the cooperative kernel's rate (compare, do not read as time):
+    /// - the waves: tiles over SMs, rounded up (a block runs its tiles one after another; a
+    ///   ping-pong block's two warpgroups take turns on the tensor cores);
+    /// - cooperative: a 128 x 256 tile is two units per k-tile, plus half a k-tile for its
+    ///   epilogue, which nothing overlaps;
+    /// - ping-pong: one unit per k-tile at 96% of the cooperative rate (its 1.31x bytes per
+    ///   multiply, a lower clock under the power limit: ncu, docs/design.md), 80% when K is
+    ///   not a multiple of 64 (rows of A and B not 128-byte aligned, a partial last k-tile:
+    ///   82-95% of the cooperative kernel at seven such shapes with tiles to spare).
+    ///
+    /// Fitted to 128 H200 runs (2026-12-04, docs/results.md): choosing by it loses 0.2% on
+    /// average to the faster of the two, at worst 6.6%; always cooperative lost 6.3%, at worst
+    /// 45%.
+    pub fn predicted_cost(self, shape: GemmShape, multiprocessors: u32) -> f64 {
+        let GemmShape { m, n, k } = shape;
+        let (tiles_m, tiles_n) = self.geometry().tiles(m, n);
+        let tiles = tiles_m as u64 * tiles_n as u64;
+        let waves = tiles.div_ceil(multiprocessors.max(1) as u64) as f64;
+        let k_tiles = k.div_ceil(super::BK) as f64;
+        match self {
+            Gemm16Schedule::Cooperative => waves * 2.0 * (k_tiles + 0.5),
+            Gemm16Schedule::PingPong => {
+                let rate = if k.is_multiple_of(super::BK) {
+                    0.96
+                } else {
+                    0.8
+                };
+                waves * k_tiles / rate
+            }
+        }
+    }
+
+    /// The schedule [`Gemm16::gemm`] runs `shape` with on `multiprocessors` SMs: the one
+    /// [`predicted_cost`](Self::predicted_cost) says is faster (cooperative on a tie).
+    pub fn for_shape(shape: GemmShape, multiprocessors: u32) -> Gemm16Schedule {
+        let cost = |s: Gemm16Schedule| s.predicted_cost(shape, multiprocessors);
+        if cost(Gemm16Schedule::PingPong) < cost(Gemm16Schedule::Cooperative) {
+            Gemm16Schedule::PingPong
+        } else {
+            Gemm16Schedule::Cooperative
+        }
+    }
+}
+
+/// A schedule's two kernels: tensor-store epilogue (N a multiple of 8) and direct store (any
+/// N).
+type EntryPair<E> = (Kernel<GemmStoreParams>, Kernel<GemmParams<E>>);
+
+/// One element type's kernels, for each B layout, cooperative then ping-pong.
+#[doc(hidden)]
+pub struct Kernels<E: Gemm16Element> {
+    nk: [EntryPair<E>; 2],
+    kn: Option<[EntryPair<E>; 2]>,
+}
+
+/// The 16-bit GEMM of this crate, loaded for one GPU: a producer warpgroup issuing tensor
+/// copies and two consumer warpgroups with one `wgmma` k-tile in flight, persistent blocks,
+/// on 128 x 256 tiles shared by both (`ws_cooperative`) or 128 x 128 tiles each
+/// (`ws_pingpong`), whichever a cost model says is faster for the shape
+/// ([`Gemm16Schedule::for_shape`]). Needs compute capability 9.0 (sm_90a).
 pub struct Gemm16 {
     bf16: Kernels<Bf16>,
     f16: Kernels<F16>,
@@ -73,20 +147,38 @@ impl Gemm16 {
         let info = gpu.info();
         let library = gpu.load_library("gpu-kernels", crate::MODULES)?;
         let bf16 = Kernels {
-            nk: (
-                library.entry_point(bf16_gemm_ws_cooperative)?,
-                library.entry_point(bf16_gemm_ws_cooperative_direct)?,
-            ),
-            kn: Some((
-                library.entry_point(bf16_gemm_ws_cooperative_b_kn)?,
-                library.entry_point(bf16_gemm_ws_cooperative_b_kn_direct)?,
-            )),
+            nk: [
+                (
+                    library.entry_point(bf16_gemm_ws_cooperative)?,
+                    library.entry_point(bf16_gemm_ws_cooperative_direct)?,
+                ),
+                (
+                    library.entry_point(bf16_gemm_ws_pingpong)?,
+                    library.entry_point(bf16_gemm_ws_pingpong_direct)?,
+                ),
+            ],
+            kn: Some([
+                (
+                    library.entry_point(bf16_gemm_ws_cooperative_b_kn)?,
+                    library.entry_point(bf16_gemm_ws_cooperative_b_kn_direct)?,
+                ),
+                (
+                    library.entry_point(bf16_gemm_ws_pingpong_b_kn)?,
+                    library.entry_point(bf16_gemm_ws_pingpong_b_kn_direct)?,
+                ),
+            ]),
         };
         let f16 = Kernels {
-            nk: (
-                library.entry_point(f16_gemm_ws_cooperative)?,
-                library.entry_point(f16_gemm_ws_cooperative_direct)?,
-            ),
+            nk: [
+                (
+                    library.entry_point(f16_gemm_ws_cooperative)?,
+                    library.entry_point(f16_gemm_ws_cooperative_direct)?,
+                ),
+                (
+                    library.entry_point(f16_gemm_ws_pingpong)?,
+                    library.entry_point(f16_gemm_ws_pingpong_direct)?,
+                ),
+            ],
             kn: None,
         };
         Ok(Gemm16 {
@@ -97,6 +189,12 @@ impl Gemm16 {
             max_shared_bytes: info.max_shared_bytes_per_block,
             _library: library,
         })
+    }
+
+    /// The schedule [`gemm`](Self::gemm) runs `shape` with on this GPU
+    /// ([`Gemm16Schedule::for_shape`]).
+    pub fn schedule_for(&self, shape: GemmShape) -> Gemm16Schedule {
+        Gemm16Schedule::for_shape(shape, self.multiprocessors)
     }
 
     /// `C = A B^T` or `C = A B` ([`BLayout`]) in BF16, FP32 accumulation: launched on `gpu`'s
@@ -135,7 +233,7 @@ impl Gemm16 {
         let GemmShape { m, n, k } = shape;
         check_shape::<E>(shape, b_layout, [a.len(), b.len(), c.len()])?;
         let kernels = E::kernels(self);
-        let (store, direct) = match b_layout {
+        let schedules = match b_layout {
             BLayout::NK => &kernels.nk,
             BLayout::KN => kernels.kn.as_ref().ok_or_else(|| {
                 GemmError::Shape(format!(
@@ -144,14 +242,26 @@ impl Gemm16 {
                 ))
             })?,
         };
-        let g = Geometry::SHARED_TILE;
+        // Ping-pong's five stages take all 227 KiB; a GPU with less runs the cooperative kernel.
+        let fits = |s: Gemm16Schedule| s.geometry().shared().bytes <= self.max_shared_bytes;
+        let schedule = match self.schedule_for(shape) {
+            Gemm16Schedule::PingPong if !fits(Gemm16Schedule::PingPong) => {
+                Gemm16Schedule::Cooperative
+            }
+            s => s,
+        };
+        let g = schedule.geometry();
         let bytes = g.shared().bytes;
-        if bytes > self.max_shared_bytes {
+        if !fits(schedule) {
             return Err(GemmError::Shape(format!(
                 "the kernel needs {bytes} B of shared memory per block; the GPU allows {}",
                 self.max_shared_bytes
             )));
         }
+        let (store, direct) = match schedule {
+            Gemm16Schedule::Cooperative => &schedules[0],
+            Gemm16Schedule::PingPong => &schedules[1],
+        };
         let (tiles_m, tiles_n) = g.tiles(m, n);
         let config = LaunchConfig::linear(
             (tiles_m * tiles_n).min(self.multiprocessors),
@@ -217,6 +327,42 @@ mod tests {
 
     fn shape(m: u32, n: u32, k: u32) -> GemmShape {
         GemmShape { m, n, k }
+    }
+
+    #[test]
+    fn the_cost_model_picks_the_schedule_measured_faster() {
+        let pick = |m, n, k| Gemm16Schedule::for_shape(shape(m, n, k), 132);
+        use Gemm16Schedule::{Cooperative, PingPong};
+        // H200, 2026-12-04: long K over many tiles, the cooperative kernel (4096^3: 2% faster;
+        // 8192x8192x8192 5%, 6144^3 6%); K not a multiple of 64 (3000^3: 15%).
+        for (m, n, k) in [
+            (4096, 4096, 4096),
+            (8192, 8192, 8192),
+            (6144, 6144, 6144),
+            (4096, 4096, 8192),
+            (3000, 3000, 3000),
+            (4096, 4096, 4000),
+            (2048, 2048, 2000),
+        ] {
+            assert_eq!(pick(m, n, k), Cooperative, "{m}x{n}x{k}");
+        }
+        // Few tiles (1024^3: 32 cooperative tiles for 132 SMs, ping-pong 1.4x), short K
+        // (8192x8192x512: 4%), tile counts that ping-pong's halves divide better (3072^3: 14%).
+        for (m, n, k) in [
+            (1024, 1024, 1024),
+            (512, 4096, 4096),
+            (128, 8192, 4096),
+            (8192, 8192, 512),
+            (3072, 3072, 3072),
+            (3000, 3000, 3072),
+        ] {
+            assert_eq!(pick(m, n, k), PingPong, "{m}x{n}x{k}");
+        }
+        // The waves: 2048 cooperative tiles are 16 of them on 132 SMs, 8 on 264.
+        let s = shape(8192, 8192, 64);
+        assert_eq!(Cooperative.predicted_cost(s, 132), 16.0 * 2.0 * 1.5);
+        assert_eq!(Cooperative.predicted_cost(s, 264), 8.0 * 2.0 * 1.5);
+        assert_eq!(PingPong.predicted_cost(s, 132), 32.0 / 0.96);
     }
 
     #[test]

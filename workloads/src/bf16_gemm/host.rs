@@ -43,6 +43,7 @@ use crate::gemm::host::{Mnk, parse_mnk, plant_in_matrix};
 use crate::verify::{verify_against_reference, verify_reference_scale};
 use anyhow::{Result, bail};
 use gpu::wgmma::{Bf16, F16};
+use gpu_kernels::gemm16::{Gemm16, Gemm16Schedule, GemmShape};
 use gpu_runtime::blas::{Blas, sys as cublas};
 use gpu_runtime::blaslt::{BlasLt, LtGemm};
 use gpu_runtime::cudarc::driver::CudaSlice;
@@ -81,6 +82,9 @@ pub enum Bf16Experiment {
     CublasF16,
     /// A kernel of ours.
     Kernel(&'static Bf16Kernel),
+    /// What a user calls: `gpu_kernels::gemm16::Gemm16::bf16` (B `n x k`), the schedule its
+    /// cost model picks for the shape, through its own module.
+    Library,
 }
 
 static EXPERIMENTS: LazyLock<Vec<Bf16Experiment>> = LazyLock::new(|| {
@@ -92,6 +96,7 @@ static EXPERIMENTS: LazyLock<Vec<Bf16Experiment>> = LazyLock::new(|| {
     ]
     .into_iter()
     .chain(BF16_KERNELS.iter().map(Bf16Experiment::Kernel))
+    .chain([Bf16Experiment::Library])
     .collect()
 });
 
@@ -103,14 +108,17 @@ pub const CUBLAS_LT: &str = "cublaslt_matmul_bf16";
 pub const CUBLAS_B_KN: &str = "cublas_gemm_ex_bf16_b_kn";
 /// The row name of cuBLAS's FP16 `cublasGemmEx`.
 pub const CUBLAS_F16: &str = "cublas_gemm_ex_f16";
+/// The row name of [`Bf16Experiment::Library`].
+pub const LIBRARY: &str = "gemm16";
 
 impl Bf16Experiment {
     /// The element type of its A, B and C.
     pub fn element(&self) -> ElementType {
         match self {
-            Bf16Experiment::Cublas | Bf16Experiment::CublasLt | Bf16Experiment::CublasBKn => {
-                ElementType::Bf16
-            }
+            Bf16Experiment::Cublas
+            | Bf16Experiment::CublasLt
+            | Bf16Experiment::CublasBKn
+            | Bf16Experiment::Library => ElementType::Bf16,
             Bf16Experiment::CublasF16 => ElementType::F16,
             Bf16Experiment::Kernel(k) => k.element,
         }
@@ -133,11 +141,12 @@ impl Experiment for Bf16Experiment {
             Bf16Experiment::CublasBKn => CUBLAS_B_KN,
             Bf16Experiment::CublasF16 => CUBLAS_F16,
             Bf16Experiment::Kernel(k) => k.name,
+            Bf16Experiment::Library => LIBRARY,
         }
     }
     fn role(&self) -> Role {
         match self {
-            Bf16Experiment::Kernel(_) => Role::Library,
+            Bf16Experiment::Kernel(_) | Bf16Experiment::Library => Role::Library,
             _ => Role::Baseline,
         }
     }
@@ -148,6 +157,7 @@ impl Experiment for Bf16Experiment {
             Bf16Experiment::CublasBKn => "cublas_b_kn",
             Bf16Experiment::CublasF16 => "cublas_f16",
             Bf16Experiment::Kernel(k) => k.style_label(),
+            Bf16Experiment::Library => "dispatch",
         }
     }
     fn stages(&self) -> Option<u32> {
@@ -174,6 +184,10 @@ impl Experiment for Bf16Experiment {
                 "cublasGemmEx: FP16 A, B and C, FP32 compute, row-major C = A B^T as the TN GEMM"
             }
             Bf16Experiment::Kernel(k) => k.summary(),
+            Bf16Experiment::Library => {
+                "gpu_kernels::gemm16::Gemm16::bf16: ws_cooperative or ws_pingpong, as its cost \
+                 model picks for the shape"
+            }
         }
     }
     fn entry_points(&self) -> Vec<&'static str> {
@@ -182,7 +196,7 @@ impl Experiment for Bf16Experiment {
     }
     fn archs(&self) -> &'static [Arch] {
         match self {
-            Bf16Experiment::Kernel(_) => &[Arch::Sm90a],
+            Bf16Experiment::Kernel(_) | Bf16Experiment::Library => &[Arch::Sm90a],
             _ => &Arch::PORTABLE,
         }
     }
@@ -384,6 +398,8 @@ pub struct Bf16Problem {
     cublas: Result<Blas, String>,
     /// cuBLASLt's handle and its plan for this shape (dropped before the handle).
     cublas_lt: Result<(LtGemm, BlasLt), String>,
+    /// The crate's GEMM, as a user loads it.
+    gemm16: Result<Gemm16, String>,
     /// Whether the sm_90a module is loaded: our kernels run only there.
     sm90a_loaded: bool,
     maps: TensorMaps,
@@ -414,6 +430,7 @@ impl Bf16Problem {
             cublas: Blas::open(gpu, cublas::cublasMath_t::CUBLAS_DEFAULT_MATH),
             cublas_lt: BlasLt::open(gpu).and_then(|lt| Ok((lt.bf16_gemm_abt(gpu, m, n, k)?, lt))),
             sm90a_loaded,
+            gemm16: Gemm16::load(gpu).map_err(|e| e.to_string()),
             maps: TensorMaps::default(),
         })
     }
@@ -539,6 +556,11 @@ impl Problem<Bf16Experiment> for Bf16Problem {
             (Bf16Experiment::Kernel(_), _) if !self.sm90a_loaded => Some(Unavailable::Missing(
                 "needs the sm_90a module (compute capability 9.0)".into(),
             )),
+            (Bf16Experiment::Library, _) => self
+                .gemm16
+                .as_ref()
+                .err()
+                .map(|why| Unavailable::Missing(why.clone())),
             _ => None,
         }
     }
@@ -571,6 +593,19 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                     bail!("{} launched without its entry point", kernel.name)
                 };
                 self.launch_kernel(gpu, kernel, entry)?
+            }
+            Bf16Experiment::Library => {
+                let gemm = match &self.gemm16 {
+                    Ok(gemm) => gemm,
+                    Err(why) => bail!("gpu-kernels' 16-bit GEMM is unavailable: {why}"),
+                };
+                let Mnk { m, n, .. } = self.size;
+                // Rows of K not a multiple of 8 padded with zeros first, as for the kernels.
+                let inputs = &mut self.bf16;
+                self.padder
+                    .pad_operands(gpu, &mut inputs.a, &mut inputs.b)?;
+                let ((a, k), (b, _)) = (inputs.a.aligned(), inputs.b.aligned());
+                gemm.bf16(gpu, a, b, BLayout::NK, &mut self.c, GemmShape { m, n, k })?;
             }
             Bf16Experiment::CublasLt => {
                 let (plan, handle) = match &self.cublas_lt {
@@ -657,6 +692,16 @@ impl Problem<Bf16Experiment> for Bf16Problem {
         experiment: &Bf16Experiment,
         entry: &Option<LoadedEntry>,
     ) -> Result<Option<String>> {
+        if let (Bf16Experiment::Library, Ok(gemm)) = (experiment, &self.gemm16) {
+            // The K it multiplies: rows padded to a multiple of 8 (`launch`).
+            let Mnk { m, n, k } = self.size;
+            let k = k.next_multiple_of(8);
+            let schedule = match gemm.schedule_for(GemmShape { m, n, k }) {
+                Gemm16Schedule::Cooperative => "ws_cooperative",
+                Gemm16Schedule::PingPong => "ws_pingpong",
+            };
+            return Ok(Some(format!("ran {schedule}")));
+        }
         let (Bf16Experiment::Kernel(kernel), Some(entry)) = (experiment, entry) else {
             return Ok(None);
         };
