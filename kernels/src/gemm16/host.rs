@@ -221,6 +221,11 @@ impl Gemm16 {
     ///
     /// Any `n` otherwise: C's rows need no alignment (the direct-store epilogue writes them
     /// when `n` is not a multiple of 8).
+    ///
+    /// Fastest with `k` a multiple of 16: rows of A and B that start mid-sector (not a
+    /// multiple of 32 bytes) cost the tensor copies 1.76x the L2 sectors (H200: 3072 x 3072 x
+    /// 3000 runs 18% below 3072 x 3072 x 3008); padding K with zeros to a multiple of 16 gives
+    /// the same product faster.
     pub fn gemm<E: Gemm16Element>(
         &self,
         gpu: &Gpu,
