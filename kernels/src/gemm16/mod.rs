@@ -27,6 +27,8 @@
 mod epilogue;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
+#[cfg(target_arch = "nvptx64")]
+mod operands;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;
