@@ -215,7 +215,7 @@ macro_rules! wgmma_k_tile_stacked {
         /// `m64nNk16` — per k-step (the k-th with the descriptors advanced by `k * A_STEP` and
         /// `k * B_STEP`) rows 0-63 into `lo`, then rows 64-127 (A's descriptor advanced by
         /// `A_ROWS` more) into `hi`, both by the same B — and one `wgmma.commit_group`. The
-        /// rest as the 64-row form (`wgmma_k_tile_m64n128_bf16`): in flight on return,
+        /// rest as the 64-row form of the shape (`wgmma_k_tile_m64nN_*`): in flight on return,
         /// `accumulate == false` overwrites, `TRANS_B` reads B N-major.
         ///
         /// # Safety

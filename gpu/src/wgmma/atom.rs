@@ -17,6 +17,7 @@ use core::marker::PhantomData;
 /// [`Accumulator`]. `M = 128` (16-bit types, `N` 64 or 128): two 64-row tiles stacked, eight
 /// `wgmma.mma_async` by the same B in one commit group, into `[Accumulator; 2]` (rows 0-63,
 /// 64-127) — one warpgroup's whole 128 x 128 tile, as a ping-pong consumer multiplies it.
+/// The parameters read element, columns, rows: `Wgmma<E, 64, 128>` is 128 rows by 64 columns.
 pub struct Wgmma<E: Element, const N: u32, const M: u32 = 64>(PhantomData<E>);
 
 /// Accumulators a `wgmma.wait_group` can name: the tile sizes the atoms write.

@@ -4,7 +4,6 @@
 
 #![cfg(target_feature = "sm_90a")]
 
-#[allow(unused_imports)] // docs
 use super::WARPGROUP_STAGING_BYTES;
 use super::{CBox, DIRECT_ROW_BYTES};
 use gpu::ptx::{self, Shared, TensorMapRef};
@@ -66,6 +65,8 @@ impl<const REGS: usize> TileParts for [Accumulator<REGS>; 2] {
 
     #[inline(always)]
     unsafe fn store<E: SixteenBit, O: StoreC<E>>(&self, c: O, out: &TileOut, t: u32) {
+        // Two parts of at most 128 columns: the tensor store stages both at once (2 x 16 KiB).
+        const { assert!(2 * Accumulator::<REGS>::N * 64 * 2 <= WARPGROUP_STAGING_BYTES) };
         // SAFETY: forwarded contract; the parts in order (the first frees the staging).
         unsafe {
             c.store(out, 0, t, &self[0]);
@@ -97,7 +98,8 @@ pub(super) trait StoreC<E: SixteenBit>: Copy {
     /// `out.staging` is this warpgroup's 1 KiB aligned [`WARPGROUP_STAGING_BYTES`] of shared
     /// memory, used for nothing else; `self` holds C's tensor map with box [`CBox::BOX`] and
     /// 128-byte swizzle, or points to C's `m * n` elements, 16-byte aligned; the whole
-    /// warpgroup calls it.
+    /// warpgroup calls it; `part` is 0, or 1 right after part 0 of the same tile with `N` at
+    /// most 128 (so that both parts' boxes fit the staging: [`TileParts`] keeps to this).
     unsafe fn store<const REGS: usize>(
         self,
         out: &TileOut,

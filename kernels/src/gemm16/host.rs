@@ -71,12 +71,14 @@ impl Gemm16Schedule {
     ///   ping-pong block's two warpgroups take turns on the tensor cores);
     /// - cooperative: a 128 x 256 tile is two units per k-tile, plus half a k-tile for its
     ///   epilogue, which nothing overlaps;
-    /// - ping-pong: one unit per k-tile at 96% of the cooperative rate (its 1.31x bytes per
+    /// - ping-pong: one unit per k-tile at 96% of the cooperative rate (its 1.33x bytes per
     ///   multiply, a lower clock under the power limit: ncu, docs/design.md), 80% when K is
-    ///   not a multiple of 64 (rows of A and B not 128-byte aligned, a partial last k-tile:
-    ///   82-95% of the cooperative kernel at seven such shapes with tiles to spare).
+    ///   not a multiple of 64 (82-95% of the cooperative kernel at seven such shapes with
+    ///   tiles to spare; the cause is not isolated — a partial last k-tile, rows off 128
+    ///   bytes — and the rule is coarse: at 3072 x 3072 x 3040 ping-pong was 5% faster).
     ///
-    /// Fitted to 128 H200 runs (2026-12-04, docs/results.md): choosing by it loses 0.2% on
+    /// Fitted to 128 (shape, element) pairs from three H200 runs (2026-12-04, docs/results.md):
+    /// choosing by it loses 0.2% on
     /// average to the faster of the two, at worst 6.6%; always cooperative lost 6.3%, at worst
     /// 45%.
     pub fn predicted_cost(self, shape: GemmShape, multiprocessors: u32) -> f64 {
@@ -224,7 +226,7 @@ impl Gemm16 {
     ///
     /// Fastest with `k` a multiple of 16: rows of A and B that start mid-sector (not a
     /// multiple of 32 bytes) cost the tensor copies 1.76x the L2 sectors (H200: 3072 x 3072 x
-    /// 3000 runs 18% below 3072 x 3072 x 3008); padding K with zeros to a multiple of 16 gives
+    /// 3008 runs 18% faster than 3072 x 3072 x 3000); padding K with zeros to a multiple of 16 gives
     /// the same product faster.
     pub fn gemm<E: Gemm16Element>(
         &self,

@@ -84,7 +84,7 @@ impl<const STAGES: usize> SliceCopy for ProducerStage<'_, ClusterBulkProducer<'_
 /// This block's place in a `CM x CN` cluster of tiles (`CM` consecutive tile rows, `CN` tile
 /// columns; rank `rank_m * CN + rank_n`) and the blocks it shares each operand with: the
 /// blocks of its cluster row share A's tile (`a_group`, `CN` of them, each copying a
-/// `tile_m / CN`-row slice), those of its cluster column B's (`b_group`, `CM`, `BN / CM` rows
+/// `tile_m / CN`-row slice), those of its cluster column B's (`b_group`, `CM`, `tile_n / CM` rows
 /// each).
 #[derive(Clone, Copy)]
 struct ClusterPlace {
@@ -115,7 +115,8 @@ struct ClusterPlace {
 /// # Safety
 /// The kernels' launch contract, with `3 * 128` threads if specialized, else `2 * 128`; for
 /// a cluster, clusters of `CM * CN` blocks along x and maps whose boxes are the slices (A
-/// `[64, tile_m / CN]`, B `[64, BN / CM]`).
+/// `[64, tile_m / CN]`, B `[64, tile_n / CM]`: `TileCluster::a_box` / `b_box` of the
+/// schedule's geometry).
 #[inline(always)]
 pub(super) unsafe fn gemm<
     E,
@@ -433,7 +434,7 @@ unsafe fn gemm_roles<
             wg_thread,
         };
         // SAFETY (both): the pipeline's stages in ring order, as the producer fills them; this
-        // warpgroup's own staging (1 KiB aligned, 32 KiB); C's map or C itself (launch
+        // warpgroup's own staging (1 KiB aligned, 33 KiB); C's map or C itself (launch
         // contract); the whole warpgroup calls them.
         if inside && n - out.col0 <= NARROW_N {
             // A tile at C's right edge at most 64 wide: its first 64 columns only.
@@ -461,7 +462,8 @@ unsafe fn gemm_roles<
 /// 256-wide multiply for 1 or 8 columns, a wave of its own.
 const NARROW_N: u32 = 64;
 
-/// One warpgroup's mainloop over a tile's `k_tiles` stages: A's rows `a_row..a_row + 64` of
+/// One warpgroup's mainloop over a tile's `k_tiles` stages: A's rows from `a_row` on (as many as
+/// its multiply has: 64, or 128 stacked) of
 /// each stage, and `N` columns of B.
 #[derive(Clone, Copy)]
 struct TileMainloop {

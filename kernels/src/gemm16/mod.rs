@@ -55,7 +55,8 @@ pub type BTile = SwizzledKMajor<BN>;
 /// A cooperative stage's B tile, from B `k x n` row-major (MN-major: four 64 x 64 boxes, read
 /// transposed; ping-pong's is two).
 pub type BKnTile = SwizzledMnMajor<BN>;
-/// One of the four 64 x 64 boxes a consumer warpgroup's 64 x 256 part of C is staged in for
+/// One of the 64 x 64 boxes a consumer warpgroup's part of C (64 x 256, or 128 x 128 in two
+/// 64-row parts) is staged in for
 /// the tensor store (swizzled as the loads are, so the epilogue's writes miss no bank).
 pub type CBox = SwizzledKMajor<64>;
 
@@ -418,7 +419,7 @@ gpu::kernel_table! {
 }
 
 /// How a kernel writes C. Both round the accumulators to C's element into shared memory first,
-/// one 64 x 256 part per consumer warpgroup.
+/// one consumer warpgroup's tile at a time, in 64-row parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Epilogue {
     /// Tensor stores (`UTMASTG`) that the next tile's math overlaps; C's rows must be 16-byte
