@@ -369,42 +369,33 @@ wgmma_shape!(256, 128, wgmma_wait_group_128, [
     96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127
 ]);
 
-wgmma_k_tile_stacked!(
-    /// A 128 x 64 k-tile (64 elements of K) of BF16 inputs into FP32 accumulators.
-    wgmma_k_tile_m128n64_bf16, 64, "bf16", 32: [
+// Per shape: the stacked k-tile for each 16-bit input type (8-bit ones are not stacked: no
+// kernel multiplies them 128 rows at a time).
+macro_rules! wgmma_shape_stacked {
+    ($n:literal, $regs:literal, [$bf16:ident, $f16:ident]: $lo:tt, $hi:tt) => {
+        wgmma_k_tile_stacked!(
+            /// A 128 x N k-tile (64 elements of K) of BF16 inputs into FP32 accumulators.
+            $bf16, $n, "bf16", $regs: $lo, $hi
+        );
+        wgmma_k_tile_stacked!(
+            /// A 128 x N k-tile (64 elements of K) of FP16 inputs into FP32 accumulators.
+            $f16, $n, "f16", $regs: $lo, $hi
+        );
+    };
+}
+
+wgmma_shape_stacked!(64, 32, [wgmma_k_tile_m128n64_bf16, wgmma_k_tile_m128n64_f16]: [
     0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
 ], [
     32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
-]
-);
-wgmma_k_tile_stacked!(
-    /// A 128 x 64 k-tile (64 elements of K) of FP16 inputs into FP32 accumulators.
-    wgmma_k_tile_m128n64_f16, 64, "f16", 32: [
-    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
-], [
-    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
-]
-);
-wgmma_k_tile_stacked!(
-    /// A 128 x 128 k-tile (64 elements of K) of BF16 inputs into FP32 accumulators.
-    wgmma_k_tile_m128n128_bf16, 128, "bf16", 64: [
-    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
-    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
-], [
-    64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
-    96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127
-]
-);
-wgmma_k_tile_stacked!(
-    /// A 128 x 128 k-tile (64 elements of K) of FP16 inputs into FP32 accumulators.
-    wgmma_k_tile_m128n128_f16, 128, "f16", 64: [
+]);
+wgmma_shape_stacked!(128, 64, [wgmma_k_tile_m128n128_bf16, wgmma_k_tile_m128n128_f16]: [
     0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
     32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
 ], [
     64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
     96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127
-]
-);
+]);
 
 /// `setmaxnreg.inc.sync.aligned.u32 REGS;` — raises this warpgroup's per-thread register
 /// limit to `REGS` (24..=256, a multiple of 8), waiting until the registers released by other
