@@ -10,7 +10,7 @@
 
 use crate::check::CheckReport;
 use anyhow::{Result, ensure};
-use gpu_runtime::Gpu;
+use gpu_runtime::{Gpu, Watch};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::fmt;
@@ -139,6 +139,18 @@ impl Work {
             Work::None => 0.0,
         };
         Duration::from_secs(10) + Duration::from_secs_f64(extra)
+    }
+
+    /// The work one launch taking `ms` does per second, and the unit of the work (`FLOP`,
+    /// `B`, `steps`).
+    pub fn per_second(self, ms: f64) -> Option<(f64, &'static str)> {
+        let s = ms / 1e3;
+        match self {
+            Work::Steps(n) => Some((n as f64 / s, "steps")),
+            Work::Flops(n) => Some((n as f64 / s, "FLOP")),
+            Work::Bytes(n) => Some((n as f64 / s, "B")),
+            Work::None => None,
+        }
     }
 
     /// The rate at which one launch taking `ms` does this work, and its unit.
@@ -327,6 +339,28 @@ pub struct Ran {
     pub check_after_timing: Option<CheckReport>,
     /// What the problem measured besides the time ([`Problem::note`]).
     pub note: Option<String>,
+    /// The GPU's clocks and power over the timed launches but the last (which is checked
+    /// after, on poisoned output), where [`Gpu::enable_monitor`](gpu_runtime::Gpu::enable_monitor) was called and more than
+    /// one launch was timed.
+    pub watch: Option<LaunchesWatched>,
+}
+
+/// What the GPU's clocks and power did over a run of timed launches ([`Watch`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct LaunchesWatched {
+    /// The launches watched.
+    pub launches: u32,
+    #[serde(flatten)]
+    pub watch: Watch,
+}
+
+impl LaunchesWatched {
+    /// The energy each launch drew, joules (the board's, over the stretch, idle gaps between
+    /// launches included).
+    pub fn energy_per_launch_j(&self) -> Option<f64> {
+        let joules = self.watch.energy_j?;
+        (self.launches > 0).then(|| joules / self.launches as f64)
+    }
 }
 
 /// One experiment's result on one problem.
@@ -456,14 +490,38 @@ pub fn measure<E: Experiment, P: Problem<E>>(
     // The check after timing reads the last timed launch's output: poisoned again before it
     // (outside the timed region), so it proves the timed launches wrote the result rather
     // than finding the warm-up's.
-    let mut times_ms = timed(
-        gpu,
-        problem,
-        experiment,
-        &resolved,
-        timing.reps.saturating_sub(1),
-        progress,
-    )?;
+    let reps_before_check = timing.reps.saturating_sub(1);
+    let (times, watch) = match gpu.monitor().filter(|_| reps_before_check > 0) {
+        Some(monitor) => {
+            let (times, watch) = monitor.watch(|| {
+                timed(
+                    gpu,
+                    problem,
+                    experiment,
+                    &resolved,
+                    reps_before_check,
+                    progress,
+                )
+            });
+            let watched = LaunchesWatched {
+                launches: reps_before_check,
+                watch,
+            };
+            (times, Some(watched))
+        }
+        None => (
+            timed(
+                gpu,
+                problem,
+                experiment,
+                &resolved,
+                reps_before_check,
+                progress,
+            ),
+            None,
+        ),
+    };
+    let mut times_ms = times?;
     let check_after_timing = if timing.reps > 0 {
         problem.poison(gpu, experiment)?;
         times_ms.extend(timed(gpu, problem, experiment, &resolved, 1, progress)?);
@@ -479,6 +537,7 @@ pub fn measure<E: Experiment, P: Problem<E>>(
             times_ms,
             check_after_timing,
             note,
+            watch,
         }),
     })
 }
@@ -591,5 +650,27 @@ mod tests {
         assert_eq!(unit, "GB/s");
         assert!((gbps - 4294.97).abs() < 0.01, "{gbps}");
         assert_eq!(Work::None.rate(1.0), None);
+    }
+
+    #[test]
+    fn work_per_second_carries_its_unit() {
+        assert_eq!(Work::Flops(2_000_000).per_second(2.0), Some((1e9, "FLOP")));
+        assert_eq!(Work::Bytes(4096).per_second(1.0), Some((4096e3, "B")));
+        assert_eq!(Work::Steps(10).per_second(1000.0), Some((10.0, "steps")));
+        assert_eq!(Work::None.per_second(1.0), None);
+    }
+
+    #[test]
+    fn energy_per_launch_needs_launches_and_a_counter() {
+        let watch = |energy_mj| {
+            gpu_runtime::Watch::from_samples(&[], Duration::from_millis(100), energy_mj)
+        };
+        let watched = |launches, energy_mj| LaunchesWatched {
+            launches,
+            watch: watch(energy_mj),
+        };
+        assert_eq!(watched(20, Some(14_000)).energy_per_launch_j(), Some(0.7));
+        assert_eq!(watched(0, Some(14_000)).energy_per_launch_j(), None);
+        assert_eq!(watched(20, None).energy_per_launch_j(), None);
     }
 }

@@ -136,6 +136,13 @@ pub struct RunArgs {
     /// 10 s plus the launch's work at a pessimistic rate).
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
+    /// Read the GPU's SM clock, clock event reasons (power cap, thermal) and energy through
+    /// NVML while each experiment's timed launches run, sampling every INTERVAL (default
+    /// 1ms, at least 500us): a table per size with the mean clock, the power, the energy per
+    /// launch and the work per SM cycle (the rate with the clock divided out).
+    #[arg(long, value_name = "INTERVAL", num_args = 0..=1, default_missing_value = "1ms",
+          value_parser = parse_interval)]
+    pub monitor: Option<Duration>,
 }
 
 impl Default for RunArgs {
@@ -152,6 +159,7 @@ impl Default for RunArgs {
             seed: None,
             ptx: None,
             timeout: None,
+            monitor: None,
         }
     }
 }
@@ -248,6 +256,18 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
         Ok(d) if d >= Duration::from_millis(10) => Ok(d),
         Ok(_) => Err("the timeout must be at least 10ms".into()),
         Err(e) => Err(format!("`{text}` is not a duration like 30s or 2m: {e}")),
+    }
+}
+
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let min = gpu_runtime::monitor::MIN_INTERVAL;
+    match humantime::parse_duration(text) {
+        Ok(d) if d >= min => Ok(d),
+        Ok(_) => Err(format!(
+            "the sampling interval must be at least {}",
+            humantime::format_duration(min)
+        )),
+        Err(e) => Err(format!("`{text}` is not a duration like 1ms or 5ms: {e}")),
     }
 }
 
@@ -366,8 +386,27 @@ mod tests {
         assert!(error(&["inspect", "--arch", "sm_75"]).contains("sm_80, sm_90 or sm_90a"));
         assert!(error(&["run", "--timeout", "soon"]).contains("not a duration"));
         assert!(error(&["run", "--timeout", "1ms"]).contains("at least 10ms"));
+        assert!(error(&["run", "--monitor", "100us"]).contains("at least 500us"));
+        assert!(error(&["run", "--monitor", "often"]).contains("not a duration"));
         let kind = parse(&["frobnicate"]).unwrap_err().kind();
         assert_eq!(kind, ErrorKind::InvalidSubcommand);
+    }
+
+    #[test]
+    fn monitor_samples_every_millisecond_unless_told() {
+        let monitor = |args: &[&str]| match parse(args).unwrap() {
+            Command::Run(run) => run.monitor,
+            _ => panic!("not run"),
+        };
+        assert_eq!(monitor(&["run"]), None);
+        assert_eq!(
+            monitor(&["run", "--monitor", "--reps", "5"]),
+            Some(Duration::from_millis(1))
+        );
+        assert_eq!(
+            monitor(&["run", "--monitor", "5ms"]),
+            Some(Duration::from_millis(5))
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ use host::report::{RunReport, SavedReport};
 use indicatif::{ProgressBar, ProgressStyle};
 use ptx_builder::Arch;
 use std::process::ExitCode;
+use std::time::Duration;
 
 fn main() -> ExitCode {
     // A panic is a bug; still, the user gets one line rather than a backtrace.
@@ -48,8 +49,16 @@ fn usage_error(message: String) -> ExitCode {
 }
 
 /// Runs `request` on the GPU with a progress bar.
-fn execute(request: &RunRequest, ptx: Option<Arch>, inputs: Inputs) -> Result<(Gpu, RunOutcome)> {
-    let gpu = host::device_code::open_gpu(ptx)?;
+fn execute(
+    request: &RunRequest,
+    ptx: Option<Arch>,
+    monitor: Option<Duration>,
+    inputs: Inputs,
+) -> Result<(Gpu, RunOutcome)> {
+    let mut gpu = host::device_code::open_gpu(ptx)?;
+    if let Some(interval) = monitor {
+        gpu.enable_monitor(interval)?;
+    }
     eprintln!(
         "{} ({}): {} at {}, seed {}",
         gpu.info().name,
@@ -86,7 +95,7 @@ fn run(args: RunArgs, command_line: String) -> Result<ExitCode> {
         seed: args.seed.unwrap_or_else(fresh_seed),
         values: args.values.into(),
     };
-    let (gpu, outcome) = execute(&request, args.ptx, inputs)?;
+    let (gpu, outcome) = execute(&request, args.ptx, args.monitor, inputs)?;
     let report = RunReport::new(
         gpu.info().clone(),
         command_line,
@@ -230,13 +239,13 @@ fn info() -> Result<ExitCode> {
 fn selftest(args: SelftestArgs) -> Result<ExitCode> {
     if args.hang {
         let gpu = host::device_code::open_gpu(args.ptx)?;
-        let limit = args.timeout.unwrap_or(std::time::Duration::from_secs(2));
+        let limit = args.timeout.unwrap_or(Duration::from_secs(2));
         workloads::selftest::host::run_hang(&gpu, limit)?;
         return Ok(ExitCode::SUCCESS);
     }
     if args.hang_cluster {
         let gpu = host::device_code::open_gpu(args.ptx)?;
-        let limit = args.timeout.unwrap_or(std::time::Duration::from_secs(2));
+        let limit = args.timeout.unwrap_or(Duration::from_secs(2));
         workloads::dsmem::host::run_cluster_hang(&gpu, limit)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -248,7 +257,7 @@ fn selftest(args: SelftestArgs) -> Result<ExitCode> {
         seed: fresh_seed(),
         values: Values::Random,
     };
-    let (gpu, outcome) = execute(&request, args.ptx, inputs)?;
+    let (gpu, outcome) = execute(&request, args.ptx, None, inputs)?;
     println!(
         "{} ({}): library self-test, seed {}",
         gpu.info().name,

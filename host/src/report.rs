@@ -6,7 +6,9 @@
 use crate::registry::{ProblemResult, RunOutcome};
 use anyhow::{Context, Result, ensure};
 use gpu_runtime::GpuInfo;
-use harness::experiment::{Experiment, Inputs, Measurement, Outcome, Role, Timing, same};
+use harness::experiment::{
+    Experiment, Inputs, LaunchesWatched, Measurement, Outcome, Role, Timing, same,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -38,6 +40,8 @@ pub struct ProblemReport {
     pub baseline: Option<&'static str>,
     /// Unit of the `rate` column (`steps/us`, `TFLOP/s`, `GB/s`).
     pub rate_unit: Option<&'static str>,
+    /// Unit of the work (`FLOP`, `B`, `steps`): what `work_per_sm_cycle` counts.
+    pub work_unit: Option<&'static str>,
     /// Whether the table shows `vs_baseline` as a percentage: when the baseline is a vendor
     /// library (cuBLAS) rather than a kernel of ours, "% of cuBLAS" is what a reader wants.
     pub baseline_as_percent: bool,
@@ -80,6 +84,11 @@ pub struct Row {
     pub counterpart: Option<&'static str>,
     /// Counterpart's median time over this one (below 1: slower than raw PTX).
     pub vs_counterpart: Option<f64>,
+    /// The GPU's clocks and power over the timed launches (`host run --monitor`).
+    pub watch: Option<LaunchesWatched>,
+    /// The median launch's work per SM cycle at the watched mean SM clock, in the problem's
+    /// `work_unit`: the rate with the clock divided out.
+    pub work_per_sm_cycle: Option<f64>,
 }
 
 impl ProblemReport {
@@ -110,8 +119,9 @@ impl ProblemReport {
             .collect()
     }
 
-    /// The rows of one problem, with comparisons from its own measurements.
-    pub fn new(problem: &ProblemResult) -> ProblemReport {
+    /// The rows of one problem, with comparisons from its own measurements, on a GPU of
+    /// `multiprocessors` SMs.
+    pub fn new(problem: &ProblemResult, multiprocessors: u32) -> ProblemReport {
         let all = &problem.measurements;
         let time_of = |e: &dyn Experiment| {
             all.iter()
@@ -136,15 +146,16 @@ impl ProblemReport {
                 let e = m.experiment;
                 let median_ms = m.median_ms();
                 let counterpart = e.counterpart();
-                let (check, check_after_timing, times_ms, unavailable) = match &m.outcome {
+                let (check, check_after_timing, times_ms, unavailable, watch) = match &m.outcome {
                     Outcome::Ran(ran) => (
                         Some(ran.check.clone()),
                         ran.check_after_timing.clone(),
                         ran.times_ms.clone(),
                         None,
+                        ran.watch.clone(),
                     ),
                     Outcome::Unavailable(reason) => {
-                        (None, None, Vec::new(), Some(reason.to_string()))
+                        (None, None, Vec::new(), Some(reason.to_string()), None)
                     }
                 };
                 Row {
@@ -175,6 +186,11 @@ impl ProblemReport {
                     vs_baseline: ratio(baseline_ms, median_ms),
                     counterpart: counterpart.map(|c| c.name()),
                     vs_counterpart: ratio(counterpart.and_then(time_of), median_ms),
+                    work_per_sm_cycle: watch.as_ref().and_then(|w| {
+                        let (per_second, _) = problem.work.per_second(median_ms?)?;
+                        w.watch.work_per_sm_cycle(per_second, multiprocessors)
+                    }),
+                    watch,
                 }
             })
             .collect();
@@ -184,6 +200,7 @@ impl ProblemReport {
             baseline_as_percent: baseline.is_some_and(|m| m.experiment.threads().is_none()),
             baseline: baseline.map(|m| m.experiment.name()),
             rate_unit: problem.work.rate(1.0).map(|(_, unit)| unit),
+            work_unit: problem.work.per_second(1.0).map(|(_, unit)| unit),
             rows,
         }
     }
@@ -236,6 +253,64 @@ impl ProblemReport {
         for line in self.references_outside_tolerance() {
             let _ = writeln!(out, "{line}");
         }
+        self.watch_table(out);
+    }
+
+    /// The clocks and power under the timed launches of each row that was watched
+    /// (`--monitor`); nothing if none was.
+    fn watch_table(&self, out: &mut String) {
+        let watched: Vec<(&Row, &LaunchesWatched)> = self
+            .rows
+            .iter()
+            .filter_map(|r| Some((r, r.watch.as_ref()?)))
+            .collect();
+        if watched.is_empty() {
+            return;
+        }
+        let per_cycle = format!("{}/SM-clk", self.work_unit.unwrap_or("work"));
+        let _ = writeln!(
+            out,
+            "clocks and power over the timed launches (NVML):\n{:<28} {:>7} {:>17} {:>7} {:>8} {:>8} {:>9} {:>13}",
+            "experiment",
+            "samples",
+            "SM MHz (min-max)",
+            "capped",
+            "thermal",
+            "power W",
+            "J/launch",
+            per_cycle
+        );
+        let fixed =
+            |x: Option<f64>, digits: usize| x.map_or("-".to_string(), |x| format!("{x:.digits$}"));
+        let percent = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{:.0}%", 100.0 * x));
+        for (row, w) in watched {
+            let clock = match (w.watch.sm_mhz_mean, w.watch.sm_mhz_min, w.watch.sm_mhz_max) {
+                (Some(mean), Some(min), Some(max)) => format!("{mean:.0} ({min}-{max})"),
+                _ => "-".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "{:<28} {:>7} {:>17} {:>7} {:>8} {:>8} {:>9} {:>13}",
+                row.name,
+                w.watch.samples,
+                clock,
+                percent(w.watch.power_capped),
+                percent(w.watch.thermal),
+                fixed(w.watch.power_w, 0),
+                fixed(w.energy_per_launch_j(), 3),
+                row.work_per_sm_cycle.map_or("-".to_string(), readable),
+            );
+        }
+    }
+}
+
+/// `x` to three or four significant digits: whole from 100, two decimals from 1, else in
+/// scientific notation (a loop's steps per SM cycle are tiny, a GEMM's FLOP are thousands).
+fn readable(x: f64) -> String {
+    match x.abs() {
+        a if a >= 100.0 => format!("{x:.0}"),
+        a if a >= 1.0 => format!("{x:.2}"),
+        _ => format!("{x:.2e}"),
     }
 }
 
@@ -258,7 +333,11 @@ impl RunReport {
         timing: Timing,
         outcome: &RunOutcome,
     ) -> RunReport {
-        let problems: Vec<ProblemReport> = outcome.results.iter().map(ProblemReport::new).collect();
+        let problems: Vec<ProblemReport> = outcome
+            .results
+            .iter()
+            .map(|p| ProblemReport::new(p, device.multiprocessors))
+            .collect();
         RunReport {
             device,
             date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),

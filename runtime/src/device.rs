@@ -8,6 +8,7 @@
 
 use crate::args::{ArgList, LastLaunch, LaunchConfig};
 use crate::error::{Context as _, GpuError, describe};
+use crate::monitor::{GpuMonitor, nvml_uuid};
 use cudarc::driver::sys::{self, CUdevice_attribute};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError,
@@ -156,6 +157,8 @@ pub struct Gpu {
     specific_ptx: Option<&'static str>,
     stream: ManuallyDrop<Arc<CudaStream>>,
     context: ManuallyDrop<Arc<CudaContext>>,
+    /// Clocks and power read beside timings, once [`Gpu::enable_monitor`] opened it.
+    monitor: Option<GpuMonitor>,
 }
 
 impl Drop for Gpu {
@@ -258,7 +261,26 @@ impl Gpu {
             specific_ptx: specific_module.map(|m| m.ptx),
             stream: ManuallyDrop::new(stream),
             context: ManuallyDrop::new(context),
+            monitor: None,
         })
+    }
+
+    /// Reads this GPU's clocks and power through NVML beside every timing from now on,
+    /// sampling every `interval` ([`GpuMonitor`]); refused, saying why, where NVML cannot
+    /// read them.
+    pub fn enable_monitor(&mut self, interval: Duration) -> Result<(), GpuError> {
+        let uuid = self
+            .context
+            .uuid()
+            .during(|| "reading the GPU's UUID".into())?;
+        let bytes = uuid.bytes.map(|b| b as u8);
+        self.monitor = Some(GpuMonitor::open(nvml_uuid(bytes), interval)?);
+        Ok(())
+    }
+
+    /// The monitor [`Gpu::enable_monitor`] opened, if any.
+    pub fn monitor(&self) -> Option<&GpuMonitor> {
+        self.monitor.as_ref()
     }
 
     pub fn info(&self) -> &GpuInfo {

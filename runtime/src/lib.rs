@@ -9,6 +9,7 @@
 //! | [`args`] | what a launch passes, by value: [`LaunchConfig`], [`KernelArg`]; the record the watchdog reports |
 //! | [`launch`] | typed launches: [`Kernel`] resolved once ([`Gpu::kernel`]), [`Params`] tuples of device parameter types deciding what the host passes; thread block clusters (`cuLaunchKernelEx`) |
 //! | [`tensor_map`] | [`TensorMapBuilder`](tensor_map::TensorMapBuilder): `cuTensorMapEncodeTiled` with every documented rule checked first |
+//! | [`monitor`] | [`GpuMonitor`]: the SM clock, the clock event reasons and the energy counter, read through NVML beside a timing ([`Gpu::enable_monitor`]) |
 //! | [`blas`] | [`Blas`](blas::Blas): a cuBLAS handle on the GPU's stream |
 //! | [`error`] | [`GpuError`]: one line on what failed and what was being done |
 //!
@@ -38,6 +39,7 @@ pub mod device;
 pub mod error;
 pub mod launch;
 pub mod library;
+pub mod monitor;
 pub mod tensor_map;
 
 pub use args::{KernelArg, LaunchConfig, NO_CLUSTER, StructArg};
@@ -52,4 +54,5 @@ pub use launch::{
     DeviceElement, Kernel, MAX_CLUSTER_BLOCKS, PORTABLE_CLUSTER_BLOCKS, Param, Params,
 };
 pub use library::Library;
+pub use monitor::{GpuMonitor, Watch};
 pub use ptx_builder::Arch;

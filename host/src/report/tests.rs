@@ -14,6 +14,7 @@ fn measurement(name: &str, median_ms: f64) -> Measurement {
             times_ms: vec![median_ms],
             check_after_timing: Some(ok),
             note: None,
+            watch: None,
         }),
     }
 }
@@ -85,17 +86,21 @@ fn a_reference_outside_tolerance_is_reported_not_failed() {
                 times_ms: vec![1.0],
                 check_after_timing: Some(c),
                 note: None,
+                watch: None,
             }),
         }
     };
     let report_of = |measurements: Vec<Measurement>| {
         let mut r = report();
-        r.problems = vec![ProblemReport::new(&ProblemResult {
-            workload: "gemm",
-            size: "8191".into(),
-            work: Work::Flops(1),
-            measurements,
-        })];
+        r.problems = vec![ProblemReport::new(
+            &ProblemResult {
+                workload: "gemm",
+                size: "8191".into(),
+                work: Work::Flops(1),
+                measurements,
+            },
+            132,
+        )];
         r.passed = r.problems[0]
             .rows
             .iter()
@@ -145,6 +150,82 @@ fn rows_carry_comparisons() {
     assert!(table.contains("2.00x"), "{table}");
     assert!(table.contains("steps/us"), "{table}");
     assert!(table.contains("132 SMs, sm_90 cubin)"), "{table}");
+}
+
+/// A row watched by `--monitor` gets its clocks, power, energy per launch and work per SM
+/// cycle, in the table and the JSON; rows not watched get none and no table.
+#[test]
+fn watched_rows_show_clocks_power_and_work_per_cycle() {
+    use gpu_runtime::monitor::Sample;
+    let unwatched = report().table();
+    assert!(!unwatched.contains("NVML"), "{unwatched}");
+    let sample = |sm_mhz, power_capped| Sample {
+        sm_mhz,
+        power_capped,
+        thermal: false,
+    };
+    let samples = [sample(1600, true), sample(1700, true), sample(1800, false)];
+    let watched = LaunchesWatched {
+        launches: 19,
+        watch: gpu_runtime::Watch::from_samples(
+            &samples,
+            std::time::Duration::from_millis(100),
+            Some(66_500),
+        ),
+    };
+    let mut m = measurement("block_pipeline_2", 4.0);
+    if let Outcome::Ran(ran) = &mut m.outcome {
+        ran.watch = Some(watched);
+    }
+    let problem = ProblemReport::new(
+        &ProblemResult {
+            workload: "study",
+            size: "K = 65536".into(),
+            work: Work::Steps(65536),
+            measurements: vec![measurement("sync_baseline", 10.0), m],
+        },
+        132,
+    );
+    let row = &problem.rows[1];
+    // 65536 steps in 4 ms over 132 SMs at 1.7 GHz.
+    let per_cycle = row.work_per_sm_cycle.unwrap();
+    assert!(
+        (per_cycle - 65536.0 / 4e-3 / (1.7e9 * 132.0)).abs() < 1e-12,
+        "{per_cycle}"
+    );
+    assert!(problem.rows[0].watch.is_none() && problem.rows[0].work_per_sm_cycle.is_none());
+    let mut table = String::new();
+    problem.table(&mut table);
+    let line = table
+        .lines()
+        .filter(|l| l.starts_with("block_pipeline_2"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no clocks line in {table}"));
+    // 3 samples, mean 1700 MHz, two of three capped, 665 W, 66.5 J over 19 launches.
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        fields[1..],
+        [
+            "3",
+            "1700",
+            "(1600-1800)",
+            "67%",
+            "0%",
+            "665",
+            "3.500",
+            "7.30e-5"
+        ],
+        "{table}"
+    );
+    assert!(table.contains("steps/SM-clk"), "{table}");
+    assert_eq!(
+        [3030.3, 2.5, 0.0123].map(readable),
+        ["3030", "2.50", "1.23e-2"]
+    );
+    let json = serde_json::to_value(row).unwrap();
+    assert_eq!(json["watch"]["launches"], 19);
+    assert_eq!(json["watch"]["sm_mhz_mean"], 1700.0);
+    assert_eq!(json["watch"]["energy_j"], 66.5);
 }
 
 /// A fresh directory for one test's files; the test removes it.
