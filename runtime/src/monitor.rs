@@ -57,12 +57,25 @@ impl GpuMonitor {
     /// sampling every `interval` (at least [`MIN_INTERVAL`]). Refused, with NVML's reason,
     /// where the library is missing, the GPU is not found, or its SM clock cannot be read.
     pub fn open(uuid: String, interval: Duration) -> Result<GpuMonitor, GpuError> {
+        GpuMonitor::open_library(None, uuid, interval)
+    }
+
+    /// [`GpuMonitor::open`] with NVML loaded from `library` (a path) rather than by its name.
+    fn open_library(
+        library: Option<&std::ffi::OsStr>,
+        uuid: String,
+        interval: Duration,
+    ) -> Result<GpuMonitor, GpuError> {
         if interval < MIN_INTERVAL {
             return Err(refused(format!(
                 "a sampling interval of {interval:?} is below the shortest, {MIN_INTERVAL:?}"
             )));
         }
-        let nvml = Nvml::init().map_err(refused)?;
+        let nvml = match library {
+            Some(path) => Nvml::builder().lib_path(path).init(),
+            None => Nvml::init(),
+        }
+        .map_err(refused)?;
         let monitor = GpuMonitor {
             nvml,
             uuid,
@@ -286,6 +299,99 @@ mod tests {
         // A counter that did not move says nothing about the power.
         assert_eq!((w.energy_j, w.power_w), (None, None));
         assert_eq!(w.work_per_sm_cycle(1e12, 132), None);
+    }
+
+    /// A stand-in for `libnvidia-ml.so.1`: one GPU, its SM clock at 1755 MHz and held by the
+    /// power cap, its energy counter 250 mJ further at each reading.
+    const FAKE_NVML: &str = r#"
+        static int device;
+        static unsigned long long energy = 1000000;
+        int nvmlInit_v2(void) { return 0; }
+        int nvmlShutdown(void) { return 0; }
+        const char *nvmlErrorString(int r) { (void)r; return "fake NVML error"; }
+        int nvmlDeviceGetHandleByUUID(const char *uuid, void **d) {
+            const char *known = "GPU-00112233-4455-6677-8899-aabbccddeeff";
+            for (int i = 0; known[i] || uuid[i]; i++) if (known[i] != uuid[i]) return 6;
+            *d = &device; return 0;
+        }
+        int nvmlDeviceGetClockInfo(void *d, int type, unsigned *mhz) {
+            (void)d; if (type != 1) return 2; *mhz = 1755; return 0;
+        }
+        int nvmlDeviceGetCurrentClocksThrottleReasons(void *d, unsigned long long *r) {
+            (void)d; *r = 4; return 0;
+        }
+        int nvmlDeviceGetTotalEnergyConsumption(void *d, unsigned long long *mj) {
+            (void)d; energy += 250; *mj = energy; return 0;
+        }
+    "#;
+
+    /// [`FAKE_NVML`] built with the C compiler (`cc`; CI's machine has one) into a temporary
+    /// folder.
+    fn fake_nvml() -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("fake-nvml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (source, library) = (dir.join("nvml.c"), dir.join("libnvidia-ml.so.1"));
+        std::fs::write(&source, FAKE_NVML).unwrap();
+        let status = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-O1", "-o"])
+            .arg(&library)
+            .arg(&source)
+            .status()
+            .expect("this test builds a stand-in NVML with `cc`: install a C compiler");
+        assert!(status.success(), "cc failed on the stand-in NVML");
+        library
+    }
+
+    #[test]
+    fn a_watch_reads_the_clock_the_reasons_and_the_energy() {
+        let library = fake_nvml();
+        let uuid = nvml_uuid([
+            0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd,
+            0xee, 0xff,
+        ]);
+        let open = |uuid: &str| {
+            GpuMonitor::open_library(Some(library.as_os_str()), uuid.into(), MIN_INTERVAL)
+        };
+        let unknown = open("GPU-ffffffff-0000-0000-0000-000000000000").unwrap_err();
+        assert!(
+            unknown.to_string().contains("no GPU GPU-ffffffff"),
+            "{unknown}"
+        );
+        let monitor = open(&uuid).unwrap();
+        // Each watch runs on a thread of its own, so that a sampler that never stops fails
+        // this test instead of hanging it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let watched = monitor.watch(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                7
+            });
+            tx.send(Some(watched)).unwrap();
+            // Work that unwinds stops the sampler too: the watch unwinds rather than waiting
+            // for a thread that never stops.
+            let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                monitor.watch(|| panic!("the work failed"))
+            }));
+            tx.send(
+                unwound
+                    .err()
+                    .map(|_| (0, Watch::from_samples(&[], Duration::ZERO, None))),
+            )
+            .unwrap();
+        });
+        let limit = Duration::from_secs(20);
+        let (out, w) = rx.recv_timeout(limit).expect("the watch returned").unwrap();
+        assert_eq!(out, 7);
+        assert!(w.samples >= 2 && w.seconds >= 0.02, "{w:?}");
+        assert_eq!(w.sm_mhz_mean, Some(1755.0));
+        assert_eq!((w.power_capped, w.thermal), (Some(1.0), Some(0.0)));
+        // Read before and after: one step of the counter.
+        assert_eq!(w.energy_j, Some(0.25));
+        let unwound = rx
+            .recv_timeout(limit)
+            .expect("the unwinding watch returned");
+        assert!(unwound.is_some(), "the work's panic was not passed on");
+        std::fs::remove_dir_all(library.parent().unwrap()).unwrap();
     }
 
     #[test]
