@@ -491,35 +491,26 @@ pub fn measure<E: Experiment, P: Problem<E>>(
     // (outside the timed region), so it proves the timed launches wrote the result rather
     // than finding the warm-up's.
     let reps_before_check = timing.reps.saturating_sub(1);
+    let mut time_them = || {
+        timed(
+            gpu,
+            problem,
+            experiment,
+            &resolved,
+            reps_before_check,
+            progress,
+        )
+    };
     let (times, watch) = match gpu.monitor().filter(|_| reps_before_check > 0) {
         Some(monitor) => {
-            let (times, watch) = monitor.watch(|| {
-                timed(
-                    gpu,
-                    problem,
-                    experiment,
-                    &resolved,
-                    reps_before_check,
-                    progress,
-                )
-            });
+            let (times, watch) = monitor.watch(time_them);
             let watched = LaunchesWatched {
                 launches: reps_before_check,
                 watch,
             };
             (times, Some(watched))
         }
-        None => (
-            timed(
-                gpu,
-                problem,
-                experiment,
-                &resolved,
-                reps_before_check,
-                progress,
-            ),
-            None,
-        ),
+        None => (time_them(), None),
     };
     let mut times_ms = times?;
     let check_after_timing = if timing.reps > 0 {
