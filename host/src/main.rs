@@ -201,7 +201,7 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
 fn info() -> Result<ExitCode> {
     println!("this binary carries: {}", host::device_code::carried());
     match host::device_code::open_gpu(None) {
-        Ok(gpu) => {
+        Ok(mut gpu) => {
             let i = gpu.info();
             println!("GPU 0: {}", i.name);
             println!(
@@ -226,6 +226,23 @@ fn info() -> Result<ExitCode> {
                     " (mbarrier.test_wait loops)"
                 }
             );
+            match gpu.enable_monitor(gpu_runtime::monitor::MIN_INTERVAL) {
+                Ok(()) => {
+                    let limits = gpu.monitor().map(|m| m.limits());
+                    let mhz = |x: Option<u32>| x.map_or("?".to_string(), |x| format!("{x} MHz"));
+                    let (now, max, watts) = match limits {
+                        Some(l) => (l.sm_mhz_now, l.sm_mhz_max, l.power_limit_w),
+                        None => (None, None, None),
+                    };
+                    println!(
+                        "  NVML (run --monitor): SM clock {} now, {} at most; power limit {}",
+                        mhz(now),
+                        mhz(max),
+                        watts.map_or("?".to_string(), |w| format!("{w:.0} W"))
+                    );
+                }
+                Err(why) => println!("  NVML (run --monitor): unavailable, {why}"),
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(err @ GpuError::Unsupported { .. }) => {

@@ -54,5 +54,5 @@ pub use launch::{
     DeviceElement, Kernel, MAX_CLUSTER_BLOCKS, PORTABLE_CLUSTER_BLOCKS, Param, Params,
 };
 pub use library::Library;
-pub use monitor::{GpuMonitor, Watch};
+pub use monitor::{GpuMonitor, Limits, Watch};
 pub use ptx_builder::Arch;

@@ -93,6 +93,18 @@ impl GpuMonitor {
         self.interval
     }
 
+    /// The GPU's clock and power ceilings, and its SM clock now: `None` where NVML does not
+    /// say.
+    pub fn limits(&self) -> Limits {
+        let device = self.device().ok();
+        let read = |f: &dyn Fn(&Device<'_>) -> Option<u32>| device.as_ref().and_then(f);
+        Limits {
+            sm_mhz_now: read(&|d| d.clock_info(Clock::SM).ok()),
+            sm_mhz_max: read(&|d| d.max_clock_info(Clock::SM).ok()),
+            power_limit_w: read(&|d| d.enforced_power_limit().ok()).map(|mw| mw as f64 / 1e3),
+        }
+    }
+
     fn device(&self) -> Result<Device<'_>, GpuError> {
         self.nvml
             .device_by_uuid(self.uuid.as_str())
@@ -161,6 +173,17 @@ fn sample(device: &Device<'_>) -> Option<Sample> {
             | ThrottleReasons::HW_SLOWDOWN),
         thermal: any(ThrottleReasons::SW_THERMAL_SLOWDOWN | ThrottleReasons::HW_THERMAL_SLOWDOWN),
     })
+}
+
+/// A GPU's clock and power ceilings ([`GpuMonitor::limits`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    /// The SM clock when read, MHz.
+    pub sm_mhz_now: Option<u32>,
+    /// The highest SM clock, MHz.
+    pub sm_mhz_max: Option<u32>,
+    /// The power limit the board enforces, watts.
+    pub power_limit_w: Option<f64>,
 }
 
 /// One reading of the GPU.
@@ -301,8 +324,8 @@ mod tests {
         assert_eq!(w.work_per_sm_cycle(1e12, 132), None);
     }
 
-    /// A stand-in for `libnvidia-ml.so.1`: one GPU, its SM clock at 1755 MHz and held by the
-    /// power cap, its energy counter 250 mJ further at each reading.
+    /// A stand-in for `libnvidia-ml.so.1`: one GPU, its SM clock at 1755 MHz (of 1980) and
+    /// held by the power cap (700 W), its energy counter 250 mJ further at each reading.
     const FAKE_NVML: &str = r#"
         static int device;
         static unsigned long long energy = 1000000;
@@ -319,6 +342,12 @@ mod tests {
         }
         int nvmlDeviceGetCurrentClocksThrottleReasons(void *d, unsigned long long *r) {
             (void)d; *r = 4; return 0;
+        }
+        int nvmlDeviceGetMaxClockInfo(void *d, int type, unsigned *mhz) {
+            (void)d; if (type != 1) return 2; *mhz = 1980; return 0;
+        }
+        int nvmlDeviceGetEnforcedPowerLimit(void *d, unsigned *mw) {
+            (void)d; *mw = 700000; return 0;
         }
         int nvmlDeviceGetTotalEnergyConsumption(void *d, unsigned long long *mj) {
             (void)d; energy += 250; *mj = energy; return 0;
@@ -358,6 +387,12 @@ mod tests {
             "{unknown}"
         );
         let monitor = open(&uuid).unwrap();
+        let limits = Limits {
+            sm_mhz_now: Some(1755),
+            sm_mhz_max: Some(1980),
+            power_limit_w: Some(700.0),
+        };
+        assert_eq!(monitor.limits(), limits);
         // Each watch runs on a thread of its own, so that a sampler that never stops fails
         // this test instead of hanging it.
         let (tx, rx) = std::sync::mpsc::channel();
