@@ -228,17 +228,14 @@ fn info() -> Result<ExitCode> {
             );
             match gpu.enable_monitor(gpu_runtime::monitor::MIN_INTERVAL) {
                 Ok(()) => {
-                    let limits = gpu.monitor().map(|m| m.limits());
+                    let l = gpu.monitor().map(|m| m.limits()).unwrap_or_default();
                     let mhz = |x: Option<u32>| x.map_or("?".to_string(), |x| format!("{x} MHz"));
-                    let (now, max, watts) = match limits {
-                        Some(l) => (l.sm_mhz_now, l.sm_mhz_max, l.power_limit_w),
-                        None => (None, None, None),
-                    };
                     println!(
                         "  NVML (run --monitor): SM clock {} now, {} at most; power limit {}",
-                        mhz(now),
-                        mhz(max),
-                        watts.map_or("?".to_string(), |w| format!("{w:.0} W"))
+                        mhz(l.sm_mhz_now),
+                        mhz(l.sm_mhz_max),
+                        l.power_limit_w
+                            .map_or("?".to_string(), |w| format!("{w:.0} W"))
                     );
                 }
                 Err(why) => println!("  NVML (run --monitor): unavailable, {why}"),

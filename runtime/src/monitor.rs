@@ -96,12 +96,13 @@ impl GpuMonitor {
     /// The GPU's clock and power ceilings, and its SM clock now: `None` where NVML does not
     /// say.
     pub fn limits(&self) -> Limits {
-        let device = self.device().ok();
-        let read = |f: &dyn Fn(&Device<'_>) -> Option<u32>| device.as_ref().and_then(f);
+        let Ok(d) = self.device() else {
+            return Limits::default();
+        };
         Limits {
-            sm_mhz_now: read(&|d| d.clock_info(Clock::SM).ok()),
-            sm_mhz_max: read(&|d| d.max_clock_info(Clock::SM).ok()),
-            power_limit_w: read(&|d| d.enforced_power_limit().ok()).map(|mw| mw as f64 / 1e3),
+            sm_mhz_now: d.clock_info(Clock::SM).ok(),
+            sm_mhz_max: d.max_clock_info(Clock::SM).ok(),
+            power_limit_w: d.enforced_power_limit().ok().map(|mw| mw as f64 / 1e3),
         }
     }
 
@@ -176,7 +177,7 @@ fn sample(device: &Device<'_>) -> Option<Sample> {
 }
 
 /// A GPU's clock and power ceilings ([`GpuMonitor::limits`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Limits {
     /// The SM clock when read, MHz.
     pub sm_mhz_now: Option<u32>,
@@ -396,36 +397,32 @@ mod tests {
         // Each watch runs on a thread of its own, so that a sampler that never stops fails
         // this test instead of hanging it.
         let (tx, rx) = std::sync::mpsc::channel();
+        let (unwound_tx, unwound_rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let watched = monitor.watch(|| {
                 std::thread::sleep(Duration::from_millis(20));
                 7
             });
-            tx.send(Some(watched)).unwrap();
+            tx.send(watched).unwrap();
             // Work that unwinds stops the sampler too: the watch unwinds rather than waiting
             // for a thread that never stops.
             let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 monitor.watch(|| panic!("the work failed"))
             }));
-            tx.send(
-                unwound
-                    .err()
-                    .map(|_| (0, Watch::from_samples(&[], Duration::ZERO, None))),
-            )
-            .unwrap();
+            unwound_tx.send(unwound.is_err()).unwrap();
         });
         let limit = Duration::from_secs(20);
-        let (out, w) = rx.recv_timeout(limit).expect("the watch returned").unwrap();
+        let (out, w) = rx.recv_timeout(limit).expect("the watch returned");
         assert_eq!(out, 7);
         assert!(w.samples >= 2 && w.seconds >= 0.02, "{w:?}");
         assert_eq!(w.sm_mhz_mean, Some(1755.0));
         assert_eq!((w.power_capped, w.thermal), (Some(1.0), Some(0.0)));
         // Read before and after: one step of the counter.
         assert_eq!(w.energy_j, Some(0.25));
-        let unwound = rx
+        let unwound = unwound_rx
             .recv_timeout(limit)
             .expect("the unwinding watch returned");
-        assert!(unwound.is_some(), "the work's panic was not passed on");
+        assert!(unwound, "the work's panic was not passed on");
         std::fs::remove_dir_all(library.parent().unwrap()).unwrap();
     }
 
