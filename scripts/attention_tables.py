@@ -2,7 +2,7 @@
 """The attention tables of docs/results.md, and their plot, from one run: `host run --workload
 attention --json OURS` and `scripts/attention_sdpa.py --json SDPA` on the same sizes.
 
-    python3 scripts/attention_tables.py OURS.json SDPA.json --svg docs/attention-h200.svg
+    python3 scripts/attention_tables.py OURS.json SDPA.json --svg docs/runs/attention-h200.svg
 
 Prints, in Markdown: the sweep (our BF16 kernel as `Attention::forward` picks it, cuDNN, the FlashAttention-2 backend, ours as %
 of cuDNN) per head dimension and mask over the sequence lengths; the ablation (each technique
