@@ -117,6 +117,10 @@ fn run(args: RunArgs, command_line: String) -> Result<ExitCode> {
         eprintln!("error: verification failed: {}", failed.join(", "));
         return Ok(ExitCode::FAILURE);
     }
+    if let (false, Some(why)) = (outcome.interrupted, report.nothing_verified()) {
+        eprintln!("error: {why}");
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(finished(&outcome))
 }
 
@@ -292,10 +296,18 @@ fn selftest(args: SelftestArgs) -> Result<ExitCode> {
             }
         }
     }
-    if failed.is_empty() {
-        Ok(finished(&outcome))
-    } else {
+    let verified = outcome
+        .results
+        .iter()
+        .flat_map(|p| &p.measurements)
+        .any(|m| m.passed());
+    if !failed.is_empty() {
         eprintln!("error: self-test failed: {}", failed.join(", "));
         Ok(ExitCode::FAILURE)
+    } else if !verified && !outcome.interrupted {
+        eprintln!("error: nothing was verified: every self-test kernel was unavailable here");
+        Ok(ExitCode::FAILURE)
+    } else {
+        Ok(finished(&outcome))
     }
 }

@@ -23,7 +23,9 @@ pub struct RunReport {
     pub command: String,
     pub inputs: Inputs,
     pub timing: Timing,
-    /// Whether every check of every row passed.
+    /// Whether every check of every row of ours passed and at least one row of ours ran and
+    /// passed: a run in which nothing of ours was verified is not a pass
+    /// ([`RunReport::nothing_verified`]).
     pub passed: bool,
     /// Whether Ctrl-C stopped the run before the end (the rows are what finished).
     pub interrupted: bool,
@@ -319,6 +321,14 @@ fn is_external_reference(e: &dyn Experiment) -> bool {
     e.role() == Role::Baseline && e.threads().is_none()
 }
 
+/// Whether some row of ours (not a library reference) ran and passed its checks.
+fn verified_any(problems: &[ProblemReport]) -> bool {
+    problems
+        .iter()
+        .flat_map(|p| &p.rows)
+        .any(|r| r.passed && !r.external_reference)
+}
+
 /// `reference / x`, when both are known.
 fn ratio(reference: Option<f64>, x: Option<f64>) -> Option<f64> {
     Some(reference? / x?)
@@ -346,10 +356,38 @@ impl RunReport {
             timing,
             passed: problems
                 .iter()
-                .all(|p| p.rows.iter().all(|r| !r.failed || r.external_reference)),
+                .all(|p| p.rows.iter().all(|r| !r.failed || r.external_reference))
+                && verified_any(&problems),
             interrupted: outcome.interrupted,
             problems,
         }
+    }
+
+    /// Why the run verified nothing of ours, if it did not: every kernel of ours was
+    /// unavailable or failed (library references such as cuBLAS do not count). Such a run
+    /// is not a pass, whatever else it measured.
+    pub fn nothing_verified(&self) -> Option<String> {
+        if verified_any(&self.problems) {
+            return None;
+        }
+        let ours = self
+            .problems
+            .iter()
+            .flat_map(|p| &p.rows)
+            .filter(|r| !r.external_reference);
+        let (mut unavailable, mut total) = (0, 0);
+        for row in ours {
+            total += 1;
+            unavailable += usize::from(row.unavailable.is_some());
+        }
+        Some(if total == 0 {
+            "nothing of ours ran: no experiment of ours was selected".to_string()
+        } else {
+            format!(
+                "nothing of ours was verified: {unavailable} of {total} experiment(s) of ours \
+                 unavailable, none ran and passed its checks"
+            )
+        })
     }
 
     /// `name (workload, size)` of every row of ours that failed a check: what decides the

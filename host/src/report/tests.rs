@@ -132,6 +132,82 @@ fn a_reference_outside_tolerance_is_reported_not_failed() {
     assert!(!r.table().contains("note: the reference"));
 }
 
+/// A run where nothing of ours ran and passed is not a pass, whatever the references did.
+#[test]
+fn a_run_that_verified_nothing_of_ours_is_not_a_pass() {
+    let experiments = crate::registry::find("gemm").unwrap().experiments();
+    let cublas = experiments
+        .iter()
+        .copied()
+        .find(|e| e.role() == Role::Baseline)
+        .unwrap();
+    let ours: Vec<_> = experiments
+        .iter()
+        .copied()
+        .filter(|e| e.threads().is_some())
+        .take(2)
+        .collect();
+    let c = check(&[1.0], &[1.0], Tolerance::F32_DOT);
+    let reference = Measurement {
+        experiment: cublas,
+        outcome: Outcome::Ran(Ran {
+            check: c.clone(),
+            times_ms: vec![1.0],
+            check_after_timing: Some(c),
+            note: None,
+            watch: None,
+        }),
+    };
+    let missing = |e| Measurement {
+        experiment: e,
+        outcome: Outcome::Unavailable(harness::experiment::Unavailable::Missing(
+            "needs sm_90a".into(),
+        )),
+    };
+    let report_of = |measurements: Vec<Measurement>| {
+        let outcome = RunOutcome {
+            results: vec![ProblemResult {
+                workload: "gemm",
+                size: "64".into(),
+                work: Work::Flops(1),
+                measurements,
+            }],
+            interrupted: false,
+        };
+        let r = report();
+        RunReport::new(r.device, r.command, r.inputs, r.timing, &outcome)
+    };
+    // Every kernel of ours unavailable, the reference fine: not a pass, one line why.
+    let r = report_of(vec![reference.clone(), missing(ours[0]), missing(ours[1])]);
+    assert!(!r.passed && r.failed().is_empty());
+    let why = r.nothing_verified().unwrap();
+    assert_eq!(
+        why,
+        "nothing of ours was verified: 2 of 2 experiment(s) of ours unavailable, none ran \
+         and passed its checks"
+    );
+    assert!(
+        serde_json::to_string_pretty(&r)
+            .unwrap()
+            .contains("\"passed\": false")
+    );
+    // Only the reference selected: not a pass either.
+    let r = report_of(vec![reference.clone()]);
+    assert!(!r.passed);
+    assert!(
+        r.nothing_verified()
+            .unwrap()
+            .contains("no experiment of ours")
+    );
+    // One kernel of ours verified: a pass, the unavailable one beside it notwithstanding.
+    let ran = Measurement {
+        experiment: ours[0],
+        ..reference.clone()
+    };
+    let r = report_of(vec![reference, ran, missing(ours[1])]);
+    assert!(r.passed && r.nothing_verified().is_none());
+}
+
 #[test]
 fn rows_carry_comparisons() {
     let r = report();
@@ -489,23 +565,33 @@ fn the_plot_is_drawn_from_what_json_writes() {
 
 #[test]
 fn every_saved_report_in_docs_loads_and_plots() {
-    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
-    let mut loaded = 0;
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/runs");
+    let dir = scratch_dir("every_saved_report");
+    let (mut loaded, mut plotted) = (0, 0);
     for entry in std::fs::read_dir(&docs).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "json") {
-            let report = SavedReport::read(&path).unwrap();
-            let figures = report.figures();
-            assert!(!figures.is_empty(), "{}", path.display());
-            assert!(
-                figures.iter().all(|f| f.series.len() >= 2),
-                "{}",
-                path.display()
-            );
+        // `host run --json` reports; the peers' outputs (SDPA, sanitizer tables) are not.
+        let is_report = std::fs::read_to_string(&path)
+            .is_ok_and(|text| text.contains("\"problems\"") && text.contains("\"timing\""));
+        if path.extension().is_some_and(|e| e == "json") && is_report {
+            let report =
+                SavedReport::read(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            // Workloads without a baseline (attention: SDPA runs apart) have nothing to plot.
+            if !report.figures().is_empty() {
+                report
+                    .write_svg(&dir.join("plot.svg"))
+                    .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+                plotted += 1;
+            }
             loaded += 1;
         }
     }
-    assert!(loaded >= 5, "{loaded} reports in {}", docs.display());
+    std::fs::remove_dir_all(dir).unwrap();
+    assert!(
+        loaded >= 40 && plotted >= 30,
+        "{loaded} reports, {plotted} plotted, in {}",
+        docs.display()
+    );
 }
 
 #[test]
