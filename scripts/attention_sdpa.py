@@ -6,9 +6,10 @@ reference beside ours (see docs/results.md).
 Sizes use the workload's syntax (`host list`): BxSxHxD, then :kv=N, :hkv=N, :causal. The tensors
 are (batch, seqlen, heads, d) BF16 as ours are, handed to SDPA as (batch, heads, seqlen, d) views
 (the same memory); a causal mask is aligned to the bottom right (`causal_lower_right`), as ours
-is; grouped-query heads go through `enable_gqa`. TFLOP/s use the workload's count,
-4 B H Sq Skv d, halved when causal. Median of `--reps` launches after three warm-up ones, timed
-with CUDA events.
+is; grouped-query heads go through `enable_gqa`. TFLOP/s use the workload's count
+(`AttentionShape::flops`): 4 d B H per (query, key) pair the mask keeps. Timed as `host run` times
+ours: `--warmup` untimed launches (3), then `--reps` launches (20), each between two CUDA events
+and waited for, and the median of those (the mean of the middle two for an even count).
 
     python3 scripts/attention_sdpa.py --json sdpa.json 4x4096x16x128 4x4096x16x128:causal
 """
@@ -40,8 +41,24 @@ def parse(text):
     return size
 
 
-def median_ms(fn, reps):
-    for _ in range(3):
+def pairs(sq, skv, causal):
+    """(query, key) pairs the mask keeps: row i sees keys j <= i + skv - sq (bottom right)."""
+    if not causal:
+        return sq * skv
+    lowest = max(skv - sq + 1, 1)
+    return (skv + lowest) * (skv - lowest + 1) // 2
+
+
+def median(times):
+    """The harness's median (harness::experiment::median): the mean of the middle two for an
+    even count."""
+    times = sorted(times)
+    mid = len(times) // 2
+    return times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+
+
+def median_ms(fn, reps, warmup):
+    for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -52,14 +69,14 @@ def median_ms(fn, reps):
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
+    return median(times)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("sizes", nargs="+")
     p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--json")
     args = p.parse_args()
     device = torch.cuda.get_device_name()
@@ -71,7 +88,7 @@ def main():
         q = torch.randn(b, sq, hq, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
         k = torch.randn(b, skv, hkv, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
         v = torch.randn(b, skv, hkv, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
-        flops = 4 * b * hq * sq * skv * d / (2 if s["causal"] else 1)
+        flops = 4 * b * hq * d * pairs(sq, skv, s["causal"])
         # Equal lengths: the plain causal flag (which every backend takes) is the same mask.
         square_causal = s["causal"] and sq == skv
         mask = causal_lower_right(sq, skv) if s["causal"] and not square_causal else None
@@ -82,7 +99,7 @@ def main():
                     run = lambda: F.scaled_dot_product_attention(
                         q, k, v, attn_mask=mask, is_causal=square_causal, enable_gqa=hkv != hq
                     )
-                    ms = median_ms(run, args.reps)
+                    ms = median_ms(run, args.reps, args.warmup)
                 row[name] = dict(ms=ms, tflops=flops / ms / 1e9)
             except Exception as e:  # a backend that refuses the shape: say why, go on
                 row[name] = dict(error=f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
@@ -91,7 +108,9 @@ def main():
         print(f"{text}: " + " | ".join(cells) + " TFLOP/s", flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(device=device, torch=torch.__version__, cudnn=torch.backends.cudnn.version(), rows=rows), f, indent=1)
+            json.dump(dict(device=device, torch=torch.__version__, cudnn=torch.backends.cudnn.version(),
+                           command=" ".join(sys.argv), timing=dict(warmup=args.warmup, reps=args.reps),
+                           rows=rows), f, indent=1)
 
 
 if __name__ == "__main__":

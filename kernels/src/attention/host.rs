@@ -108,16 +108,24 @@ impl AttentionShape {
             .unwrap_or_else(|| 1.0 / (self.head_dim as f32).sqrt())
     }
 
-    /// The usual FLOP count of the forward pass, `4 batch heads_q seqlen_q seqlen_kv d`
-    /// (two multiplies), halved for a causal mask (FlashAttention's count).
+    /// The FLOP of the forward pass: two multiplies (`S = Q K^T`, `O = P V`), `2 d` each per
+    /// (query, key) pair the mask leaves, over every batch and query head. Without a mask
+    /// that is `4 batch heads_q seqlen_q seqlen_kv d`; with the causal mask (bottom right,
+    /// query `i` sees keys `j <= i + seqlen_kv - seqlen_q`) it counts the pairs kept.
+    /// FlashAttention's benchmarks halve the full count instead: `(S + 1) / S` less for
+    /// square problems (0.2% at 512), and half of the work for one query row against many
+    /// keys, where nothing is masked but the row's own future (none).
     pub fn flops(&self) -> f64 {
-        let full = 4.0
-            * self.batch as f64
-            * self.heads_q as f64
-            * self.seqlen_q as f64
-            * self.seqlen_kv as f64
-            * self.head_dim as f64;
-        if self.causal { full / 2.0 } else { full }
+        let (sq, skv) = (self.seqlen_q as f64, self.seqlen_kv as f64);
+        let pairs = if self.causal {
+            // Row i keeps i + skv - sq + 1 keys when positive: the row counts run up to skv
+            // (the last row), one less each row above, none below 1.
+            let lowest = (skv - sq + 1.0).max(1.0);
+            (skv + lowest) * (skv - lowest + 1.0) / 2.0
+        } else {
+            sq * skv
+        };
+        4.0 * self.batch as f64 * self.heads_q as f64 * pairs * self.head_dim as f64
     }
 
     /// The kernels' view of it.
@@ -487,11 +495,41 @@ mod tests {
     }
 
     #[test]
-    fn the_flop_count_and_scale_follow_flash_attention() {
+    fn the_flop_count_is_the_pairs_the_mask_keeps() {
+        // Counted one (query, key) pair at a time from the mask's definition.
+        let counted = |s: &AttentionShape| {
+            let mut pairs = 0u64;
+            for i in 0..s.seqlen_q as i64 {
+                for j in 0..s.seqlen_kv as i64 {
+                    let kept = !s.causal || j <= i + s.seqlen_kv as i64 - s.seqlen_q as i64;
+                    pairs += u64::from(kept);
+                }
+            }
+            // Two multiplies of 2 d FLOP per pair, for every batch and query head.
+            (pairs * 2 * 2 * s.head_dim as u64 * s.batch as u64 * s.heads_q as u64) as f64
+        };
+        for (b, sq, skv, hq, hkv) in [
+            (1, 1, 1, 1, 1),
+            (2, 17, 17, 4, 2),
+            (1, 1, 300, 8, 1),
+            (3, 5, 129, 2, 2),
+            (1, 129, 5, 2, 1),
+            (2, 256, 256, 3, 3),
+            (1, 64, 1000, 4, 4),
+        ] {
+            for causal in [false, true] {
+                for d in [64, 128, 256] {
+                    let s = AttentionShape {
+                        causal,
+                        ..shape(b, sq, skv, hq, hkv, d)
+                    };
+                    assert_eq!(s.flops(), counted(&s), "{s:?}");
+                }
+            }
+        }
+        // Without a mask: 4 B H Sq Skv d, FlashAttention's count.
         let s = shape(4, 4096, 4096, 16, 16, 128);
         assert_eq!(s.flops(), 4.0 * 4.0 * 16.0 * 4096.0 * 4096.0 * 128.0);
-        let causal = AttentionShape { causal: true, ..s };
-        assert_eq!(causal.flops(), s.flops() / 2.0);
         assert_eq!(s.softmax_scale(), 1.0 / 128f32.sqrt());
         assert_eq!(
             s.args().scale_log2,
