@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""The attention tables of docs/results.md, and their plot, from one run: `host run --workload
-attention --json OURS` and `scripts/attention_sdpa.py --json SDPA` on the same sizes.
+"""The attention tables of docs/results.md, and their plot, from one or more rounds of
+`host run --workload attention --json OURS` and `scripts/attention_sdpa.py --json SDPA` on the same
+sizes, each round ours then SDPA in the same device call (docs/results.md says how they are timed).
 
-    python3 scripts/attention_tables.py OURS.json SDPA.json --svg docs/runs/attention-h200.svg
+    python3 scripts/attention_tables.py OURS1.json SDPA1.json [OURS2.json SDPA2.json ...] \
+        [--svg docs/runs/attention-h200.svg]
 
-Prints, in Markdown: the sweep (our BF16 kernel as `Attention::forward` picks it, cuDNN, the FlashAttention-2 backend, ours as %
-of cuDNN) per head dimension and mask over the sequence lengths; the ablation (each technique
-switched off, d = 128); and every other size measured (GQA, ragged lengths). The SVG draws our
-kernel and cuDNN against the sequence length, one panel per head dimension and mask.
+Prints, in Markdown: the sweep (our BF16 kernel as `Attention::forward` picks it, cuDNN, the
+FlashAttention-2 backend, ours as % of cuDNN) per head dimension and mask over the sequence
+lengths; the ablation (each technique switched off, d = 128); and every other size measured
+(GQA, ragged lengths). With several rounds each cell is the range over them, `min-max`, and
+"% of cuDNN" is taken within each round (ours over the cuDNN of the same round) before its
+range. The SVG draws the first round's medians of our kernel and cuDNN against the sequence
+length, one panel per head dimension and mask.
 """
 import argparse
 import json
@@ -31,47 +36,73 @@ def dispatched(d, seqlen_q, causal, element="bf16"):
     return name
 
 
+class Round:
+    """One `host run` report and the SDPA run taken right after it."""
+
+    def __init__(self, ours_path, sdpa_path):
+        self.ours = json.load(open(ours_path))
+        self.sdpa = {r["size"]: r for r in json.load(open(sdpa_path))["rows"]}
+        self.rates = {}  # (size, kernel) -> TFLOP/s
+        for problem in self.ours["problems"]:
+            for row in problem["rows"]:
+                if row["rate"] is not None and row["passed"]:
+                    self.rates[(problem["size"], row["name"])] = row["rate"]
+
+    def peer(self, size, backend):
+        return self.sdpa.get(size, {}).get(backend, {}).get("tflops")
+
+
+def span(values, digits=0):
+    """`x` for one value, `min-max` for several (rounded alike), `-` for none."""
+    xs = [x for x in values if x is not None]
+    if not xs:
+        return "-"
+    lo, hi = f"{min(xs):.{digits}f}", f"{max(xs):.{digits}f}"
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("ours")
-    p.add_argument("sdpa")
+    p.add_argument("runs", nargs="+", help="OURS.json SDPA.json, once per round")
     p.add_argument("--svg")
     args = p.parse_args()
-    ours = json.load(open(args.ours))
-    sdpa = {r["size"]: r for r in json.load(open(args.sdpa))["rows"]}
-    rates = {}  # (size, kernel) -> TFLOP/s
-    for problem in ours["problems"]:
-        for row in problem["rows"]:
-            if row["rate"] is not None:
-                rates[(problem["size"], row["name"])] = row["rate"]
-    sizes = list(dict.fromkeys(s for s, _ in rates))
+    if len(args.runs) % 2:
+        p.error("give the runs in pairs: OURS.json SDPA.json for each round")
+    rounds = [Round(a, b) for a, b in zip(args.runs[::2], args.runs[1::2])]
+    sizes = list(dict.fromkeys(s for r in rounds for s, _ in r.rates))
+    rate = lambda size, name: [r.rates.get((size, name)) for r in rounds]
+    peer = lambda size, backend: [r.peer(size, backend) for r in rounds]
 
-    def peer(size, backend):
-        r = sdpa.get(size, {}).get(backend, {})
-        return r.get("tflops")
+    def pct(size, name):
+        return [None if a is None or c is None else 100 * a / c
+                for a, c in zip(rate(size, name), peer(size, "cudnn"))]
 
-    print(f"Run: {ours['date']}, {ours['device']['name']}; `{ours['command']}`\n")
+    for r in rounds:
+        print(f"Run: {r.ours['date']}, {r.ours['device']['name']}; `{r.ours['command']}`")
+    print(f"\n{len(rounds)} round(s); each cell the range over them.\n")
     # The sweep: 16k tokens, hidden 2048 (heads = 2048 / d).
     sweep = {}
     for size in sizes:
         b, s, h, d, rest = parse(size)
         if b * s == 16384 and h * d == 2048 and rest in ("", ":causal"):
             sweep.setdefault((d, rest == ":causal"), []).append((s, size))
-    print("| d | mask | | " + " | ".join(str(s) for s, _ in next(iter(sweep.values()))) + " |")
-    print("|---|---|---|" + "---|" * len(next(iter(sweep.values()))))
     panels = []
+    if sweep:
+        columns = next(iter(sweep.values()))
+        print("| d | mask | | " + " | ".join(str(s) for s, _ in columns) + " |")
+        print("|---|---|---|" + "---|" * len(columns))
     for (d, causal), cells in sorted(sweep.items()):
         mask = "causal" if causal else "none"
-        ours_row = [rates.get((size, dispatched(d, s, causal))) for s, size in cells]
-        cudnn = [peer(size, "cudnn") for _, size in cells]
-        fa2 = [peer(size, "flash2") for _, size in cells]
-        fmt = lambda xs: " | ".join("-" if x is None else f"{x:.0f}" for x in xs)
-        pct = [None if (a is None or c is None) else 100 * a / c for a, c in zip(ours_row, cudnn)]
-        print(f"| {d} | {mask} | ours | {fmt(ours_row)} |")
-        print(f"| | | cuDNN | {fmt(cudnn)} |")
-        print(f"| | | FA2 | {fmt(fa2)} |")
-        print(f"| | | % of cuDNN | " + " | ".join("-" if x is None else f"{x:.0f}%" for x in pct) + " |")
-        panels.append((f"d = {d}, {mask}", [s for s, _ in cells], ours_row, cudnn, fa2))
+        names = [(size, dispatched(d, s, causal)) for s, size in cells]
+        print(f"| {d} | {mask} | ours | " + " | ".join(span(rate(*n)) for n in names) + " |")
+        print("| | | cuDNN | " + " | ".join(span(peer(size, "cudnn")) for _, size in cells) + " |")
+        print("| | | FA2 | " + " | ".join(span(peer(size, "flash2")) for _, size in cells) + " |")
+        print("| | | % of cuDNN | " + " | ".join(span(pct(*n)) + "%" for n in names) + " |")
+        first = lambda xs: xs[0]
+        panels.append((f"d = {d}, {mask}", [s for s, _ in cells],
+                       [first(rate(*n)) for n in names],
+                       [first(peer(size, "cudnn")) for _, size in cells],
+                       [first(peer(size, "flash2")) for _, size in cells]))
     # The ablation at d = 128.
     variants = [
         ("attention_bf16_d128", "all (ping-pong, overlap, 2 consumers)"),
@@ -81,11 +112,11 @@ def main():
         ("attention_bf16_d128_one_consumer", "one consumer warpgroup"),
     ]
     d128 = [(s, size) for (d, c), cells in sorted(sweep.items()) if d == 128 for s, size in cells]
-    print("\n| d = 128 | " + " | ".join(size for _, size in d128) + " |")
-    print("|---|" + "---|" * len(d128))
-    for name, label in variants:
-        print(f"| {label} | " + " | ".join(
-            "-" if rates.get((size, name)) is None else f"{rates[(size, name)]:.0f}" for _, size in d128) + " |")
+    if d128 and any(v is not None for name, _ in variants[1:] for _, size in d128 for v in rate(size, name)):
+        print("\n| d = 128 | " + " | ".join(size for _, size in d128) + " |")
+        print("|---|" + "---|" * len(d128))
+        for name, label in variants:
+            print(f"| {label} | " + " | ".join(span(rate(size, name)) for _, size in d128) + " |")
     # d = 64: three consumer warpgroups (192 query rows per tile) against two (128).
     d64 = [(s, size) for (d, c), cells in sorted(sweep.items()) if d == 64 for s, size in cells]
     if d64:
@@ -93,8 +124,7 @@ def main():
         print("|---|" + "---|" * len(d64))
         for name, label in (("attention_bf16_d64", "three consumers (192 rows)"),
                             ("attention_bf16_d64_two_consumers", "two consumers (128 rows)")):
-            print(f"| {label} | " + " | ".join(
-                "-" if rates.get((size, name)) is None else f"{rates[(size, name)]:.0f}" for _, size in d64) + " |")
+            print(f"| {label} | " + " | ".join(span(rate(size, name)) for _, size in d64) + " |")
     # Everything else.
     others = [size for size in sizes if not any(size == sz for cells in sweep.values() for _, sz in cells)]
     if others:
@@ -103,14 +133,13 @@ def main():
         for size in others:
             _, sq, _, d, rest = parse(size)
             causal = ":causal" in rest
-            a = rates.get((size, dispatched(d, sq, causal)))
-            f = rates.get((size, dispatched(d, sq, causal, "f16")))
-            c, f2 = peer(size, "cudnn"), peer(size, "flash2")
-            cell = lambda x: "-" if x is None else f"{x:.1f}"
-            print(f"| {size} | {cell(a)} | {cell(f)} | {cell(c)} | {cell(f2)} | "
-                  + ("-" if a is None or c is None else f"{100 * a / c:.0f}%") + " |")
+            name = dispatched(d, sq, causal)
+            print(f"| {size} | {span(rate(size, name), 1)} | "
+                  f"{span(rate(size, dispatched(d, sq, causal, 'f16')), 1)} | "
+                  f"{span(peer(size, 'cudnn'), 1)} | {span(peer(size, 'flash2'), 1)} | "
+                  f"{span(pct(size, name))}% |")
     if args.svg:
-        write_svg(args.svg, panels, ours)
+        write_svg(args.svg, panels, rounds[0].ours)
 
 
 def write_svg(path, panels, ours):
