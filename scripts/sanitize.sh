@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# compute-sanitizer's memcheck, racecheck, synccheck and initcheck over every kernel of
+# gpu-kernels and of the workloads, at small ragged shapes, on a GPU machine:
+#
+#   scripts/sanitize.sh HOST OUTDIR [WORKLOAD...]
+#
+# HOST is a built `host` binary (target/release/host); OUTDIR receives, per workload and tool,
+# WORKLOAD-TOOL.log (compute-sanitizer's own output), WORKLOAD-TOOL.json (`host run --json`:
+# which experiments ran and passed under the tool) and WORKLOAD-TOOL.txt (what host printed). The tools run side by side, four processes on the one GPU; the workloads of one
+# tool one after another. Then, on the build machine, with OUTDIR copied back:
+#
+#   SANITIZER_WRITE=OUTDIR cargo test --release -p host --test sanitizer
+#
+# stores the logs under docs/runs/sanitizer-DATE/ and writes docs/runs/sanitizer.tsv: one row
+# per kernel and tool with its errors, its PTX fingerprint and the date. The same test, run
+# without SANITIZER_WRITE in CI, fails when a kernel's fingerprint moved on from its row.
+set -euo pipefail
+if [ $# -lt 2 ]; then
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+fi
+host=$(realpath "$1")
+out=$2
+shift 2
+mkdir -p "$out"
+command -v compute-sanitizer >/dev/null || { echo "error: compute-sanitizer is not on PATH" >&2; exit 1; }
+
+# Small shapes with ragged edges: partial tiles, K not a multiple of the copy width, lengths
+# that are not multiples of a block of keys, GQA, a cluster with an idle block.
+sizes() {
+  case $1 in
+    study) echo 67 68 ;;
+    gemm) echo 129x257x33 130x260x36 300x8x72 ;;
+    bf16-gemm) echo 129x257x33 300x8x72 136x264x40 ;;
+    attention) echo 2x300x4x64:causal 1x129x2x64:hkv=1 1x200x2x128:kv=333 1x17x8x128:kv=129:hkv=2:causal 1x257x2x256:kv=100:causal 1x65x2x256 ;;
+    stream) echo 1000004 ;;
+    dsmem-latency) echo 2:1:256 4:2:256 8:4:256 16:1:256 ;;
+    dsmem-bandwidth) echo 2:1:4 4:1:4 8:4:4 16:1:4 ;;
+    selftest) echo 4100 ;;
+    *) echo "error: no sanitizer sizes for workload \`$1\`" >&2; return 1 ;;
+  esac
+}
+
+workloads=("$@")
+[ ${#workloads[@]} -gt 0 ] || workloads=(study gemm bf16-gemm attention stream dsmem-latency dsmem-bandwidth selftest)
+for w in "${workloads[@]}"; do sizes "$w" >/dev/null; done
+
+one_tool() {
+  local tool=$1 w
+  for w in "${workloads[@]}"; do
+    local log="$out/$w-$tool.log"
+    # --timeout: the watchdog's limit, generous because the tools slow kernels down 10-100x.
+    # shellcheck disable=SC2046
+    compute-sanitizer --tool "$tool" --log-file "$log" \
+      "$host" run --workload "$w" --size $(sizes "$w") --reps 1 --warmup 1 --timeout 300s \
+      --json "$out/$w-$tool.json" >"$out/$w-$tool.txt" 2>&1 || true
+    echo "$tool $w: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+  done
+}
+
+for tool in memcheck racecheck synccheck initcheck; do
+  one_tool "$tool" &
+done
+wait
+compute-sanitizer --version | tail -1 >"$out/compute-sanitizer-version.txt"
