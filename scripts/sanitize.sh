@@ -42,7 +42,8 @@ sizes() {
 }
 
 workloads=("$@")
-[ ${#workloads[@]} -gt 0 ] || workloads=(study gemm bf16-gemm attention stream dsmem-latency dsmem-bandwidth selftest)
+# The quick ones first: a run cut short still has them.
+[ ${#workloads[@]} -gt 0 ] || workloads=(study stream selftest dsmem-latency dsmem-bandwidth gemm bf16-gemm attention)
 for w in "${workloads[@]}"; do sizes "$w" >/dev/null; done
 
 one_tool() {
