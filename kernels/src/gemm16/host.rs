@@ -77,9 +77,9 @@ impl Gemm16Schedule {
     ///   tiles to spare; the cause is not isolated — a partial last k-tile, rows off 128
     ///   bytes — and the rule is coarse: at 3072 x 3072 x 3040 ping-pong was 5% faster).
     ///
-    /// Fitted to 128 (shape, element) pairs from three H200 runs (2026-12-04, docs/results.md):
+    /// Fitted to 104 (shape, element) pairs from three H200 runs (2026-12-04, docs/results.md):
     /// choosing by it loses 0.2% on
-    /// average to the faster of the two, at worst 6.6%; always cooperative lost 6.3%, at worst
+    /// average to the faster of the two, at worst 6.6%; always cooperative lost 7.7%, at worst
     /// 45%.
     pub fn predicted_cost(self, shape: GemmShape, multiprocessors: u32) -> f64 {
         let GemmShape { m, n, k } = shape;
