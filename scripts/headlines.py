@@ -40,6 +40,8 @@ def fastest(report, size, names):
 
 
 def span(xs, fmt="{:.1f}", unit=""):
+    if not xs:
+        return "n/a"
     lo, hi = fmt.format(min(xs)), fmt.format(max(xs))
     return (lo if lo == hi else f"{lo}-{hi}") + unit
 
@@ -74,14 +76,23 @@ def dispatched(d, seqlen, causal):
 
 def main():
     folder = sys.argv[1]
-    rounds = sorted(int(m.group(1)) for f in glob.glob(os.path.join(folder, "study-*.json"))
-                    if (m := re.search(r"study-(\d+)\.json$", f)))
-    if not rounds:
-        sys.exit(f"{folder}: no study-R.json")
+    every = sorted({int(m.group(1)) for f in glob.glob(os.path.join(folder, "*-*.json"))
+                    if (m := re.search(r"-(\d+)\.json$", f))})
+    if not every:
+        sys.exit(f"{folder}: no WORKLOAD-R.json")
     at = lambda name, r: os.path.join(folder, f"{name}-{r}.json")
     out = []
 
+    def rounds_with(*names):
+        """The rounds whose files for every one of `names` were stored (a device call that ran
+        out of time leaves later ones out); each headline says how many it spans."""
+        return [r for r in every if all(os.path.exists(at(n, r)) for n in names)]
+
+    def emit(rounds, line):
+        out.append(line + f" [rounds {', '.join(map(str, rounds)) or 'none'}]")
+
     # The study.
+    rounds = rounds_with("study", "study-1m")
     tp, bp, tw, tensor = [], [], [], []
     for r in rounds:
         study = load(at("study", r))
@@ -97,11 +108,12 @@ def main():
         big = load(at("study-1m", r))
         base = ms(big, "K = 1048576", "sync_baseline")
         tensor.append(max(base / ms(big, "K = 1048576", f"tensor_{n}") for n in (2, 3, 4)))
-    out.append(f"study: ThreadPipeline {ratio(tp)} and BlockPipeline {ratio(bp)} of their raw-PTX "
+    emit(rounds, f"study: ThreadPipeline {ratio(tp)} and BlockPipeline {ratio(bp)} of their raw-PTX "
                f"counterparts (2-4 stages, K = 65536); nvcc twin's time over ours {ratio(tw) if tw else 'n/a'} "
                f"over every kernel; the tensor-copy style {ratio(tensor)} the synchronous baseline at K = 1048576")
 
     # The FP32 GEMM.
+    rounds = rounds_with("gemm",)
     g = {s: [] for s in ("4096x4096x4096", "8192x8192x8192")}
     split = {s: [] for s in ("1024x1024x1024", "1000x1000x1000", "8192x64x8192", "64x8192x8192")}
     for r in rounds:
@@ -110,16 +122,17 @@ def main():
             g[s].append(ms(gemm, s, "cublas_sgemm") / ms(gemm, s, "gemm32"))
         for s in split:
             split[s].append(ms(gemm, s, "cublas_sgemm") / ms(gemm, s, "gemm32"))
-    out.append("FP32 Gemm32 (% of cuBLAS SGEMM): " + "; ".join(f"{s} {pct(v)}" for s, v in {**g, **split}.items()))
+    emit(rounds, "FP32 Gemm32 (% of cuBLAS SGEMM): " + "; ".join(f"{s} {pct(v)}" for s, v in {**g, **split}.items()))
     # The K-split kernels by name, where the README quotes them.
     named = {("gemm_split_k_2x2", "1024x1024x1024"): [], ("gemm_split_k_1x8_64x64", "8192x64x8192"): []}
     for r in rounds:
         gemm = load(at("gemm", r))
         for (kernel, s), v in named.items():
             v.append(ms(gemm, s, "cublas_sgemm") / ms(gemm, s, kernel))
-    out.append("FP32 K split (% of cuBLAS SGEMM): " + "; ".join(f"{k} at {s} {pct(v)}" for (k, s), v in named.items()))
+    emit(rounds, "FP32 K split (% of cuBLAS SGEMM): " + "; ".join(f"{k} at {s} {pct(v)}" for (k, s), v in named.items()))
 
     # The 16-bit GEMM.
+    rounds = rounds_with("bf16-gemm",)
     sizes = ("4096x4096x4096", "8192x8192x8192", "16384x16384x1024", "2048x2048x2048")
     ragged = ("4095x4097x1023", "4096x4096x1023", "4096x4097x1024")
     coop = {s: [] for s in sizes}
@@ -132,11 +145,12 @@ def main():
             rag.append(fastest(b, s, BF16_CUBLAS) / ms(b, s, "bf16_gemm_ws_cooperative"))
         pp.append(ms(b, sizes[0], "bf16_gemm_ws_cooperative") / ms(b, sizes[0], "bf16_gemm_ws_pingpong"))
         f16.append(ms(b, sizes[0], "bf16_gemm_ws_cooperative") / ms(b, sizes[0], "f16_gemm_ws_cooperative"))
-    out.append("BF16 ws_cooperative (% of the fastest of cublasGemmEx and cuBLASLt): "
+    emit(rounds, "BF16 ws_cooperative (% of the fastest of cublasGemmEx and cuBLASLt): "
                + "; ".join(f"{s} {pct(v)}" for s, v in coop.items())
                + f"; rows off 16 bytes ({', '.join(ragged)}) {ratio(rag)}; ws_pingpong / ws_cooperative at "
                f"4096^3 {pct(pp)}; FP16 / BF16 ws_cooperative at 4096^3 {pct(f16)}")
     mean, worst, n = [], [], 0
+    rounds = rounds_with("gemm16")
     for r in rounds:
         g16 = load(at("gemm16", r))
         ratios = []
@@ -147,13 +161,16 @@ def main():
         n = len(ratios)
         mean.append(sum(ratios) / n)
         worst.append(min(ratios))
-    out.append(f"Gemm16 over {n} shapes: {pct(mean)} of the faster schedule on average, worst {pct(worst)}")
+    emit(rounds, f"Gemm16 over {n} shapes: {pct(mean)} of the faster schedule on average, worst {pct(worst)}")
 
     # Attention.
+    rounds = rounds_with("attention", "sdpa")
     plain, causal, d128, d64 = [], [], [], []
     for r in rounds:
         ours, sdpa = load(at("attention", r)), {x["size"]: x for x in load(at("sdpa", r))["rows"]}
         for p in ours["problems"]:
+            if p["size"] not in sdpa:
+                continue
             b, s, h, d, is_causal = pairs_flops(p["size"])
             have = {x["name"]: x for x in p["rows"] if x["passed"] and x["rate"]}
             mine = have[dispatched(d, s, is_causal)]["rate"]
@@ -161,11 +178,12 @@ def main():
             (causal if is_causal else plain).append(mine / cudnn)
             if s == 16384 and not is_causal:
                 (d128 if d == 128 else d64 if d == 64 else []).append(mine)
-    out.append(f"attention over the 36-cell sweep, % of cuDNN per cell and round: no mask {pct(plain)}, "
+    emit(rounds, f"attention over the 36-cell sweep, % of cuDNN per cell and round: no mask {pct(plain)}, "
                f"causal {pct(causal)}; d128 at 16k {span(d128, '{:.0f}')} TFLOP/s, d64 at 16k "
                f"{span(d64, '{:.0f}')} TFLOP/s")
 
     # Streaming and clusters.
+    rounds = rounds_with("stream", "dsmem-latency", "dsmem-bandwidth")
     st, lat, bw = [], {}, []
     for r in rounds:
         s = load(at("stream", r))
@@ -177,8 +195,8 @@ def main():
             if m:
                 lat.setdefault(x["name"], []).append(float(m.group(1)))
         bw.append(rows(load(at("dsmem-bandwidth", r)), "cluster 2, peer +1")["dsmem_bandwidth_remote_read"]["rate"] / 1000)
-    out.append(f"stream_thread_pipeline_4 {pct(st)} of cuMemcpyDtoD at 2 GiB")
-    out.append("DSMEM (clusters of 2, peer +1), cycles per hop: " + ", ".join(
+    emit(rounds, f"stream_thread_pipeline_4 {pct(st)} of cuMemcpyDtoD at 2 GiB")
+    emit(rounds, "DSMEM (clusters of 2, peer +1), cycles per hop: " + ", ".join(
         f"{k.removeprefix('dsmem_latency_')} {span(v, '{:.0f}')}" for k, v in lat.items())
         + f"; remote loads {span(bw, '{:.2f}')} TB/s")
 
