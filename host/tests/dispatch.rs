@@ -158,6 +158,9 @@ fn shape_of(size: &str) -> GemmShape {
     GemmShape { m, n, k }
 }
 
+/// A loss as the runs give it: file, size, the pick, the winner, the loss in %.
+type Verdict = (String, String, String, String, f64);
+
 /// Every (file, size, pick, winner, loss %) where the pick is not the fastest of
 /// `candidates` that ran and passed; shapes where a candidate is missing are skipped only
 /// if the pick is missing too (none of the runs above has such a shape).
@@ -165,7 +168,7 @@ fn verdicts(
     files: &[&'static str],
     candidates: &[&str],
     pick: impl Fn(GemmShape) -> &'static str,
-) -> (usize, Vec<(String, String, String, String, f64)>) {
+) -> (usize, Vec<Verdict>) {
     let mut shapes = 0;
     let mut losses = Vec::new();
     for file in files {

@@ -96,18 +96,17 @@ fn violations(name: &str, text: &str) -> Vec<String> {
         let traced = section
             .iter()
             .any(|l| run_paths(l, &docs).iter().any(|(_, exists)| *exists));
-        if !traced {
-            if let Some((offset, figure)) = section
+        if !traced
+            && let Some((offset, figure)) = section
                 .iter()
                 .enumerate()
                 .find_map(|(i, l)| FIGURE.find(l).map(|m| (i, m.as_str().to_string())))
-            {
-                out.push(format!(
-                    "{name}:{}: `{figure}` in the section `{}` names no raw output under docs/runs",
-                    start + offset + 1,
-                    lines[start].trim_start_matches('#').trim()
-                ));
-            }
+        {
+            out.push(format!(
+                "{name}:{}: `{figure}` in the section `{}` names no raw output under docs/runs",
+                start + offset + 1,
+                lines[start].trim_start_matches('#').trim()
+            ));
         }
         start = end;
     }

@@ -27,6 +27,8 @@
 //!   review also stands in for a row when the tool stops the kernel (synccheck kills a launch
 //!   it reports), and goes stale with the code like a row; a review of a kernel whose row is
 //!   clean fails, so none outlives its finding;
+//! - a kernel has no row for a tool and `docs/runs/sanitizer-pending.tsv` does not list it as
+//!   a run still to make (arch, kernel, tool, the command); a listed run that has a row fails;
 //! - a kernel of `gpu-kernels`' own module (what a user's program loads) differs from the
 //!   workloads' copy that the table covers.
 
@@ -92,6 +94,27 @@ fn parse_reviews(text: &str) -> Result<Vec<Review>, String> {
         });
     }
     Ok(reviews)
+}
+
+/// Runs still to make, for want of a GPU: (arch, kernel, tool).
+fn pending() -> Vec<(Arch, String, String)> {
+    let text =
+        std::fs::read_to_string(docs_runs().join("sanitizer-pending.tsv")).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert!(
+                f.len() == 4 && f[3].contains("sanitize.sh"),
+                "sanitizer-pending.tsv: `{l}`: arch, kernel, tool, command"
+            );
+            (
+                Arch::from_name(f[0]).expect("arch"),
+                f[1].to_string(),
+                f[2].to_string(),
+            )
+        })
+        .collect()
 }
 
 fn reviews() -> Vec<Review> {
@@ -445,7 +468,18 @@ fn every_kernel_has_a_clean_sanitizer_record_at_its_current_code() {
     }
     let rows = parse_table(&std::fs::read_to_string(table_path()).unwrap_or_default()).unwrap();
     let reviews = reviews();
+    let pending = pending();
     let mut problems = Vec::new();
+    for (arch, kernel, tool) in &pending {
+        if rows
+            .iter()
+            .any(|r| r.key() == (*arch, kernel.as_str(), tool.as_str()))
+        {
+            problems.push(format!(
+                "{arch} {kernel}: {tool} has a row now; drop it from sanitizer-pending.tsv"
+            ));
+        }
+    }
     for review in &reviews {
         let current = workloads_module(review.arch).fingerprint(&review.kernel);
         let log = std::fs::read_to_string(docs_runs().join(&review.log)).unwrap_or_default();
@@ -480,6 +514,9 @@ fn every_kernel_has_a_clean_sanitizer_record_at_its_current_code() {
         for tool in TOOLS {
             match rows.iter().find(|r| r.key() == (arch, kernel, tool)) {
                 None if reviewed(arch, kernel, tool, current) => {}
+                None if pending
+                    .iter()
+                    .any(|p| (p.0, p.1.as_str(), p.2.as_str()) == (arch, kernel, tool)) => {}
                 None => problems.push(format!("{arch} {kernel} ({workload}): no {tool} record")),
                 Some(r) if Some(r.fingerprint) != current => problems.push(format!(
                     "{arch} {kernel}: {tool} saw {} on {}, the code is now {}: stale",
@@ -577,7 +614,9 @@ fn logs_are_read_as_the_tools_write_them() {
 fn reviews_must_say_what_was_found() {
     let fingerprint = "0123456789abcdef";
     let line = |finding: &str| format!("sm_90\tk\tracecheck\t{fingerprint}\tl.log\t{finding}\n");
-    let parsed = parse_reviews(&line("false report: the ordering is an mbarrier phase the tool does not follow"));
+    let parsed = parse_reviews(&line(
+        "false report: the ordering is an mbarrier phase the tool does not follow",
+    ));
     assert!(parsed.is_ok(), "{parsed:?}");
     assert!(parse_reviews(&line("fine")).is_err());
     assert!(parse_reviews("sm_90\tk\tracecheck\n").is_err());
