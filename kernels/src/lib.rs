@@ -15,14 +15,15 @@
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use gpu_kernels::gemm16::{BLayout, Gemm16, GemmShape};
+//! use half::bf16;
 //! let gpu = gpu_runtime::Gpu::open(gpu_kernels::MODULES)?;
 //! let gemm = Gemm16::load(&gpu)?;
 //! let (m, n, k) = (1000, 1000, 512);
-//! let a = gpu.zeros::<u16>(m * k, "A")?;
-//! let b = gpu.zeros::<u16>(n * k, "B")?;
-//! let mut c = gpu.zeros::<u16>(m * n, "C")?;
+//! let a = gpu.zeros::<bf16>(m * k, "A")?;
+//! let b = gpu.zeros::<bf16>(n * k, "B")?;
+//! let mut c = gpu.zeros::<bf16>(m * n, "C")?;
 //! let shape = GemmShape { m: m as u32, n: n as u32, k: k as u32 };
-//! gemm.bf16(&gpu, &a, &b, BLayout::NK, &mut c, shape)?;
+//! gemm.gemm(&gpu, &a, &b, BLayout::NK, &mut c, shape)?;
 //! gpu.synchronize(|| "the GEMM".into())?;
 //! # Ok(())
 //! # }
@@ -43,9 +44,18 @@ pub mod gemm16;
 pub mod gemm32;
 
 #[cfg(not(target_arch = "nvptx64"))]
+mod element;
+#[cfg(not(target_arch = "nvptx64"))]
+mod error;
+#[cfg(not(target_arch = "nvptx64"))]
 mod gemm_call;
 #[cfg(not(target_arch = "nvptx64"))]
-pub use gemm_call::{GemmError, GemmShape, KernelError};
+pub use element::Element16;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use error::KernelError;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use gemm_call::{GemmError, GemmShape};
+pub use gemm16::ElementType;
 
 /// Four floats moved as one 16-byte access (`ld.global.v4.f32` / `st.global.v4.f32`): how the
 /// FP32 kernels (this crate's and the workloads') read and write global memory a `float4` at a
@@ -62,15 +72,19 @@ pub struct Quad(pub [f32; 4]);
 pub const MODULES: &[gpu_runtime::Module] =
     include!(concat!(env!("OUT_DIR"), "/gpu_kernels_modules.rs"));
 
-/// Why `gpu` cannot run this crate's tensor-core kernels (sm_90a: `wgmma`, `setmaxnreg`), if it cannot:
-/// one line naming `what` and the GPU's compute capability.
+/// Refuses a GPU that cannot run this crate's tensor-core kernels `what` (sm_90a: `wgmma`,
+/// `setmaxnreg`, compute capability 9.0 exactly).
 #[cfg(not(target_arch = "nvptx64"))]
-fn sm90a_missing(gpu: &gpu_runtime::Gpu, what: &str) -> Option<String> {
+fn check_sm90a(gpu: &gpu_runtime::Gpu, what: &'static str) -> Result<(), KernelError> {
     let info = gpu.info();
-    (info.compute_capability != (9, 0)).then(|| {
-        format!(
-            "compute capability 9.0 is needed for {what} (wgmma, sm_90a); {} has {}.{}",
-            info.name, info.compute_capability.0, info.compute_capability.1
-        )
+    if info.compute_capability == (9, 0) {
+        return Ok(());
+    }
+    Err(KernelError::UnsupportedGpu {
+        what,
+        gpu: info.name.clone(),
+        compute_capability: info.compute_capability,
+        needs: (9, 0),
+        why: "wgmma and setmaxnreg, sm_90a",
     })
 }

@@ -2,6 +2,7 @@
 //! library still builds and runs without (it is told why the handle is missing).
 
 use crate::device::Gpu;
+use crate::shared_library;
 use cudarc::cublas::sys as cublas;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,11 +21,10 @@ impl Blas {
     /// A handle on `gpu`'s stream with `math` mode, or one line on why cuBLAS cannot be used
     /// here (the library is not installed, or refused).
     pub fn open(gpu: &Gpu, math: cublas::cublasMath_t) -> Result<Blas, String> {
-        // SAFETY: only tries to load the library.
-        if !unsafe { cublas::is_culib_present() } {
+        if !shared_library::present(shared_library::CUBLAS) {
             return Err(format!(
                 "libcublas not found (looked for {})",
-                cudarc::get_lib_name_candidates("cublas")[..3].join(", ")
+                shared_library::looked_for(shared_library::CUBLAS)
             ));
         }
         let mut handle = std::ptr::null_mut();

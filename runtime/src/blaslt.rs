@@ -3,6 +3,7 @@
 //! kernel can be compared with the faster of cuBLAS's two interfaces.
 
 use crate::device::Gpu;
+use crate::shared_library;
 use cudarc::cublaslt::sys as lt;
 use cudarc::driver::CudaSlice;
 use std::sync::Arc;
@@ -28,11 +29,10 @@ fn check(status: lt::cublasStatus_t, what: &str) -> Result<(), String> {
 impl BlasLt {
     /// A handle, or one line on why cuBLASLt cannot be used here.
     pub fn open(gpu: &Gpu) -> Result<BlasLt, String> {
-        // SAFETY: only tries to load the library.
-        if !unsafe { lt::is_culib_present() } {
+        if !shared_library::present(shared_library::CUBLAS_LT) {
             return Err(format!(
                 "libcublasLt not found (looked for {})",
-                cudarc::get_lib_name_candidates("cublasLt")[..3].join(", ")
+                shared_library::looked_for(shared_library::CUBLAS_LT)
             ));
         }
         let mut handle = std::ptr::null_mut();

@@ -106,6 +106,8 @@ pub enum DeviceCode {
     /// The PTX module, compiled by the driver as it loads it (which caches the result on
     /// disk: the first load on a machine takes about 30 s on an H200).
     Ptx,
+    /// No module of the program's own ([`Gpu::on_stream`] with none: libraries load theirs).
+    None,
 }
 
 impl fmt::Display for DeviceCode {
@@ -113,6 +115,7 @@ impl fmt::Display for DeviceCode {
         f.write_str(match self {
             DeviceCode::Cubin => "cubin",
             DeviceCode::Ptx => "PTX",
+            DeviceCode::None => "no module",
         })
     }
 }
@@ -150,7 +153,9 @@ pub struct Gpu {
     /// since destroying a context whose kernel still runs can block (libraries holding handles
     /// on this GPU check it too: [`Gpu::hung_flag`]).
     hung: Arc<AtomicBool>,
-    module: ManuallyDrop<Arc<CudaModule>>,
+    /// The program's module (none for a `Gpu` opened on a caller's stream with no modules of
+    /// its own: kernel libraries load theirs).
+    module: ManuallyDrop<Option<Arc<CudaModule>>>,
     /// The arch-specific module (`GpuInfo::specific`) and its PTX, where kernels that the
     /// portable module lacks are found.
     specific: ManuallyDrop<Option<Arc<CudaModule>>>,
@@ -186,8 +191,20 @@ impl Gpu {
     /// and beside it the arch-specific module for the GPU (sm_90a on compute capability 9.0)
     /// when `modules` has one and `arch` is the GPU's own (or that arch-specific one).
     pub fn open_with(modules: &[Module], arch: Option<Arch>) -> Result<Gpu, GpuError> {
-        // SAFETY: only tries to load the library.
-        if !unsafe { sys::is_culib_present() } {
+        Gpu::open_ordinal(0, modules, arch)
+    }
+
+    /// Opens GPU `ordinal` (as `CUDA_VISIBLE_DEVICES` numbers them) with a stream of its own,
+    /// and loads `modules` as [`Gpu::open_with`] does. The harness's way in: every buffer of
+    /// this `Gpu` is used on its one stream, so cudarc's per-buffer event tracking is turned
+    /// off for the context handle it opens (other handles on the same GPU, candle's say, keep
+    /// theirs).
+    pub fn open_ordinal(
+        ordinal: usize,
+        modules: &[Module],
+        arch: Option<Arch>,
+    ) -> Result<Gpu, GpuError> {
+        if !crate::shared_library::present(crate::shared_library::DRIVER) {
             return Err(GpuError::NoDriver);
         }
         let unavailable = |e: DriverError| GpuError::Unavailable(describe(&e));
@@ -195,7 +212,76 @@ impl Gpu {
         if count == 0 {
             return Err(GpuError::Unavailable("the driver sees no GPU".into()));
         }
-        let context = CudaContext::new(0).map_err(unavailable)?;
+        if ordinal >= count as usize {
+            return Err(GpuError::Unavailable(format!(
+                "GPU {ordinal} asked for; the driver sees {count}"
+            )));
+        }
+        let context = CudaContext::new(ordinal).map_err(unavailable)?;
+        // SAFETY: every buffer of this context handle is used on the one stream made below.
+        unsafe { context.disable_event_tracking() };
+        let stream = context.new_stream().during(|| "creating a stream".into())?;
+        Gpu::with_context(context, stream, modules, arch)
+    }
+
+    /// The GPU of a caller's `stream` (candle's `CudaDevice::cuda_stream()`, or any cudarc
+    /// stream, on any device), with `modules` loaded in its context: every launch through
+    /// this `Gpu` is queued on that stream, and cudarc's event tracking is left as the
+    /// caller's context has it (each launch records its buffers as read or written, as
+    /// cudarc's own launches do). `modules` may be a kernel library's own, such as
+    /// `gpu_kernels::MODULES`.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), gpu_runtime::GpuError> {
+    /// use gpu_runtime::cudarc::driver::CudaContext;
+    /// let context = CudaContext::new(0).expect("a GPU");
+    /// let stream = context.new_stream().expect("a stream");
+    /// let gpu = gpu_runtime::Gpu::on_stream(stream, &[])?;
+    /// println!("{}", gpu.info().name);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn on_stream(stream: Arc<CudaStream>, modules: &[Module]) -> Result<Gpu, GpuError> {
+        let context = stream.context().clone();
+        Gpu::with_context(context, stream, modules, None)
+    }
+
+    /// A `Gpu` on another stream of this one's context, sharing its loaded modules: what was
+    /// loaded for this `Gpu` (a kernel library included) launches on `stream` through it.
+    /// Refused for a stream of another context.
+    pub fn with_stream(&self, stream: Arc<CudaStream>) -> Result<Gpu, GpuError> {
+        if stream.context().cu_ctx() != self.context.cu_ctx() {
+            return Err(GpuError::Refused {
+                what: "using a stream with this GPU's modules".into(),
+                why: format!(
+                    "the stream belongs to another context (GPU {}; this is GPU {}, {})",
+                    stream.context().ordinal(),
+                    self.context.ordinal(),
+                    self.info.name
+                ),
+            });
+        }
+        Ok(Gpu {
+            info: self.info.clone(),
+            time_limit: Mutex::new(self.time_limit()),
+            last_launch: Mutex::new(LastLaunch::default()),
+            hung: self.hung.clone(),
+            module: self.module.clone(),
+            specific: self.specific.clone(),
+            specific_ptx: self.specific_ptx,
+            stream: ManuallyDrop::new(stream),
+            context: self.context.clone(),
+            monitor: None,
+        })
+    }
+
+    /// Reads the GPU of `context` and loads `modules` in it, `stream` the one all work goes to.
+    fn with_context(
+        context: Arc<CudaContext>,
+        stream: Arc<CudaStream>,
+        modules: &[Module],
+        arch: Option<Arch>,
+    ) -> Result<Gpu, GpuError> {
         let name = context.name().during(|| "reading the GPU's name".into())?;
         let attribute = |attr: CUdevice_attribute| {
             context
@@ -212,10 +298,15 @@ impl Gpu {
         let specific_module = Arch::specific_for(major, minor)
             .filter(|_| native)
             .and_then(|specific| module_for(modules, specific).copied());
-        let module = *module_for(modules, arch).ok_or_else(|| GpuError::NotBuilt {
-            arch,
-            built: modules.iter().map(|m| m.arch).collect(),
-        })?;
+        let module = match modules {
+            [] => None,
+            _ => Some(
+                *module_for(modules, arch).ok_or_else(|| GpuError::NotBuilt {
+                    arch,
+                    built: modules.iter().map(|m| m.arch).collect(),
+                })?,
+            ),
+        };
         let multiprocessors = attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
         let clock_mhz = attribute(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? / 1000;
         let max_shared_bytes_per_block =
@@ -228,16 +319,24 @@ impl Gpu {
         unsafe { sys::cuDriverGetVersion(&mut version) }
             .result()
             .during(|| "reading the driver version".into())?;
-        // One stream, no other: cudarc's per-buffer event tracking is for many streams.
-        // SAFETY: every buffer of this context is used on `stream` only.
-        unsafe { context.disable_event_tracking() };
-        let stream = context.new_stream().during(|| "creating a stream".into())?;
-        let (module, code) = load(&context, &module, major, &name)?;
+        let (module, code) = match module {
+            Some(m) => {
+                let (loaded, code) = load(&context, &m, major, &name)?;
+                (Some(loaded), code)
+            }
+            None => (None, DeviceCode::None),
+        };
         let (specific, specific_info) = match specific_module {
             Some(m) => {
                 let (loaded, code) = load(&context, &m, major, &name)?;
                 (Some(loaded), Some((m.arch, code)))
             }
+            // With no modules of its own the program runs libraries' only: they load the
+            // GPU's arch-specific module beside the portable one where they carry it.
+            None if modules.is_empty() => (
+                None,
+                Arch::specific_for(major, minor).map(|arch| (arch, DeviceCode::None)),
+            ),
             None => (None, None),
         };
         Ok(Gpu {
@@ -401,19 +500,20 @@ impl Gpu {
         ptr
     }
 
-    /// The loaded module that holds the kernel `name` (for [`Gpu::kernel`]): the
-    /// arch-specific one if its PTX has that entry point, else the portable one. Chosen from
-    /// the PTX text, so that looking a kernel up never makes a failing driver call (which
-    /// compute-sanitizer would report).
     /// The context every module and buffer of this GPU lives in.
-    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+    pub fn context(&self) -> &Arc<CudaContext> {
         &self.context
     }
 
-    pub(crate) fn module_with(&self, name: &str) -> &Arc<CudaModule> {
+    /// The loaded module that holds the kernel `name` (for [`Gpu::kernel`]): the
+    /// arch-specific one if its PTX has that entry point, else the portable one (none when
+    /// the GPU was opened without a module of the program's own). Chosen from the PTX text,
+    /// so that looking a kernel up never makes a failing driver call (which compute-sanitizer
+    /// would report).
+    pub(crate) fn module_with(&self, name: &str) -> Option<&Arc<CudaModule>> {
         match (&*self.specific, self.specific_ptx) {
-            (Some(module), Some(ptx)) if declares_entry(ptx, name) => module,
-            _ => &self.module,
+            (Some(module), Some(ptx)) if declares_entry(ptx, name) => Some(module),
+            _ => self.module.as_ref(),
         }
     }
 

@@ -1,17 +1,16 @@
 //! Typed kernel launches: a kernel's device parameter types ([`Params`], a tuple such as
-//! `(*const f32, *mut f32, u32)`) decide what the host passes ([`Params::Args`]: `&CudaSlice<f32>`,
-//! `&mut CudaSlice<f32>`, `u32`), so a launch with the wrong count or type of arguments does
+//! `(*const f32, *mut f32, u32)`) decide what the host passes ([`Params::Args`]: a buffer of
+//! `f32` to read, one to write — `CudaSlice`, `CudaView`, `CudaViewMut` — and a `u32`), so a launch with the wrong count or type of arguments does
 //! not compile. [`Gpu::kernel`] resolves a kernel once; [`Kernel::launch`] is the one path every
 //! launch takes, thread block clusters included.
 
 use crate::args::{ArgList, KernelArg, LaunchConfig, NO_CLUSTER};
+use crate::buffer::{DeviceBuffer, DeviceBufferMut, Guards};
 use crate::device::Gpu;
 use crate::error::{Context as _, GpuError};
 use crate::tensor_map::TensorMap;
 use cudarc::driver::sys::{self, CUfunction_attribute};
-use cudarc::driver::{
-    CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig as CudaLaunchConfig, PushKernelArg,
-};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig as CudaLaunchConfig, PushKernelArg};
 use gpu::kernel::EntryPoint;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -21,64 +20,42 @@ use std::sync::{Mutex, PoisonError};
 pub trait Param {
     /// What the host passes.
     type Arg<'a>;
-    /// The argument as it goes to the driver.
-    fn kernel_arg(arg: &Self::Arg<'_>, gpu: &Gpu) -> KernelArg;
+    /// The argument as it goes to the driver, for a launch on `stream`; a buffer's guard goes
+    /// into `guards`, which the launch keeps until the kernel is queued.
+    fn kernel_arg<'g>(
+        arg: &'g mut Self::Arg<'_>,
+        stream: &'g CudaStream,
+        guards: &mut Guards<'g>,
+    ) -> KernelArg;
 }
 
-/// What a kernel's pointer parameter may point to, and the element of the host buffer that
-/// holds it.
-///
-/// # Safety
-/// A buffer of `Stored` elements must be laid out as the device type expects to find it.
-pub unsafe trait DeviceElement {
-    /// The host buffer's element.
-    type Stored: DeviceRepr + 'static;
-}
-
-macro_rules! stored_as_itself {
-    ($($t:ty),*) => {$(
-        // SAFETY: the same type on both sides.
-        unsafe impl DeviceElement for $t {
-            type Stored = $t;
-        }
-    )*};
-}
-
-stored_as_itself!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
-
-// SAFETY: a `Bf16` is its 16 bits (`repr(transparent)` over `u16`).
-unsafe impl DeviceElement for gpu::wgmma::Bf16 {
-    type Stored = u16;
-}
-
-// SAFETY: an `F16` is its 16 bits (`repr(transparent)` over `u16`).
-unsafe impl DeviceElement for gpu::wgmma::F16 {
-    type Stored = u16;
-}
-
-// SAFETY: a `TileQueueState` is `TileQueueState::WORDS` consecutive `u32`s.
-unsafe impl DeviceElement for gpu::schedule::TileQueueState {
-    type Stored = u32;
-}
-
-impl<T: DeviceElement> Param for *const T {
-    type Arg<'a> = &'a CudaSlice<T::Stored>;
-    fn kernel_arg(arg: &Self::Arg<'_>, gpu: &Gpu) -> KernelArg {
-        KernelArg::Ptr(arg.device_ptr(gpu.stream()).0)
+/// A pointer the kernel reads through: any buffer whose elements hold `T`
+/// ([`DeviceBuffer`]: a `CudaSlice`, `CudaView` or `CudaViewMut`).
+impl<T: 'static> Param for *const T {
+    type Arg<'a> = &'a dyn DeviceBuffer<T>;
+    fn kernel_arg<'g>(
+        arg: &'g mut Self::Arg<'_>,
+        stream: &'g CudaStream,
+        guards: &mut Guards<'g>,
+    ) -> KernelArg {
+        let (ptr, guard) = arg.read_ptr(stream);
+        guards.hold(guard);
+        KernelArg::Ptr(ptr)
     }
 }
 
-impl<T: DeviceElement> Param for *mut T {
-    type Arg<'a> = &'a mut CudaSlice<T::Stored>;
-    fn kernel_arg(arg: &Self::Arg<'_>, gpu: &Gpu) -> KernelArg {
-        KernelArg::Ptr(arg.device_ptr(gpu.stream()).0)
-    }
-}
-
-impl Param for u32 {
-    type Arg<'a> = u32;
-    fn kernel_arg(arg: &u32, _: &Gpu) -> KernelArg {
-        KernelArg::U32(*arg)
+/// A pointer the kernel writes through: a `CudaSlice` or `CudaViewMut` whose elements hold
+/// `T` ([`DeviceBufferMut`]), recorded as written.
+impl<T: 'static> Param for *mut T {
+    type Arg<'a> = &'a mut dyn DeviceBufferMut<T>;
+    fn kernel_arg<'g>(
+        arg: &'g mut Self::Arg<'_>,
+        stream: &'g CudaStream,
+        guards: &mut Guards<'g>,
+    ) -> KernelArg {
+        let (ptr, guard) = arg.write_ptr(stream);
+        guards.hold(guard);
+        KernelArg::Ptr(ptr)
     }
 }
 
@@ -86,20 +63,21 @@ macro_rules! value_params {
     ($($t:ty => $variant:ident),*) => {$(
         impl Param for $t {
             type Arg<'a> = $t;
-            fn kernel_arg(arg: &$t, _: &Gpu) -> KernelArg {
+            fn kernel_arg<'g>(arg: &'g mut $t, _: &'g CudaStream, _: &mut Guards<'g>) -> KernelArg {
                 KernelArg::$variant(*arg)
             }
         }
     )*};
 }
 
-value_params!(u64 => U64, f32 => F32, f64 => F64);
+value_params!(u32 => U32, u64 => U64, f32 => F32, f64 => F64);
 
 /// A tensor map parameter (`gpu::tensor_map::TensorMap` on the device, `__grid_constant__
-/// const CUtensorMap` in CUDA C++): the host passes an encoded [`TensorMap`].
+/// const CUtensorMap` in CUDA C++): the host passes an encoded [`TensorMap`]. The buffer it
+/// describes is the caller's to order (its guard held across the launch).
 impl Param for gpu::tensor_map::TensorMap {
     type Arg<'a> = &'a TensorMap;
-    fn kernel_arg(arg: &&TensorMap, _: &Gpu) -> KernelArg {
+    fn kernel_arg<'g>(arg: &'g mut &TensorMap, _: &'g CudaStream, _: &mut Guards<'g>) -> KernelArg {
         KernelArg::TensorMap(**arg)
     }
 }
@@ -108,8 +86,13 @@ impl Param for gpu::tensor_map::TensorMap {
 pub trait Params {
     /// What the host passes: the tuple of each parameter's [`Param::Arg`].
     type Args<'a>;
-    /// The arguments as they go to the driver.
-    fn kernel_args(args: &Self::Args<'_>, gpu: &Gpu) -> ArgList;
+    /// The arguments as they go to the driver, for a launch on `stream`, their buffers'
+    /// guards into `guards`.
+    fn kernel_args<'g>(
+        args: &'g mut Self::Args<'_>,
+        stream: &'g CudaStream,
+        guards: &mut Guards<'g>,
+    ) -> ArgList;
 }
 
 macro_rules! params_for_tuples {
@@ -117,9 +100,13 @@ macro_rules! params_for_tuples {
         impl<$($p: Param),*> Params for ($($p,)*) {
             type Args<'a> = ($($p::Arg<'a>,)*);
             #[allow(unused_mut, unused_variables)]
-            fn kernel_args(args: &Self::Args<'_>, gpu: &Gpu) -> ArgList {
+            fn kernel_args<'g>(
+                args: &'g mut Self::Args<'_>,
+                stream: &'g CudaStream,
+                guards: &mut Guards<'g>,
+            ) -> ArgList {
                 let mut list = ArgList::new();
-                $(list.push($p::kernel_arg(&args.$i, gpu));)*
+                $(list.push($p::kernel_arg(&mut args.$i, stream, guards));)*
                 list
             }
         }
@@ -167,8 +154,11 @@ impl Gpu {
             Some((specific, _)) => format!("{} and {specific} modules", self.info().arch),
             None => format!("{} module", self.info().arch),
         };
-        let function = self
-            .module_with(name)
+        let module = self.module_with(name).ok_or_else(|| GpuError::Refused {
+            what: format!("finding kernel `{name}`"),
+            why: "this GPU was opened with no module of the program's own".into(),
+        })?;
+        let function = module
             .load_function(name)
             .during(|| format!("finding kernel `{name}` in the {modules}"))?;
         Ok(Kernel::new(name, function))
@@ -259,8 +249,9 @@ impl<P: Params> Kernel<P> {
         config: LaunchConfig,
         args: P::Args<'_>,
     ) -> Result<(), GpuError> {
-        let list = P::kernel_args(&args, gpu);
-        drop(args);
+        let mut args = args;
+        let mut guards = Guards::new();
+        let list = P::kernel_args(&mut args, gpu.stream(), &mut guards);
         self.allow_shared(gpu, config.shared_bytes)?;
         let what = || format!("launching `{}` ({config:?})", self.name);
         let cluster = self.cluster_shape(gpu, config, what)?;

@@ -35,14 +35,17 @@
 pub mod args;
 pub mod blas;
 pub mod blaslt;
+pub mod buffer;
 pub mod device;
 pub mod error;
 pub mod launch;
 pub mod library;
 pub mod monitor;
+pub mod shared_library;
 pub mod tensor_map;
 
 pub use args::{KernelArg, LaunchConfig, NO_CLUSTER, StructArg};
+pub use buffer::{Address, DeviceBuffer, DeviceBufferMut, Guards, StoredAs};
 /// The `cudarc` this crate is built on (buffers are its `CudaSlice`s).
 pub use cudarc;
 pub use device::{
@@ -50,9 +53,7 @@ pub use device::{
 };
 pub use error::{Context, GpuError, describe};
 pub use gpu::kernel::EntryPoint;
-pub use launch::{
-    DeviceElement, Kernel, MAX_CLUSTER_BLOCKS, PORTABLE_CLUSTER_BLOCKS, Param, Params,
-};
+pub use launch::{Kernel, MAX_CLUSTER_BLOCKS, PORTABLE_CLUSTER_BLOCKS, Param, Params};
 pub use library::Library;
 pub use monitor::{GpuMonitor, Limits, Watch};
 pub use ptx_builder::Arch;

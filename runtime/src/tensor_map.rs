@@ -422,6 +422,9 @@ impl fmt::Display for TensorMapBuilder {
     }
 }
 
+/// The most maps a [`TensorMaps`] keeps.
+pub const MAX_CACHED: usize = 64;
+
 /// The maps of one problem, each encoded once and reused by every later launch that asks
 /// for the same parameters (a map depends on nothing else), so the launch path does not call
 /// the driver's encoder again.
@@ -438,6 +441,11 @@ impl TensorMaps {
             return Ok(*map);
         }
         let map = builder.encode()?;
+        // A caller whose buffers move (a model's activations) would grow the cache without
+        // end: the oldest map goes first past `MAX_CACHED`.
+        if encoded.len() >= MAX_CACHED {
+            encoded.remove(0);
+        }
         encoded.push((builder, map));
         Ok(map)
     }

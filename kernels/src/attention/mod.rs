@@ -40,6 +40,10 @@ mod loads;
 mod host;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
+#[cfg(not(target_arch = "nvptx64"))]
+mod layout;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use layout::{AttentionLayout, RowStrides};
 
 use crate::gemm16::ElementType;
 use gpu::layout::{Mbarrier, SharedLayout, SharedRegion};

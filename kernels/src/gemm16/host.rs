@@ -3,41 +3,35 @@
 //! [`GemmError`], never a launch that reads or writes past a buffer).
 
 use super::{
-    BKnTile, BLayout, CBox, GemmParams, GemmStoreParams, Geometry, bf16_gemm_ws_cooperative,
-    bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct,
+    BKnTile, BLayout, CBox, ElementType, GemmParams, GemmStoreParams, Geometry,
+    bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct,
     bf16_gemm_ws_cooperative_direct, bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_b_kn,
     bf16_gemm_ws_pingpong_b_kn_direct, bf16_gemm_ws_pingpong_direct, f16_gemm_ws_cooperative,
     f16_gemm_ws_cooperative_direct, f16_gemm_ws_pingpong, f16_gemm_ws_pingpong_direct,
 };
+use crate::Element16;
+use crate::error::{KernelError, check_device};
 use gpu::wgmma::{Bf16, F16, SixteenBit, WARPGROUP_THREADS};
-use gpu_runtime::cudarc::driver::CudaSlice;
-use gpu_runtime::tensor_map::{ElementType, Swizzle, TensorMaps};
-use gpu_runtime::{DeviceElement, Gpu, Kernel, LaunchConfig, Library};
+use gpu_runtime::cudarc::driver::{DevicePtr, DevicePtrMut};
+use gpu_runtime::tensor_map::{Swizzle, TensorMapBuilder, TensorMaps};
+use gpu_runtime::{Address, Gpu, Kernel, LaunchConfig, Library};
 
 pub use crate::{GemmError, GemmShape};
 
-/// An element type [`Gemm16`] multiplies: BF16 or FP16, FP32 accumulation.
-pub trait Gemm16Element: SixteenBit + DeviceElement<Stored = u16> {
-    /// The tensor maps' element type.
-    const MAP: ElementType;
-    /// Its name in messages.
-    const NAME: &'static str;
-    /// Its kernels in a loaded [`Gemm16`].
-    #[doc(hidden)]
+/// The kernels of one device element type in a loaded [`Gemm16`].
+#[doc(hidden)]
+pub trait Gemm16Device: SixteenBit + 'static {
+    /// Its kernels in `gemm`.
     fn kernels(gemm: &Gemm16) -> &Kernels<Self>;
 }
 
-impl Gemm16Element for Bf16 {
-    const MAP: ElementType = ElementType::BF16;
-    const NAME: &'static str = "BF16";
+impl Gemm16Device for Bf16 {
     fn kernels(gemm: &Gemm16) -> &Kernels<Self> {
         &gemm.bf16
     }
 }
 
-impl Gemm16Element for F16 {
-    const MAP: ElementType = ElementType::F16;
-    const NAME: &'static str = "FP16";
+impl Gemm16Device for F16 {
     fn kernels(gemm: &Gemm16) -> &Kernels<Self> {
         &gemm.f16
     }
@@ -118,7 +112,7 @@ type EntryPair<E> = (Kernel<GemmStoreParams>, Kernel<GemmParams<E>>);
 
 /// One element type's kernels, for each B layout, cooperative then ping-pong.
 #[doc(hidden)]
-pub struct Kernels<E: Gemm16Element> {
+pub struct Kernels<E: Gemm16Device> {
     nk: [EntryPair<E>; 2],
     kn: Option<[EntryPair<E>; 2]>,
 }
@@ -143,9 +137,7 @@ const MAX_DIM: u32 = i32::MAX as u32;
 impl Gemm16 {
     /// Loads the kernels for `gpu` (this crate's embedded sm_90a module, in `gpu`'s context).
     pub fn load(gpu: &Gpu) -> Result<Gemm16, GemmError> {
-        if let Some(why) = crate::sm90a_missing(gpu, "the 16-bit GEMM") {
-            return Err(GemmError::Shape(why));
-        }
+        crate::check_sm90a(gpu, "the 16-bit GEMM kernels")?;
         let info = gpu.info();
         let library = gpu.load_library("gpu-kernels", crate::MODULES)?;
         let bf16 = Kernels {
@@ -199,23 +191,12 @@ impl Gemm16 {
         Gemm16Schedule::for_shape(shape, self.multiprocessors)
     }
 
-    /// `C = A B^T` or `C = A B` ([`BLayout`]) in BF16, FP32 accumulation: launched on `gpu`'s
-    /// stream, not waited for. See [`Gemm16::gemm`].
-    pub fn bf16(
-        &self,
-        gpu: &Gpu,
-        a: &CudaSlice<u16>,
-        b: &CudaSlice<u16>,
-        b_layout: BLayout,
-        c: &mut CudaSlice<u16>,
-        shape: GemmShape,
-    ) -> Result<(), GemmError> {
-        self.gemm::<Bf16>(gpu, a, b, b_layout, c, shape)
-    }
-
-    /// `C = A B^T` or `C = A B` for elements `E` (BF16 or FP16, as their bits), FP32
-    /// accumulation, rounded to nearest-even on the way out; launched on `gpu`'s stream, not
-    /// waited for. Checked before anything runs:
+    /// `C = A B^T` or `C = A B` ([`BLayout`]) for elements `E` (`half::bf16` or
+    /// `half::f16`), FP32 accumulation, rounded to nearest-even on the way out; launched on
+    /// `gpu`'s stream (the caller's, for a [`Gpu::on_stream`]), not waited for. A, B and C are
+    /// any cudarc buffers of `E` (`CudaSlice`, `CudaView`, `CudaViewMut`) in `gpu`'s context,
+    /// recorded by cudarc's event tracking as read (A, B) and written (C), as its own
+    /// launches are. Checked before anything runs ([`KernelError`]):
     /// - `m, n, k` in `1..2^31`, and each buffer at least as long as its matrix;
     /// - rows of A and B that a tensor map can describe: `k` a multiple of 8 (16-byte rows),
     ///   and for B `k x n` also `n`;
@@ -228,24 +209,88 @@ impl Gemm16 {
     /// multiple of 32 bytes) cost the tensor copies 1.76x the L2 sectors (H200: 3072 x 3072 x
     /// 3008 runs 18% faster than 3072 x 3072 x 3000); padding K with zeros to a multiple of 16 gives
     /// the same product faster.
-    pub fn gemm<E: Gemm16Element>(
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use gpu_kernels::gemm16::{BLayout, Gemm16, GemmShape};
+    /// use half::bf16;
+    /// let gpu = gpu_runtime::Gpu::open(gpu_kernels::MODULES)?;
+    /// let gemm = Gemm16::load(&gpu)?;
+    /// let (m, n, k) = (1000, 4096, 4096);
+    /// let a = gpu.upload(&vec![bf16::ONE; m * k], "A")?;
+    /// let b = gpu.upload(&vec![bf16::ONE; n * k], "B")?;
+    /// let mut c = gpu.zeros::<bf16>(m * n, "C")?;
+    /// let shape = GemmShape { m: m as u32, n: n as u32, k: k as u32 };
+    /// gemm.gemm(&gpu, &a, &b, BLayout::NK, &mut c, shape)?;
+    /// assert_eq!(gpu.download(&c, "C")?[0], bf16::from_f32(4096.0));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn gemm<E: Element16>(
         &self,
         gpu: &Gpu,
-        a: &CudaSlice<u16>,
-        b: &CudaSlice<u16>,
+        a: &(impl DevicePtr<E> + ?Sized),
+        b: &(impl DevicePtr<E> + ?Sized),
         b_layout: BLayout,
-        c: &mut CudaSlice<u16>,
+        c: &mut (impl DevicePtrMut<E> + ?Sized),
         shape: GemmShape,
-    ) -> Result<(), GemmError> {
+    ) -> Result<(), GemmError>
+    where
+        E::Device: Gemm16Device,
+    {
+        let strides = GemmStrides::packed(shape, b_layout);
+        self.gemm_strided(gpu, a, b, b_layout, c, shape, strides)
+    }
+
+    /// [`gemm`](Self::gemm) with rows `strides` apart (leading dimensions, in elements): A and
+    /// B inside wider buffers (a K padded to a multiple of 8 with the true K in `shape`), C
+    /// written into one. Each stride at least its row's length and a multiple of 8 (the
+    /// tensor copies' 16 bytes); C's other than `n` needs `n` a multiple of 8 (the direct-store
+    /// epilogue, for other `n`, writes packed rows).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use gpu_kernels::gemm16::{BLayout, Gemm16, GemmShape, GemmStrides};
+    /// use half::bf16;
+    /// let gpu = gpu_runtime::Gpu::open(gpu_kernels::MODULES)?;
+    /// let gemm = Gemm16::load(&gpu)?;
+    /// // K = 100, each row of A and B padded to 104 elements.
+    /// let shape = GemmShape { m: 64, n: 64, k: 100 };
+    /// let strides = GemmStrides { a: 104, b: 104, c: 64 };
+    /// let a = gpu.zeros::<bf16>(64 * 104, "A")?;
+    /// let b = gpu.zeros::<bf16>(64 * 104, "B")?;
+    /// let mut c = gpu.zeros::<bf16>(64 * 64, "C")?;
+    /// gemm.gemm_strided(&gpu, &a, &b, BLayout::NK, &mut c, shape, strides)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_strided<E: Element16>(
+        &self,
+        gpu: &Gpu,
+        a: &(impl DevicePtr<E> + ?Sized),
+        b: &(impl DevicePtr<E> + ?Sized),
+        b_layout: BLayout,
+        c: &mut (impl DevicePtrMut<E> + ?Sized),
+        shape: GemmShape,
+        strides: GemmStrides,
+    ) -> Result<(), GemmError>
+    where
+        E::Device: Gemm16Device,
+    {
+        check_device(gpu, "A", a.stream())?;
+        check_device(gpu, "B", b.stream())?;
+        check_device(gpu, "C", c.stream())?;
         let GemmShape { m, n, k } = shape;
-        check_shape::<E>(shape, b_layout, [a.len(), b.len(), c.len()])?;
-        let kernels = E::kernels(self);
+        let lengths = [a.len(), b.len(), c.len()];
+        check_shape(E::TYPE, shape, b_layout, strides, lengths)?;
+        let kernels = E::Device::kernels(self);
         let schedules = match b_layout {
             BLayout::NK => &kernels.nk,
             BLayout::KN => kernels.kn.as_ref().ok_or_else(|| {
-                GemmError::Shape(format!(
+                KernelError::Unsupported(format!(
                     "{} with B k x n is not built: store B n x k",
-                    E::NAME
+                    E::TYPE.name()
                 ))
             })?,
         };
@@ -260,7 +305,7 @@ impl Gemm16 {
         let g = schedule.geometry();
         let bytes = g.shared().bytes;
         if !fits(schedule) {
-            return Err(GemmError::Shape(format!(
+            return Err(KernelError::Unsupported(format!(
                 "the kernel needs {bytes} B of shared memory per block; the GPU allows {}",
                 self.max_shared_bytes
             )));
@@ -275,55 +320,119 @@ impl Gemm16 {
             3 * WARPGROUP_THREADS,
             bytes,
         );
-        let map = |buffer: &CudaSlice<u16>, dims: (u32, u32), [cols, rows]: [u32; 2]| {
-            self.maps.matrix(
-                E::MAP,
-                gpu.address(buffer),
-                dims,
-                (cols, rows),
-                Swizzle::Bytes128,
+        // The guards record A and B as read and C as written once the kernel is queued (they
+        // drop at the end of this function, after the launch).
+        let stream = gpu.stream();
+        let c_len = c.len();
+        let (a_ptr, _a_read) = a.device_ptr(stream);
+        let (b_ptr, _b_read) = b.device_ptr(stream);
+        let (c_ptr, _c_written) = c.device_ptr_mut(stream);
+        let map = |address: u64, (cols, rows): (u32, u32), stride: u32, [bc, br]: [u32; 2]| {
+            self.maps.get(
+                TensorMapBuilder::new(E::TYPE.tensor_map(), address, &[cols.into(), rows.into()])
+                    .strides(&[u64::from(stride) * 2])
+                    .box_dims(&[bc, br])
+                    .swizzle(Swizzle::Bytes128),
             )
         };
-        let a_map = map(a, (k, m), g.a_box())?;
+        let a_map = map(a_ptr, (k, m), strides.a, g.a_box())?;
         let b_map = match b_layout {
-            BLayout::NK => map(b, (k, n), g.b_box())?,
-            BLayout::KN => map(b, (n, k), BKnTile::BOX)?,
+            BLayout::NK => map(b_ptr, (k, n), strides.b, g.b_box())?,
+            BLayout::KN => map(b_ptr, (n, k), strides.b, BKnTile::BOX)?,
         };
         if n.is_multiple_of(8) {
-            let c_map = map(c, (n, m), CBox::BOX)?;
+            let c_map = map(c_ptr, (n, m), strides.c, CBox::BOX)?;
             // SAFETY: the maps describe A (k x m), B (k x n or n x k) and C (n x m) of `E`,
             // inside their buffers (checked), with the tiles' boxes, 128-byte swizzle and
             // zero fill; m, n, k >= 1; a 1-D grid of 384-thread blocks with the geometry's
             // shared memory: the kernels' launch contract.
             unsafe { store.launch(gpu, config, (&a_map, &b_map, &c_map, m, n, k))? };
         } else {
+            // SAFETY: C's address from its buffer, whose guard this function holds across the
+            // launch.
+            let mut c_out = unsafe { Address::<E::Device>::new(c_ptr, c_len) };
             // SAFETY: as above, C as a pointer to its m * n elements (checked).
-            unsafe { direct.launch(gpu, config, (&a_map, &b_map, c, m, n, k))? };
+            unsafe { direct.launch(gpu, config, (&a_map, &b_map, &mut c_out, m, n, k))? };
         }
         Ok(())
     }
 }
 
-/// The checks of [`Gemm16::gemm`], on the shape and the buffers' lengths `[a, b, c]`.
-pub fn check_shape<E: Gemm16Element>(
+/// The row strides (leading dimensions), in elements, of a [`Gemm16`] call's A (`m` rows of
+/// `k`), B (`n` rows of `k`, or `k` rows of `n`: [`BLayout`]) and C (`m` rows of `n`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GemmStrides {
+    /// From one row of A to the next.
+    pub a: u32,
+    /// From one row of B to the next.
+    pub b: u32,
+    /// From one row of C to the next.
+    pub c: u32,
+}
+
+impl GemmStrides {
+    /// Packed rows.
+    pub const fn packed(shape: GemmShape, b_layout: BLayout) -> GemmStrides {
+        GemmStrides {
+            a: shape.k,
+            b: match b_layout {
+                BLayout::NK => shape.k,
+                BLayout::KN => shape.n,
+            },
+            c: shape.n,
+        }
+    }
+}
+
+/// The checks of [`Gemm16::gemm_strided`] for `element`, on the shape, the strides and the
+/// buffers' lengths `[a, b, c]`: sizes in `1..2^31`; FP16 with B `k x n` not built; each
+/// stride at least its row and a multiple of 8 elements (16 bytes: the tensor copies); C's
+/// other than `n` only with `n` a multiple of 8; each buffer as long as its rows reach.
+pub fn check_shape(
+    element: ElementType,
     shape: GemmShape,
     b_layout: BLayout,
+    strides: GemmStrides,
     lengths: [usize; 3],
 ) -> Result<(), GemmError> {
-    let GemmShape { n, k, .. } = shape;
-    let bad = |why: String| Err(GemmError::Shape(why));
-    crate::gemm_call::check_sizes(shape, MAX_DIM, lengths, E::NAME)?;
-    if !k.is_multiple_of(8) {
-        return bad(format!(
-            "K = {k} is not a multiple of 8: the rows of A and B must be 16-byte multiples for \
-             their tensor maps (pad K with zeros)"
+    let GemmShape { m, n, k } = shape;
+    crate::gemm_call::check_dims(shape, MAX_DIM)?;
+    if b_layout == BLayout::KN && element == ElementType::F16 {
+        return Err(KernelError::Unsupported(
+            "FP16 with B k x n is not built: store B n x k".into(),
         ));
     }
-    if b_layout == BLayout::KN && !n.is_multiple_of(8) {
-        return bad(format!(
-            "N = {n} is not a multiple of 8: with B k x n its rows must be 16-byte multiples \
-             (pad N with zeros, or store B n x k)"
-        ));
+    let (b_rows, b_cols) = match b_layout {
+        BLayout::NK => (n, k),
+        BLayout::KN => (k, n),
+    };
+    for (name, stride, rows, cols, have) in [
+        ("A", strides.a, m, k, lengths[0]),
+        ("B", strides.b, b_rows, b_cols, lengths[1]),
+        ("C", strides.c, m, n, lengths[2]),
+    ] {
+        let bad = |why: String| Err(KernelError::Stride { name, why });
+        if stride < cols {
+            return bad(format!(
+                "rows {stride} elements apart are shorter than their {cols}"
+            ));
+        }
+        // C's rows leave through a tensor map only when N is a multiple of 8.
+        let mapped = name != "C" || n.is_multiple_of(8);
+        if mapped && !stride.is_multiple_of(8) {
+            return bad(format!(
+                "rows {stride} elements apart: tensor copies need a multiple of 8 (16 bytes; \
+                 pad the rows with zeros)"
+            ));
+        }
+        if !mapped && stride != n {
+            return Err(KernelError::Unsupported(format!(
+                "C with rows {stride} elements apart needs N a multiple of 8 (N = {n}: the \
+                 direct-store epilogue writes packed rows)"
+            )));
+        }
+        let need = (rows as u64 - 1) * stride as u64 + cols as u64;
+        crate::error::check_len(name, have, need)?;
     }
     Ok(())
 }
@@ -373,34 +482,101 @@ mod tests {
     }
 
     #[test]
-    fn shapes_and_buffers_are_checked_with_clear_errors() {
-        let ok = |s: GemmShape, l: BLayout, len: [usize; 3]| check_shape::<Bf16>(s, l, len);
+    fn shapes_strides_and_buffers_are_checked_with_errors_a_caller_can_match() {
+        let packed = |s: GemmShape, l: BLayout, len: [usize; 3]| {
+            check_shape(ElementType::Bf16, s, l, GemmStrides::packed(s, l), len)
+        };
         let msg = |r: Result<(), GemmError>| r.unwrap_err().to_string();
+        let (m, n, k) = (128, 256, 64);
         assert!(
-            ok(
-                shape(128, 256, 64),
+            packed(
+                shape(m, n, k),
                 BLayout::NK,
-                [128 * 64, 256 * 64, 128 * 256]
+                [m * k, n * k, m * n].map(|x| x as usize)
             )
             .is_ok()
         );
-        // Any N with B n x k; N % 8 needed with B k x n.
-        assert!(ok(shape(3, 5, 8), BLayout::NK, [24, 40, 15]).is_ok());
-        assert!(msg(ok(shape(3, 5, 8), BLayout::KN, [24, 40, 15])).contains("N = 5"));
-        assert!(msg(ok(shape(0, 5, 8), BLayout::NK, [0, 40, 0])).contains("at least 1"));
-        assert!(msg(ok(shape(4, 4, 12), BLayout::NK, [48, 48, 16])).contains("K = 12"));
-        assert!(msg(ok(shape(4, 4, 8), BLayout::NK, [31, 32, 16])).contains("A holds 31"));
-        assert!(msg(ok(shape(4, 4, 8), BLayout::NK, [32, 32, 15])).contains("C holds 15"));
+        // Any N with B n x k (C's rows written directly); N % 8 needed with B k x n.
+        assert!(packed(shape(3, 5, 8), BLayout::NK, [24, 40, 15]).is_ok());
+        let err = packed(shape(3, 5, 8), BLayout::KN, [24, 40, 15]);
         assert!(
-            msg(ok(shape(1 << 31, 8, 8), BLayout::NK, [usize::MAX; 3]))
+            matches!(err, Err(KernelError::Stride { name: "B", .. })),
+            "{err:?}"
+        );
+        assert!(msg(packed(shape(0, 5, 8), BLayout::NK, [0, 40, 0])).contains("at least 1"));
+        // K = 12 packed: rows of 24 bytes cannot be copied; padded to 16 they can.
+        let k12 = shape(4, 4, 12);
+        let err = packed(k12, BLayout::NK, [48, 48, 16]);
+        assert!(
+            matches!(err, Err(KernelError::Stride { name: "A", .. })),
+            "{err:?}"
+        );
+        let padded = GemmStrides { a: 16, b: 16, c: 4 };
+        assert!(check_shape(ElementType::Bf16, k12, BLayout::NK, padded, [60, 60, 16]).is_ok());
+        // The last row of A ends at 3 * 16 + 12 = 60.
+        let err = check_shape(ElementType::Bf16, k12, BLayout::NK, padded, [59, 60, 16]);
+        assert!(
+            matches!(
+                err,
+                Err(KernelError::BufferTooSmall {
+                    name: "A",
+                    have: 59,
+                    need: 60
+                })
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            msg(packed(shape(4, 4, 8), BLayout::NK, [32, 32, 15])),
+            "C holds 15 elements; 16 are needed"
+        );
+        // C wider than N: through its tensor map when N is a multiple of 8, refused otherwise.
+        let wide_c = GemmStrides { a: 8, b: 8, c: 24 };
+        assert!(
+            check_shape(
+                ElementType::Bf16,
+                shape(4, 16, 8),
+                BLayout::NK,
+                wide_c,
+                [32, 128, 88]
+            )
+            .is_ok()
+        );
+        let err = check_shape(
+            ElementType::Bf16,
+            shape(4, 5, 8),
+            BLayout::NK,
+            wide_c,
+            [32, 40, 77],
+        );
+        assert!(matches!(err, Err(KernelError::Unsupported(_))), "{err:?}");
+        let err = check_shape(
+            ElementType::Bf16,
+            shape(4, 16, 8),
+            BLayout::NK,
+            GemmStrides { c: 8, ..wide_c },
+            [usize::MAX; 3],
+        );
+        assert!(
+            matches!(err, Err(KernelError::Stride { name: "C", .. })),
+            "{err:?}"
+        );
+        assert!(
+            msg(packed(shape(1 << 31, 8, 8), BLayout::NK, [usize::MAX; 3]))
                 .contains("at most 2147483647")
         );
-        // FP16's message names FP16.
+        // FP16 with B k x n is not built: refused as unsupported, naming what to do.
+        let s = shape(8, 8, 8);
+        let err = check_shape(
+            ElementType::F16,
+            s,
+            BLayout::KN,
+            GemmStrides::packed(s, BLayout::KN),
+            [64; 3],
+        );
         assert!(
-            check_shape::<F16>(shape(4, 4, 8), BLayout::NK, [32, 31, 16])
-                .unwrap_err()
-                .to_string()
-                .contains("B holds 31 FP16")
+            matches!(&err, Err(KernelError::Unsupported(why)) if why.contains("store B n x k")),
+            "{err:?}"
         );
     }
 }

@@ -3,8 +3,11 @@
 //! the shape checked first (a clear [`GemmError`], never a launch past a buffer).
 
 use super::{GemmEntry, GemmKernel, GemmPointers, MAX_DIM, find};
+use crate::KernelError;
+use crate::error::check_device;
 use crate::{GemmError, GemmShape};
-use gpu_runtime::cudarc::driver::CudaSlice;
+use gpu_runtime::Address;
+use gpu_runtime::cudarc::driver::{DevicePtr, DevicePtrMut};
 use gpu_runtime::{Gpu, Kernel, LaunchConfig, Library};
 
 /// The families [`Gemm32`] runs, each a row of [`GEMM_KERNELS`](super::GEMM_KERNELS).
@@ -210,16 +213,22 @@ impl Gemm32 {
     /// `C = A B` in FP32: launched on `gpu`'s stream, not waited for. Checked before anything
     /// runs: `m, n, k` in `1..=2^30`, each buffer at least as long as its matrix, M within
     /// the grid's reach (65535 rows of tiles) and the kernel's shared memory within the GPU's.
-    /// 16-byte copies where K and N are multiples of 4, 4-byte copies otherwise.
+    /// 16-byte copies where K and N are multiples of 4 and the buffers start on 16 bytes,
+    /// 4-byte copies otherwise. A, B and C are any cudarc buffers of `f32` in `gpu`'s
+    /// context, recorded as read (A, B) and written (C) by cudarc's event tracking.
     pub fn gemm(
         &self,
         gpu: &Gpu,
-        a: &CudaSlice<f32>,
-        b: &CudaSlice<f32>,
-        c: &mut CudaSlice<f32>,
+        a: &(impl DevicePtr<f32> + ?Sized),
+        b: &(impl DevicePtr<f32> + ?Sized),
+        c: &mut (impl DevicePtrMut<f32> + ?Sized),
         shape: GemmShape,
     ) -> Result<(), GemmError> {
-        crate::gemm_call::check_sizes(shape, MAX_DIM, [a.len(), b.len(), c.len()], "FP32")?;
+        check_device(gpu, "A", a.stream())?;
+        check_device(gpu, "B", b.stream())?;
+        check_device(gpu, "C", c.stream())?;
+        let lengths = [a.len(), b.len(), c.len()];
+        crate::gemm_call::check_sizes(shape, MAX_DIM, lengths)?;
         let family = Gemm32Family::for_shape(shape, self.multiprocessors, self.clusters);
         let kernel = family.kernel();
         let loaded = self.loaded[family as usize]
@@ -227,16 +236,33 @@ impl Gemm32 {
             .expect("load loads every family for_shape picks on this GPU");
         let GemmShape { m, n, k } = shape;
         let config = check_launch(kernel, shape, self.max_shared_bytes)?;
-        let entry = if n.is_multiple_of(4) && k.is_multiple_of(4) {
+        // The guards record A and B as read and C as written once the kernel is queued.
+        let stream = gpu.stream();
+        let (a_ptr, _a_read) = a.device_ptr(stream);
+        let (b_ptr, _b_read) = b.device_ptr(stream);
+        let (c_ptr, _c_written) = c.device_ptr_mut(stream);
+        // 16-byte copies need 16-byte rows and starts (a view may start anywhere).
+        let aligned = n.is_multiple_of(4)
+            && k.is_multiple_of(4)
+            && [a_ptr, b_ptr, c_ptr].iter().all(|p| p.is_multiple_of(16));
+        let entry = if aligned {
             &loaded.aligned
         } else {
             &loaded.any
         };
+        // SAFETY: each address is its buffer's, whose guard is held across the launch.
+        let (a, b, mut c) = unsafe {
+            (
+                Address::<f32>::new(a_ptr, lengths[0]),
+                Address::<f32>::new(b_ptr, lengths[1]),
+                Address::<f32>::new(c_ptr, lengths[2]),
+            )
+        };
         // SAFETY: the kernels take (a, b, c, m, n, k), A m x k, B k x n, C m x n floats, which
-        // the buffers hold (checked), 16-byte aligned (driver allocations); the 16-byte entry
-        // point only for K and N multiples of 4; 1 <= m, n, k <= MAX_DIM; the family's grid,
-        // threads, shared memory and cluster: its launch contract.
-        unsafe { entry.launch(gpu, config, (a, b, c, m, n, k))? };
+        // the buffers hold (checked); the 16-byte entry point only where K and N are multiples
+        // of 4 and every buffer starts on 16 bytes; 1 <= m, n, k <= MAX_DIM; the family's
+        // grid, threads, shared memory and cluster: its launch contract.
+        unsafe { entry.launch(gpu, config, (&a, &b, &mut c, m, n, k))? };
         Ok(())
     }
 }
@@ -250,7 +276,7 @@ fn check_launch(
 ) -> Result<LaunchConfig, GemmError> {
     let grid = kernel.grid(shape.m, shape.n);
     if grid.1 > 65535 {
-        return Err(GemmError::Shape(format!(
+        return Err(KernelError::Shape(format!(
             "M = {} needs {} rows of {}-row tiles; a grid holds at most 65535",
             shape.m,
             grid.1,
@@ -259,7 +285,7 @@ fn check_launch(
     }
     let shared_bytes = kernel.shared_bytes();
     if shared_bytes > max_shared_bytes {
-        return Err(GemmError::Shape(format!(
+        return Err(KernelError::Unsupported(format!(
             "{} needs {shared_bytes} B of shared memory per block; the GPU allows \
              {max_shared_bytes}",
             kernel.name
@@ -346,12 +372,16 @@ mod tests {
     #[test]
     fn shapes_buffers_and_grids_are_checked_with_clear_errors() {
         let sizes = |s: GemmShape, len: [usize; 3]| {
-            crate::gemm_call::check_sizes(s, MAX_DIM, len, "FP32").map_err(|e| e.to_string())
+            crate::gemm_call::check_sizes(s, MAX_DIM, len).map_err(|e| e.to_string())
         };
         assert!(sizes(shape(3, 5, 7), [21, 35, 15]).is_ok());
         for (s, lengths, says) in [
             (shape(0, 5, 7), [0, 35, 0], "at least 1"),
-            (shape(3, 5, 7), [20, 35, 15], "A holds 20 FP32"),
+            (
+                shape(3, 5, 7),
+                [20, 35, 15],
+                "A holds 20 elements; 21 are needed",
+            ),
             (shape(3, 5, 7), [21, 34, 15], "B holds 34"),
             (shape(3, 5, 7), [21, 35, 14], "C holds 14"),
         ] {

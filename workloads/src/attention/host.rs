@@ -35,7 +35,7 @@ use crate::verify::host::Reference;
 use crate::verify::{verify_against_reference, verify_reference_scale};
 use anyhow::{Result, bail};
 use gpu::wgmma::{Bf16, F16};
-use gpu_kernels::attention::{Attention, AttentionEntry};
+use gpu_kernels::attention::{Attention, AttentionEntry, AttentionLayout, AttentionShape};
 use gpu_runtime::cudarc::driver::CudaSlice;
 use gpu_runtime::{Gpu, Kernel, LaunchConfig};
 use harness::check::{CheckReport, Mismatch, POISON, Tolerance};
@@ -339,14 +339,15 @@ impl ElementProblem {
         // SAFETY (both): the buffers hold Q, K, V (of the element), O's and the LSE's
         // doubles for this shape; 1-D grid of REFERENCE_THREADS blocks; the shape's sizes are
         // at least 1 and heads_q a multiple of heads_kv (parsed), d 64/128/256.
+        let (q_in, k_in, v_in, o_out, lse_out, a, d) = args;
         match element {
             ElementType::Bf16 => {
                 let kernel: Kernel<_> = gpu.entry_point(bf16_attention_reference)?;
-                unsafe { kernel.launch(gpu, config, args)? }
+                unsafe { kernel.launch(gpu, config, (q_in, k_in, v_in, o_out, lse_out, a, d))? }
             }
             ElementType::F16 => {
                 let kernel: Kernel<_> = gpu.entry_point(f16_attention_reference)?;
-                unsafe { kernel.launch(gpu, config, args)? }
+                unsafe { kernel.launch(gpu, config, (q_in, k_in, v_in, o_out, lse_out, a, d))? }
             }
         }
         let lse_reference = gpu.download(&lse_ref, "the reference LSE")?;
@@ -450,7 +451,7 @@ impl Problem<AttentionExperiment> for AttentionProblem {
         let Ok(attention) = &self.attention else {
             bail!("{} is not loaded (no sm_90a module)", entry.kernel().name);
         };
-        attention.run(gpu, entry, &p.q, &p.k, &p.v, &mut p.o, &mut p.lse, shape)?;
+        run_api(attention, gpu, entry, p, shape)?;
         Ok(())
     }
 
@@ -463,12 +464,18 @@ impl Problem<AttentionExperiment> for AttentionProblem {
             ElementType::Bf16 => &mut self.bf16,
             ElementType::F16 => &mut self.f16,
         };
-        let args = (&p.o, &mut self.widened, len, POISON.to_bits());
+        let (o, widened, poison) = (&p.o, &mut self.widened, POISON.to_bits());
         // SAFETY (both): {bf16,f16}_widen(src, dst, len, poison): both buffers hold `len`
         // elements; any 1-D grid of 256-thread blocks.
         match element {
-            ElementType::Bf16 => unsafe { self.widen_bf16.launch(gpu, config, args)? },
-            ElementType::F16 => unsafe { self.widen_f16.launch(gpu, config, args)? },
+            ElementType::Bf16 => unsafe {
+                self.widen_bf16
+                    .launch(gpu, config, (o, widened, len, poison))?
+            },
+            ElementType::F16 => unsafe {
+                self.widen_f16
+                    .launch(gpu, config, (o, widened, len, poison))?
+            },
         }
         let o_report = p
             .reference
@@ -599,7 +606,7 @@ impl AttentionProblem {
         let Ok(attention) = &self.attention else {
             bail!("{} is not loaded (no sm_90a module)", experiment.0.name);
         };
-        attention.run(gpu, &entry, &p.q, &p.k, &p.v, &mut p.o, &mut p.lse, shape)?;
+        run_api(attention, gpu, &entry, p, shape)?;
         gpu.synchronize(|| format!("{} with {fault:?}", experiment.0.name))?;
         if matches!(fault, KernelFault::WrongLse | KernelFault::Base2Lse) {
             let mut lse = gpu.download(&p.lse, "LSE")?;
@@ -612,4 +619,44 @@ impl AttentionProblem {
         }
         self.check(gpu, experiment).map(Some)
     }
+}
+
+/// `entry` through gpu-kernels' API on the problem's buffers, which hold the bits of the
+/// kernel's element as `u16`: viewed as `half::bf16` or `half::f16` for the call, packed.
+fn run_api(
+    attention: &Attention,
+    gpu: &Gpu,
+    entry: &AttentionEntry,
+    p: &mut ElementProblem,
+    shape: AttentionShape,
+) -> Result<(), gpu_kernels::KernelError> {
+    match entry.kernel().element {
+        ElementType::Bf16 => run_as::<half::bf16>(attention, gpu, entry, p, shape),
+        ElementType::F16 => run_as::<half::f16>(attention, gpu, entry, p, shape),
+    }
+}
+
+/// [`run_api`] for elements `E`.
+fn run_as<E: gpu_kernels::Element16>(
+    attention: &Attention,
+    gpu: &Gpu,
+    entry: &AttentionEntry,
+    p: &mut ElementProblem,
+    shape: AttentionShape,
+) -> Result<(), gpu_kernels::KernelError> {
+    // SAFETY: each buffer holds 16-bit values of the kernel's element, `E` (u16 and `E` have
+    // one size, so the views cover the buffers exactly).
+    let (q, k, v, o) = unsafe {
+        (
+            p.q.transmute::<E>(p.q.len()),
+            p.k.transmute::<E>(p.k.len()),
+            p.v.transmute::<E>(p.v.len()),
+            p.o.transmute_mut::<E>(p.o.len()),
+        )
+    };
+    let (Some(q), Some(k), Some(v), Some(mut o)) = (q, k, v, o) else {
+        unreachable!("a view of a 16-bit buffer as 16-bit elements fits it");
+    };
+    let layout = AttentionLayout::packed(&shape);
+    attention.run(gpu, entry, &q, &k, &v, &mut o, &mut p.lse, shape, &layout)
 }

@@ -605,7 +605,18 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 self.padder
                     .pad_operands(gpu, &mut inputs.a, &mut inputs.b)?;
                 let ((a, k), (b, _)) = (inputs.a.aligned(), inputs.b.aligned());
-                gemm.bf16(gpu, a, b, BLayout::NK, &mut self.c, GemmShape { m, n, k })?;
+                // SAFETY: A, B and C hold BF16 bits (this experiment's element).
+                let (a, b, c) = unsafe {
+                    (
+                        a.transmute::<half::bf16>(a.len()),
+                        b.transmute::<half::bf16>(b.len()),
+                        self.c.transmute_mut::<half::bf16>(self.c.len()),
+                    )
+                };
+                let (Some(a), Some(b), Some(mut c)) = (a, b, c) else {
+                    unreachable!("a view of a 16-bit buffer as 16-bit elements fits it");
+                };
+                gemm.gemm(gpu, &a, &b, BLayout::NK, &mut c, GemmShape { m, n, k })?;
             }
             Bf16Experiment::CublasLt => {
                 let (plan, handle) = match &self.cublas_lt {
@@ -648,12 +659,18 @@ impl Problem<Bf16Experiment> for Bf16Problem {
         let len = self.c.len() as u64;
         let blocks = (len.div_ceil(HELPER_THREADS as u64)).min(4 * 1024) as u32;
         let config = LaunchConfig::linear(blocks, HELPER_THREADS, 0);
-        let args = (&self.c, &mut self.widened, len, POISON.to_bits());
+        let (c, widened, poison) = (&self.c, &mut self.widened, POISON.to_bits());
         // SAFETY (both): {bf16,f16}_widen(src, dst, len, poison): both buffers hold `len`
         // elements; any 1-D grid of HELPER_THREADS blocks.
         match experiment.element() {
-            ElementType::Bf16 => unsafe { self.widen_bf16.launch(gpu, config, args)? },
-            ElementType::F16 => unsafe { self.widen_f16.launch(gpu, config, args)? },
+            ElementType::Bf16 => unsafe {
+                self.widen_bf16
+                    .launch(gpu, config, (c, widened, len, poison))?
+            },
+            ElementType::F16 => unsafe {
+                self.widen_f16
+                    .launch(gpu, config, (c, widened, len, poison))?
+            },
         }
         let inputs = match experiment.element() {
             ElementType::Bf16 => &mut self.bf16,

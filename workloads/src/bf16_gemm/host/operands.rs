@@ -248,18 +248,24 @@ impl ElementInputs {
             HELPER_THREADS,
             0,
         );
-        let args = (&a.data, &b.data, &mut c64, m, n, k);
+        let (a_in, b_in, c_out) = (&a.data, &b.data, &mut c64);
         // SAFETY (both): {bf16,f16}_gemm_reference(a, b, c, m, n, k) reads m*k and n*k
         // elements and writes m*n doubles, which the buffers hold; the 1-D grid covers m*n
         // threads (below 2^31, checked by the caller).
         match element {
             ElementType::Bf16 => unsafe {
-                gpu.entry_point(bf16_gemm_reference)?
-                    .launch(gpu, config, args)?
+                gpu.entry_point(bf16_gemm_reference)?.launch(
+                    gpu,
+                    config,
+                    (a_in, b_in, c_out, m, n, k),
+                )?
             },
             ElementType::F16 => unsafe {
-                gpu.entry_point(f16_gemm_reference)?
-                    .launch(gpu, config, args)?
+                gpu.entry_point(f16_gemm_reference)?.launch(
+                    gpu,
+                    config,
+                    (a_in, b_in, c_out, m, n, k),
+                )?
             },
         }
         gpu.synchronize(|| format!("computing the reference of a {size} {name} GEMM"))?;

@@ -1,0 +1,463 @@
+//! gpu-kernels as a caller uses it, on a GPU (sm_90 for the tensor-core kernels): launched on
+//! the caller's own stream with cudarc's event tracking on, on views, on strided tensors (a
+//! fused QKV projection, a preallocated KV cache with batch > 1, O in `(B, H, S, D)`), each
+//! checked against the CPU. CI has no GPU: run with `cargo test --release -p gpu-kernels --
+//! --include-ignored`.
+
+use gpu_kernels::KernelError;
+use gpu_kernels::attention::{Attention, AttentionLayout, AttentionShape, RowStrides};
+use gpu_kernels::gemm16::{BLayout, Gemm16, GemmStrides};
+use gpu_kernels::gemm32::Gemm32;
+use gpu_kernels::{GemmShape, MODULES};
+use gpu_runtime::Gpu;
+use gpu_runtime::cudarc::driver::{CudaContext, CudaStream};
+use half::bf16;
+use std::sync::Arc;
+
+/// A context with event tracking on (cudarc's default, as candle has it) and two streams of
+/// it: one the caller uploads and downloads on, one the kernels run on.
+fn two_streams() -> (Arc<CudaStream>, Arc<CudaStream>) {
+    let context = CudaContext::new(0).expect("a CUDA GPU");
+    assert!(context.is_event_tracking());
+    let copies = context.new_stream().expect("a stream");
+    let kernels = context.new_stream().expect("a second stream");
+    (copies, kernels)
+}
+
+/// Values in [-1, 1), different per `salt`, rounded to BF16.
+fn values(n: usize, salt: u64) -> Vec<bf16> {
+    (0..n as u64)
+        .map(|i| {
+            let x = (i ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+            bf16::from_f32((x % 2048) as f32 / 1024.0 - 1.0)
+        })
+        .collect()
+}
+
+/// One tensor `(batch, seqlen, heads, d)` read from `data` at `offset` with `strides`.
+struct View<'a> {
+    data: &'a [bf16],
+    offset: usize,
+    strides: RowStrides,
+}
+
+impl View<'_> {
+    fn at(&self, b: u32, t: u32, h: u32, e: u32) -> f64 {
+        let s = self.strides;
+        let i = self.offset as u64 + b as u64 * s.batch + t as u64 * s.token + h as u64 * s.head;
+        self.data[(i + e as u64) as usize].to_f64()
+    }
+}
+
+/// The attention forward pass on the CPU in f64: O `(batch, seqlen_q, heads_q, d)` packed,
+/// and the log-sum-exp `(batch, heads_q, seqlen_q)`.
+fn reference(shape: &AttentionShape, q: &View, k: &View, v: &View) -> (Vec<f64>, Vec<f64>) {
+    let (sq, skv, d) = (shape.seqlen_q, shape.seqlen_kv, shape.head_dim);
+    let group = shape.heads_q / shape.heads_kv;
+    let scale = shape.softmax_scale() as f64;
+    let mut o = vec![0.0; shape.q_elements() as usize];
+    let mut lse = vec![f64::NEG_INFINITY; shape.lse_elements() as usize];
+    for b in 0..shape.batch {
+        for h in 0..shape.heads_q {
+            for i in 0..sq {
+                let seen = |j: u32| !shape.causal || j as i64 <= i as i64 + skv as i64 - sq as i64;
+                let scores: Vec<(u32, f64)> = (0..skv)
+                    .filter(|&j| seen(j))
+                    .map(|j| {
+                        let dot: f64 = (0..d)
+                            .map(|e| q.at(b, i, h, e) * k.at(b, j, h / group, e))
+                            .sum();
+                        (j, dot * scale)
+                    })
+                    .collect();
+                let row = ((b * sq + i) * shape.heads_q + h) as usize * d as usize;
+                if scores.is_empty() {
+                    continue;
+                }
+                let max = scores.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
+                let sum: f64 = scores.iter().map(|s| (s.1 - max).exp()).sum();
+                lse[((b * shape.heads_q + h) * sq + i) as usize] = max + sum.ln();
+                for e in 0..d {
+                    o[row + e as usize] = scores
+                        .iter()
+                        .map(|&(j, s)| (s - max).exp() / sum * v.at(b, j, h / group, e))
+                        .sum();
+                }
+            }
+        }
+    }
+    (o, lse)
+}
+
+/// Compares O (read from `got` at `strides`) and the log-sum-exp with the reference.
+fn check(
+    shape: &AttentionShape,
+    got: &[bf16],
+    strides: RowStrides,
+    lse: &[f32],
+    want: &(Vec<f64>, Vec<f64>),
+) {
+    let o = View {
+        data: got,
+        offset: 0,
+        strides,
+    };
+    let d = shape.head_dim;
+    let mut worst = 0f64;
+    for b in 0..shape.batch {
+        for i in 0..shape.seqlen_q {
+            for h in 0..shape.heads_q {
+                let row = ((b * shape.seqlen_q + i) * shape.heads_q + h) as usize * d as usize;
+                for e in 0..d {
+                    let err = (o.at(b, i, h, e) - want.0[row + e as usize]).abs();
+                    worst = worst.max(err);
+                }
+            }
+        }
+    }
+    // BF16 O: 8 bits of mantissa, values below 1.
+    assert!(worst < 1.0 / 64.0, "O off by {worst} ({shape:?})");
+    for (i, (&got, &want)) in lse.iter().zip(&want.1).enumerate() {
+        let close = (got as f64 - want).abs() < 1e-3 * want.abs().max(1.0);
+        assert!(close, "LSE[{i}] = {got}, expected {want} ({shape:?})");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn attention_on_the_callers_stream_is_ordered_by_event_tracking() {
+    let (copies, kernels) = two_streams();
+    let gpu = Gpu::on_stream(kernels, &[]).expect("the GPU of the caller's stream");
+    let attention = Attention::load(&gpu).expect("sm_90a");
+    let shape = AttentionShape {
+        batch: 2,
+        seqlen_q: 512,
+        seqlen_kv: 640,
+        heads_q: 8,
+        heads_kv: 2,
+        head_dim: 128,
+        causal: true,
+        scale: None,
+    };
+    let (q_host, kv_host) = (
+        values(shape.q_elements() as usize, 1),
+        values(shape.kv_elements() as usize, 2),
+    );
+    let v_host = values(shape.kv_elements() as usize, 3);
+    // Uploaded and downloaded on one stream, run on another: cudarc's events order them.
+    let q = copies.clone_htod(&q_host).unwrap();
+    let k = copies.clone_htod(&kv_host).unwrap();
+    let v = copies.clone_htod(&v_host).unwrap();
+    let mut o = copies.alloc_zeros::<bf16>(q_host.len()).unwrap();
+    let mut lse = copies
+        .alloc_zeros::<f32>(shape.lse_elements() as usize)
+        .unwrap();
+    attention
+        .forward(&gpu, &q, &k, &v, &mut o, &mut lse, shape)
+        .expect("runs");
+    let (o_host, lse_host) = (
+        copies.clone_dtoh(&o).unwrap(),
+        copies.clone_dtoh(&lse).unwrap(),
+    );
+    let packed = AttentionLayout::packed(&shape);
+    let view = |data, strides| View {
+        data,
+        offset: 0,
+        strides,
+    };
+    let want = reference(
+        &shape,
+        &view(&q_host, packed.q),
+        &view(&kv_host, packed.k),
+        &view(&v_host, packed.v),
+    );
+    check(&shape, &o_host, packed.o, &lse_host, &want);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_fused_qkv_projection_is_attended_in_place() {
+    let gpu = Gpu::open(MODULES).expect("a GPU");
+    let attention = Attention::load(&gpu).expect("sm_90a");
+    let (batch, seqlen, heads, d) = (2u32, 300u32, 4u32, 64u32);
+    let shape = AttentionShape {
+        batch,
+        seqlen_q: seqlen,
+        seqlen_kv: seqlen,
+        heads_q: heads,
+        heads_kv: heads,
+        head_dim: d,
+        causal: false,
+        scale: Some(0.1),
+    };
+    // (B, S, 3, H, D): Q, K and V are views H D and 2 H D elements in.
+    let qkv_host = values((batch * seqlen * 3 * heads * d) as usize, 7);
+    let qkv = gpu.upload(&qkv_host, "QKV").unwrap();
+    let fused = RowStrides::packed(seqlen, 3 * heads, d);
+    // O as (B, H, S, D): heads outermost but one.
+    let o_strides = RowStrides {
+        batch: (heads * seqlen * d) as u64,
+        token: d as u64,
+        head: (seqlen * d) as u64,
+    };
+    let layout = AttentionLayout {
+        q: fused,
+        k: fused,
+        v: fused,
+        o: o_strides,
+    };
+    let hd = (heads * d) as usize;
+    let (q, k, v) = (qkv.slice(..), qkv.slice(hd..), qkv.slice(2 * hd..));
+    let mut o = gpu.zeros::<bf16>(shape.q_elements() as usize, "O").unwrap();
+    let mut lse = gpu
+        .zeros::<f32>(shape.lse_elements() as usize, "LSE")
+        .unwrap();
+    attention
+        .forward_strided(&gpu, &q, &k, &v, &mut o, &mut lse, shape, &layout)
+        .expect("runs");
+    let (o_host, lse_host) = (
+        gpu.download(&o, "O").unwrap(),
+        gpu.download(&lse, "LSE").unwrap(),
+    );
+    let at = |offset| View {
+        data: &qkv_host,
+        offset,
+        strides: fused,
+    };
+    let want = reference(&shape, &at(0), &at(hd), &at(2 * hd));
+    check(&shape, &o_host, o_strides, &lse_host, &want);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_preallocated_kv_cache_is_read_in_place_for_every_sequence() {
+    let gpu = Gpu::open(MODULES).expect("a GPU");
+    let attention = Attention::load(&gpu).expect("sm_90a");
+    // A cache (B, max_len, H_kv, D) holding 200 tokens of each of 3 sequences; 77 new
+    // queries per sequence, causal (the queries are the last 77 tokens).
+    let (batch, max_len, heads_kv, d) = (3u32, 512u32, 2u32, 128u32);
+    let shape = AttentionShape {
+        batch,
+        seqlen_q: 77,
+        seqlen_kv: 200,
+        heads_q: 8,
+        heads_kv,
+        head_dim: d,
+        causal: true,
+        scale: None,
+    };
+    let cache_len = (batch * max_len * heads_kv * d) as usize;
+    let (k_host, v_host) = (values(cache_len, 11), values(cache_len, 12));
+    let q_host = values(shape.q_elements() as usize, 13);
+    let (k, v, q) = (
+        gpu.upload(&k_host, "K cache").unwrap(),
+        gpu.upload(&v_host, "V cache").unwrap(),
+        gpu.upload(&q_host, "Q").unwrap(),
+    );
+    let cache = RowStrides::packed(max_len, heads_kv, d);
+    let layout = AttentionLayout {
+        k: cache,
+        v: cache,
+        ..AttentionLayout::packed(&shape)
+    };
+    let mut o = gpu.zeros::<bf16>(shape.q_elements() as usize, "O").unwrap();
+    let mut lse = gpu
+        .zeros::<f32>(shape.lse_elements() as usize, "LSE")
+        .unwrap();
+    attention
+        .forward_strided(&gpu, &q, &k, &v, &mut o, &mut lse, shape, &layout)
+        .expect("runs");
+    let (o_host, lse_host) = (
+        gpu.download(&o, "O").unwrap(),
+        gpu.download(&lse, "LSE").unwrap(),
+    );
+    let view = |data, strides| View {
+        data,
+        offset: 0,
+        strides,
+    };
+    let want = reference(
+        &shape,
+        &view(&q_host, layout.q),
+        &view(&k_host, cache),
+        &view(&v_host, cache),
+    );
+    check(&shape, &o_host, layout.o, &lse_host, &want);
+    // Read as packed (the trap: seqlen_kv rows per sequence, one after another), the same
+    // buffers give other rows for every sequence past the first: the strides are what make
+    // it right.
+    let packed = AttentionLayout::packed(&shape);
+    attention
+        .forward_strided(&gpu, &q, &k, &v, &mut o, &mut lse, shape, &packed)
+        .expect("runs");
+    let wrong = gpu.download(&o, "O").unwrap();
+    assert_ne!(wrong, o_host);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_refused_call_writes_nothing_and_says_why() {
+    let gpu = Gpu::open(MODULES).expect("a GPU");
+    let attention = Attention::load(&gpu).expect("sm_90a");
+    let shape = AttentionShape {
+        batch: 2,
+        seqlen_q: 64,
+        seqlen_kv: 64,
+        heads_q: 4,
+        heads_kv: 4,
+        head_dim: 64,
+        causal: false,
+        scale: None,
+    };
+    let n = shape.q_elements() as usize;
+    let poison = bf16::from_bits(0x7fc1);
+    let q = gpu.upload(&values(n, 1), "Q").unwrap();
+    let short = gpu.upload(&values(n - 1, 2), "K").unwrap();
+    let mut o = gpu.upload(&vec![poison; n], "O").unwrap();
+    let mut lse = gpu
+        .zeros::<f32>(shape.lse_elements() as usize, "LSE")
+        .unwrap();
+    let err = attention
+        .forward(&gpu, &q, &short, &q, &mut o, &mut lse, shape)
+        .unwrap_err();
+    assert!(
+        matches!(err, KernelError::BufferTooSmall { name: "K", .. }),
+        "{err}"
+    );
+    let d96 = AttentionShape {
+        head_dim: 96,
+        ..shape
+    };
+    let err = attention
+        .forward(&gpu, &q, &q, &q, &mut o, &mut lse, d96)
+        .unwrap_err();
+    assert!(
+        matches!(err, KernelError::UnsupportedHeadDim { head_dim: 96, .. }),
+        "{err}"
+    );
+    gpu.synchronize(|| "nothing".into()).unwrap();
+    assert!(
+        gpu.download(&o, "O")
+            .unwrap()
+            .iter()
+            .all(|x| x.to_bits() == poison.to_bits())
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gemms_take_views_on_the_callers_stream() {
+    let (copies, kernels) = two_streams();
+    let gpu = Gpu::on_stream(kernels, &[]).expect("the GPU of the caller's stream");
+    // BF16: A and B views 64 elements into larger buffers, C a view of a larger buffer
+    // whose other elements must stay as they were.
+    let gemm = Gemm16::load(&gpu).expect("sm_90a");
+    let (m, n, k) = (300u32, 200u32, 96u32);
+    let a_host = values(64 + (m * k) as usize, 21);
+    let b_host = values(64 + (n * k) as usize, 22);
+    let a = copies.clone_htod(&a_host).unwrap();
+    let b = copies.clone_htod(&b_host).unwrap();
+    let guard = bf16::from_f32(-7.0);
+    let c_len = (m * n) as usize;
+    let mut c = copies.clone_htod(&vec![guard; c_len + 128]).unwrap();
+    let shape = GemmShape { m, n, k };
+    gemm.gemm(
+        &gpu,
+        &a.slice(64..),
+        &b.slice(64..),
+        BLayout::NK,
+        &mut c.slice_mut(64..64 + c_len),
+        shape,
+    )
+    .expect("runs");
+    let c_host = copies.clone_dtoh(&c).unwrap();
+    assert!(
+        c_host[..64]
+            .iter()
+            .chain(&c_host[64 + c_len..])
+            .all(|&x| x == guard)
+    );
+    let (a_host, b_host) = (&a_host[64..], &b_host[64..]);
+    for i in 0..m as usize {
+        for j in 0..n as usize {
+            let want: f64 = (0..k as usize)
+                .map(|l| a_host[i * k as usize + l].to_f64() * b_host[j * k as usize + l].to_f64())
+                .sum();
+            let got = c_host[64 + i * n as usize + j].to_f64();
+            assert!(
+                (got - want).abs() <= 1e-2 * want.abs().max(1.0),
+                "C[{i}][{j}] = {got}, expected {want}"
+            );
+        }
+    }
+    // K = 100 (rows of 200 bytes, which tensor copies cannot step) held in rows padded to
+    // 104, C written 8 elements apart past its N = 64 columns.
+    let (m, n, k) = (70u32, 64u32, 100u32);
+    let strides = GemmStrides {
+        a: 104,
+        b: 104,
+        c: 72,
+    };
+    let a_host = values((m * 104) as usize, 23);
+    let b_host = values((n * 104) as usize, 24);
+    let a = copies.clone_htod(&a_host).unwrap();
+    let b = copies.clone_htod(&b_host).unwrap();
+    let mut c = copies.clone_htod(&vec![guard; (m * 72) as usize]).unwrap();
+    gemm.gemm_strided(
+        &gpu,
+        &a,
+        &b,
+        BLayout::NK,
+        &mut c,
+        GemmShape { m, n, k },
+        strides,
+    )
+    .expect("runs");
+    let c_host = copies.clone_dtoh(&c).unwrap();
+    for i in 0..m as usize {
+        for j in 0..72 {
+            let got = c_host[i * 72 + j];
+            if j >= n as usize {
+                assert_eq!(got, guard, "C[{i}][{j}] past N was written");
+                continue;
+            }
+            let want: f64 = (0..k as usize)
+                .map(|l| a_host[i * 104 + l].to_f64() * b_host[j * 104 + l].to_f64())
+                .sum();
+            let got = got.to_f64();
+            assert!(
+                (got - want).abs() <= 1e-2 * want.abs().max(1.0),
+                "C[{i}][{j}] = {got}, expected {want}"
+            );
+        }
+    }
+    // FP32: a view one float in (not 16-byte aligned) takes the 4-byte copies.
+    let gemm = Gemm32::load(&gpu).expect("sm_80+");
+    let (m, n, k) = (129u32, 65u32, 33u32);
+    let a_host: Vec<f32> = values(1 + (m * k) as usize, 31)
+        .iter()
+        .map(|x| x.to_f32())
+        .collect();
+    let b_host: Vec<f32> = values((k * n) as usize, 32)
+        .iter()
+        .map(|x| x.to_f32())
+        .collect();
+    let a = copies.clone_htod(&a_host).unwrap();
+    let b = copies.clone_htod(&b_host).unwrap();
+    let mut c = copies.alloc_zeros::<f32>((m * n) as usize).unwrap();
+    gemm.gemm(&gpu, &a.slice(1..), &b, &mut c, GemmShape { m, n, k })
+        .expect("runs");
+    let c_host = copies.clone_dtoh(&c).unwrap();
+    for i in 0..m as usize {
+        for j in 0..n as usize {
+            let want: f64 = (0..k as usize)
+                .map(|l| a_host[1 + i * k as usize + l] as f64 * b_host[l * n as usize + j] as f64)
+                .sum();
+            let got = c_host[i * n as usize + j] as f64;
+            assert!(
+                (got - want).abs() < 1e-4,
+                "C[{i}][{j}] = {got}, expected {want}"
+            );
+        }
+    }
+}
