@@ -22,6 +22,8 @@ pub use crate::patch::{
     CLUSTER_DIMS_MARKER, CLUSTER_PTX_ISA, MAX_THREADS_MARKER, TENSOR_MAP_PARAM_MARKER,
     apply_cluster_dims, apply_max_threads, apply_tensor_map_params,
 };
+use crate::stamp;
+use crate::toolchain::{LlvmTools, PinnedToolchain, Toolchain};
 use anyhow::{Context, Result, bail, ensure};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -74,8 +76,11 @@ pub struct CudaBuilder {
     target_dir: Option<PathBuf>,
     copy_to: Option<PathBuf>,
     rerun_if_changed: bool,
+    reuse_unchanged: bool,
     cargo: PathBuf,
     rustc: PathBuf,
+    /// Set for the inner cargo, so that any rustup proxy it reaches runs this toolchain too.
+    rustup_toolchain: Option<String>,
 }
 
 impl CudaBuilder {
@@ -97,8 +102,10 @@ impl CudaBuilder {
             target_dir: None,
             copy_to: None,
             rerun_if_changed: false,
+            reuse_unchanged: false,
             cargo: tool("CARGO", "cargo"),
             rustc: tool("RUSTC", "rustc"),
+            rustup_toolchain: None,
         }
     }
 
@@ -164,6 +171,25 @@ impl CudaBuilder {
         self
     }
 
+    /// Builds with `toolchain`'s own `cargo` and `rustc` instead of the environment's: how a
+    /// build script run by a stable cargo builds device code with the pinned nightly.
+    pub fn toolchain(mut self, toolchain: &PinnedToolchain) -> Self {
+        self.cargo = toolchain.cargo.clone();
+        self.rustc = toolchain.rustc.clone();
+        self.rustup_toolchain = Some(toolchain.name.clone());
+        self
+    }
+
+    /// Skips an arch's build (cargo, link, optimization, llc) when a stamp beside its PTX says
+    /// it was built from the same inputs: the sources of the crate and its local packages, the
+    /// workspace's manifest, lock and toolchain files, this builder's settings and sources, and
+    /// the compiler (see `stamp.rs`). For a build tool (`cargo xtask build-ptx`), whose
+    /// every run would otherwise link and optimize every module again.
+    pub fn reuse_unchanged(mut self, reuse: bool) -> Self {
+        self.reuse_unchanged = reuse;
+        self
+    }
+
     /// The archs to build: those asked for, else every one.
     pub fn selected_archs(&self) -> Vec<Arch> {
         if self.archs.is_empty() {
@@ -210,7 +236,24 @@ impl CudaBuilder {
         }
         let mut artifacts = Vec::new();
         for arch in self.selected_archs() {
-            let artifact = self.build_arch(&toolchain.llvm, &package, arch)?;
+            let ptx = self.ptx_path(&package, arch);
+            let settings = self.settings(&package, arch, &toolchain.version);
+            let reused = self
+                .reuse_unchanged
+                .then(|| stamp::reusable(&ptx, arch, &settings, &self.crate_dir))
+                .flatten();
+            let artifact = match reused {
+                Some(artifact) => artifact,
+                None => {
+                    // No stamp survives a build that fails halfway.
+                    stamp::clear(&ptx);
+                    let artifact = self.build_arch(&toolchain.llvm, &package, arch)?;
+                    if self.reuse_unchanged {
+                        stamp::record(&artifact, &settings, &self.crate_dir)?;
+                    }
+                    artifact
+                }
+            };
             if let Some(dir) = &self.copy_to {
                 std::fs::create_dir_all(dir)?;
                 let to = dir.join(format!("{}_{}.ptx", lib_name(&package), arch.name()));
@@ -287,11 +330,32 @@ impl CudaBuilder {
         .join("\x1f");
         cmd.env("CARGO_ENCODED_RUSTFLAGS", rustflags)
             .env("RUSTC", &self.rustc);
+        if let Some(name) = &self.rustup_toolchain {
+            cmd.env("RUSTUP_TOOLCHAIN", name);
+        }
         cmd
     }
 
+    /// Where `arch`'s module lands: `<target_dir>/ptx/<arch>/<crate>.ptx`.
+    fn ptx_path(&self, package: &str, arch: Arch) -> PathBuf {
+        self.target_root()
+            .join("ptx")
+            .join(arch.name())
+            .join(format!("{}.ptx", lib_name(package)))
+    }
+
+    /// Everything about this build of `arch` but its sources, for its stamp.
+    fn settings(&self, package: &str, arch: Arch, rustc_version: &str) -> String {
+        format!(
+            "package {package}; arch {arch}; ptx isa {}; features {:?}; kernels from {:?}; \
+             {DEVICE_TARGET}; {DEVICE_PROFILE_SETTINGS:?}; rustc {rustc_version}",
+            self.ptx_isa, self.features, self.kernel_crates
+        )
+    }
+
     fn build_arch(&self, llvm: &LlvmTools, package: &str, arch: Arch) -> Result<PtxArtifact> {
-        let out_dir = self.target_root().join("ptx").join(arch.name());
+        let ptx = self.ptx_path(package, arch);
+        let out_dir = ptx.parent().expect("a file in ptx/<arch>").to_path_buf();
         let DeviceBuild {
             rlibs,
             warnings,
@@ -354,7 +418,6 @@ impl CudaBuilder {
             .arg(&optimized))
         .context("opt")?;
 
-        let ptx = out_dir.join(format!("{lib}.ptx"));
         let llc = llvm
             .cmd("llc")
             .arg("-O3")
@@ -391,6 +454,7 @@ impl CudaBuilder {
             warnings,
             explicit_traps,
             local_packages,
+            reused: false,
         })
     }
 
@@ -478,75 +542,9 @@ pub struct PtxArtifact {
     /// The folders of the local packages the device build compiled: the device crate and
     /// its path dependencies (what a build script must watch).
     pub local_packages: Vec<PathBuf>,
-}
-
-/// The toolchain checked for what the device build needs.
-struct Toolchain {
-    llvm: LlvmTools,
-}
-
-impl Toolchain {
-    /// Checks that `rustc` runs, is a nightly (for `-Zbuild-std`), has `rust-src` (to build
-    /// `core` for the device) and `llvm-tools` (to link): each missing piece is an error that
-    /// says what to install.
-    fn check(rustc: &Path, crate_dir: &Path) -> Result<Toolchain> {
-        let install = format!(
-            "install the toolchain the project pins: `rustup toolchain install` in {}",
-            crate_dir.display()
-        );
-        let version = capture(Command::new(rustc).arg("-vV"))
-            .with_context(|| format!("could not run {}; {install}", rustc.display()))?;
-        let release = version
-            .lines()
-            .find_map(|l| l.strip_prefix("release: "))
-            .unwrap_or("?");
-        ensure!(
-            release.contains("nightly") || release.contains("dev"),
-            "device code needs a nightly toolchain (-Zbuild-std, abi_ptx), found rustc {release}; \
-             {install}"
-        );
-        let sysroot = capture(Command::new(rustc).args(["--print", "sysroot"]))
-            .context("asking rustc for its sysroot")?;
-        let sysroot = PathBuf::from(sysroot.trim());
-        let core = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
-        ensure!(
-            core.is_file(),
-            "the toolchain at {} has no `rust-src` component (to build `core` for the GPU): \
-             `rustup component add rust-src`, or {install}",
-            sysroot.display()
-        );
-        let host = version
-            .lines()
-            .find_map(|l| l.strip_prefix("host: "))
-            .context("`rustc -vV` printed no host triple")?;
-        let llvm = LlvmTools {
-            bin: sysroot.join("lib/rustlib").join(host.trim()).join("bin"),
-        };
-        for name in ["llvm-link", "opt", "llc", "llvm-ar", "llvm-nm"] {
-            ensure!(
-                llvm.path(name).is_file(),
-                "{} is missing: the toolchain needs its `llvm-tools` component \
-                 (`rustup component add llvm-tools`, or {install})",
-                llvm.path(name).display()
-            );
-        }
-        Ok(Toolchain { llvm })
-    }
-}
-
-/// The `llvm-link`, `opt`, `llc`, `llvm-ar` and `llvm-nm` of the toolchain's `llvm-tools`.
-struct LlvmTools {
-    bin: PathBuf,
-}
-
-impl LlvmTools {
-    fn path(&self, name: &str) -> PathBuf {
-        self.bin.join(name)
-    }
-
-    fn cmd(&self, name: &str) -> Command {
-        Command::new(self.path(name))
-    }
+    /// Whether the module is the one an earlier build left, its inputs unchanged
+    /// ([`CudaBuilder::reuse_unchanged`]).
+    pub reused: bool,
 }
 
 /// A package's library name: its package name with `-` as `_`.
@@ -630,7 +628,7 @@ pub fn module_table(modules: &[(Arch, PathBuf)]) -> String {
 }
 
 /// `name` in `dir` or the nearest folder above it that has one.
-fn find_upwards(dir: &Path, name: &str) -> Option<PathBuf> {
+pub(crate) fn find_upwards(dir: &Path, name: &str) -> Option<PathBuf> {
     let dir = std::fs::canonicalize(dir).ok()?;
     dir.ancestors().map(|d| d.join(name)).find(|p| p.is_file())
 }

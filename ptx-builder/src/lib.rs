@@ -7,15 +7,23 @@
 //! - [`nvtools`]: finds NVIDIA's `ptxas` / `cuobjdump` and reads what they print (per-kernel
 //!   registers, shared memory and spills; SASS per kernel).
 //! - [`ptx_text`]: splits a PTX module into kernels and their instructions.
+//! - [`carried`]: gpu-kernels' device modules kept in the repository, so that a crate on
+//!   stable builds it without a nightly; [`toolchain::PinnedToolchain`] finds the pinned
+//!   nightly through rustup when they must be rebuilt from source.
 
 pub mod build;
+pub mod carried;
 mod diagnose;
+pub mod digest;
 pub mod fingerprint;
 pub mod nvtools;
 mod patch;
 pub mod ptx_text;
+mod stamp;
+pub mod toolchain;
 
 pub use build::{CudaBuilder, PtxArtifact};
+pub use toolchain::PinnedToolchain;
 
 use std::path::PathBuf;
 

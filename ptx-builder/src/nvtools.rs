@@ -107,10 +107,33 @@ pub fn assemble(
             report.trim_end()
         );
     }
+    // The report first: a fingerprint names a cubin whose report is there too.
+    std::fs::write(report_path(cubin), report.as_bytes())
+        .with_context(|| format!("writing the ptxas report of {}", cubin.display()))?;
     let fingerprint = source_fingerprint(ptxas, ptx, arch)?;
     std::fs::write(fingerprint_path(cubin), fingerprint)
         .with_context(|| format!("writing the source fingerprint of {}", cubin.display()))?;
     Ok(parse_ptxas_report(&report))
+}
+
+/// Like [`assemble`], but when `cubin` is already the assembly of `ptx` for `arch` by this
+/// ptxas, returns the report ptxas gave then without running it (`cargo xtask build-ptx`
+/// prints every kernel's resources on every run). Also returns whether ptxas ran.
+pub fn assemble_cached(
+    ptxas: &Path,
+    ptx: &Path,
+    arch: Arch,
+    cubin: &Path,
+) -> Result<(Vec<KernelResources>, bool)> {
+    let current = source_fingerprint(ptxas, ptx, arch)?;
+    let recorded = std::fs::read_to_string(fingerprint_path(cubin)).ok();
+    if cubin.is_file()
+        && recorded.as_deref() == Some(current.as_str())
+        && let Ok(report) = std::fs::read_to_string(report_path(cubin))
+    {
+        return Ok((parse_ptxas_report(&report), false));
+    }
+    Ok((assemble(ptxas, ptx, arch, cubin)?, true))
 }
 
 /// Makes `cubin` the assembly of `ptx` for `arch`, assembling only if it is not already: a
@@ -125,6 +148,11 @@ pub fn assemble_if_changed(ptxas: &Path, ptx: &Path, arch: Arch, cubin: &Path) -
     }
     assemble(ptxas, ptx, arch, cubin)?;
     Ok(true)
+}
+
+/// Where [`assemble`] keeps ptxas's report on a cubin.
+fn report_path(cubin: &Path) -> PathBuf {
+    cubin.with_extension("cubin.ptxas-report")
 }
 
 /// Where [`assemble`] records what a cubin was assembled from.

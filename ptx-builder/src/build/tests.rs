@@ -47,6 +47,7 @@ fn warnings_reach_cargo_once_with_their_archs() {
         warnings: warnings.iter().map(|w| w.to_string()).collect(),
         explicit_traps: Vec::new(),
         local_packages: Vec::new(),
+        reused: false,
     };
     let lines = cargo_warnings(&[
         artifact(
