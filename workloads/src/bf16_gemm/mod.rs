@@ -6,8 +6,9 @@
 //! A block owns a [`BM`] x [`BN`] tile of C at a time and walks K in steps of [`BK`]: per
 //! k-tile one elected thread loads A's `BM x 64` box and B's `BN x 64` box with two tensor
 //! copies (128-byte swizzle, zero fill past the matrix) into a [`BulkPipeline`] stage, and two
-//! consumer warpgroups each multiply their 64 rows of A by all of B with one fused
-//! `wgmma` k-tile ([`gpu::wgmma`]: four m64n256k16 multiplies). Blocks are persistent: a grid
+//! consumer warpgroups each multiply their 64 rows of A by all of B
+//! ([`gpu::collective::tensor_core`]: one `wgmma` k-tile in flight, the stage released when
+//! the wait after the next one shows it read). Blocks are persistent: a grid
 //! of one block per SM walks the tiles in a grouped order for L2 reuse
 //! ([`gpu::schedule::grouped_tile`]). The epilogue rounds the accumulators to BF16 and stores
 //! them, guarded at the edges.
@@ -15,7 +16,7 @@
 //! Styles ([`Bf16Style`]):
 //! - `ws_cooperative`: a producer warpgroup (one thread issuing the copies, its registers
 //!   given to the consumers with `setmaxnreg`) and two consumer warpgroups sharing the tile;
-//! - `ws_pingpong`: the same three warpgroups, each consumer on its own 64 x 256 tiles, the
+//! - `ws_pingpong`: the same three warpgroups, each consumer on its own 128 x 128 tiles, the
 //!   two taking the block's tiles in turn from one ring of stages (the other's stages
 //!   skipped), so that one's epilogue runs while the other multiplies;
 //! - `multistage`: no producer warpgroup; the first consumer thread also issues the copies,
