@@ -18,6 +18,8 @@
 //! for the pinned nightly; doing it here keeps the build inside the repository and registries.
 
 use crate::Arch;
+pub use crate::artifact::PtxArtifact;
+use crate::command::{capture, find_upwards, run};
 pub use crate::patch::{
     CLUSTER_DIMS_MARKER, CLUSTER_PTX_ISA, MAX_THREADS_MARKER, TENSOR_MAP_PARAM_MARKER,
     apply_cluster_dims, apply_max_threads, apply_tensor_map_params,
@@ -25,7 +27,6 @@ pub use crate::patch::{
 use crate::stamp;
 use crate::toolchain::{LlvmTools, PinnedToolchain, Toolchain};
 use anyhow::{Context, Result, bail, ensure};
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -525,28 +526,6 @@ impl CudaBuilder {
     }
 }
 
-/// One PTX module produced by [`CudaBuilder::build`].
-#[derive(Clone, Debug)]
-pub struct PtxArtifact {
-    pub arch: Arch,
-    pub path: PathBuf,
-    /// Kernel entry points, sorted.
-    pub kernels: Vec<String>,
-    /// Compiler warnings about the device code (first line and location of each), and one
-    /// for each kernel that can panic (a check the optimizer could not prove away, which
-    /// traps at run time).
-    pub warnings: Vec<String>,
-    /// Kernels with an explicit `trap` in their own body (`gpu::ptx::trap()`: the code's own
-    /// checks, such as the library's on a pipeline's use): listed, not warned about.
-    pub explicit_traps: Vec<String>,
-    /// The folders of the local packages the device build compiled: the device crate and
-    /// its path dependencies (what a build script must watch).
-    pub local_packages: Vec<PathBuf>,
-    /// Whether the module is the one an earlier build left, its inputs unchanged
-    /// ([`CudaBuilder::reuse_unchanged`]).
-    pub reused: bool,
-}
-
 /// A package's library name: its package name with `-` as `_`.
 fn lib_name(package: &str) -> String {
     package.replace('-', "_")
@@ -627,12 +606,6 @@ pub fn module_table(modules: &[(Arch, PathBuf)]) -> String {
     out
 }
 
-/// `name` in `dir` or the nearest folder above it that has one.
-pub(crate) fn find_upwards(dir: &Path, name: &str) -> Option<PathBuf> {
-    let dir = std::fs::canonicalize(dir).ok()?;
-    dir.ancestors().map(|d| d.join(name)).find(|p| p.is_file())
-}
-
 /// What the device build produced: `(crate name, rlib)` for every crate, its warnings, and
 /// the folders of the local packages it compiled (the crate and its path dependencies).
 struct DeviceBuild {
@@ -706,27 +679,6 @@ fn check_ptx(text: &str, kernels: &[String]) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn run(cmd: &mut Command) -> Result<()> {
-    capture(cmd).map(drop)
-}
-
-/// Runs `cmd` and returns its stdout; a failure carries the command and its stderr.
-pub(crate) fn capture(cmd: &mut Command) -> Result<String> {
-    let program: OsString = cmd.get_program().to_owned();
-    let output = cmd
-        .output()
-        .with_context(|| format!("could not run {}", program.to_string_lossy()))?;
-    if !output.status.success() {
-        bail!(
-            "{} failed ({}):\n{}",
-            program.to_string_lossy(),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim_end()
-        );
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 #[cfg(test)]

@@ -11,8 +11,10 @@
 //!   stable builds it without a nightly; [`toolchain::PinnedToolchain`] finds the pinned
 //!   nightly through rustup when they must be rebuilt from source.
 
+mod artifact;
 pub mod build;
 pub mod carried;
+mod command;
 mod diagnose;
 pub mod digest;
 pub mod fingerprint;

@@ -4,7 +4,7 @@
 //! the PTX (CI assembles every module for its arch) and show what each kernel became in SASS.
 
 use crate::Arch;
-use crate::build::capture;
+use crate::command::capture;
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

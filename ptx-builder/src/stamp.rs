@@ -13,7 +13,8 @@
 //! of.
 
 use crate::Arch;
-use crate::build::{PtxArtifact, find_upwards};
+use crate::artifact::PtxArtifact;
+use crate::command::find_upwards;
 use crate::digest::{Digest, SourceDigest, digest_file};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! rustup whatever toolchain the caller runs (a crate on stable that builds device code from
 //! source: gpu-kernels' build script when its carried PTX is stale).
 
-use crate::build::capture;
+use crate::command::capture;
 use anyhow::{Context, Result, bail, ensure};
 use std::path::{Path, PathBuf};
 use std::process::Command;

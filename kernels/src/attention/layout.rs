@@ -3,7 +3,7 @@
 //! contiguous), so that a fused QKV projection `(B, S, 3, H, D)` and a preallocated cache
 //! `(B, max_len, H, D)` are read in place, and O written into a wider buffer.
 
-use super::host::AttentionShape;
+use super::shape::AttentionShape;
 use crate::error::{KernelError, check_len};
 
 /// The strides, in elements, of one `(batch, seqlen, heads, head_dim)` tensor: from one

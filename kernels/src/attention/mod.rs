@@ -44,6 +44,10 @@ pub use host::*;
 mod layout;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use layout::{AttentionLayout, RowStrides};
+#[cfg(not(target_arch = "nvptx64"))]
+mod shape;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use shape::AttentionShape;
 
 use crate::gemm16::ElementType;
 use gpu::layout::{Mbarrier, SharedLayout, SharedRegion};
