@@ -377,19 +377,16 @@ fn gemms_take_views_on_the_callers_stream() {
             .chain(&c_host[64 + c_len..])
             .all(|&x| x == guard)
     );
-    let (a_host, b_host) = (&a_host[64..], &b_host[64..]);
-    for i in 0..m as usize {
-        for j in 0..n as usize {
-            let want: f64 = (0..k as usize)
-                .map(|l| a_host[i * k as usize + l].to_f64() * b_host[j * k as usize + l].to_f64())
-                .sum();
-            let got = c_host[64 + i * n as usize + j].to_f64();
-            assert!(
-                (got - want).abs() <= 1e-2 * want.abs().max(1.0),
-                "C[{i}][{j}] = {got}, expected {want}"
-            );
-        }
-    }
+    let c_host = widen(&c_host);
+    let want = gemm_reference(
+        &widen(&a_host[64..]),
+        k,
+        &widen(&b_host[64..]),
+        k,
+        BLayout::NK,
+        shape,
+    );
+    assert_gemm_close(&c_host[64..], n, &want, shape);
     // K = 100 (rows of 200 bytes, which tensor copies cannot step) held in rows padded to
     // 104, C written 8 elements apart past its N = 64 columns.
     let (m, n, k) = (70u32, 64u32, 100u32);
@@ -414,22 +411,21 @@ fn gemms_take_views_on_the_callers_stream() {
     )
     .expect("runs");
     let c_host = copies.clone_dtoh(&c).unwrap();
-    for i in 0..m as usize {
-        for j in 0..72 {
-            let got = c_host[i * 72 + j];
-            if j >= n as usize {
-                assert_eq!(got, guard, "C[{i}][{j}] past N was written");
-                continue;
-            }
-            let want: f64 = (0..k as usize)
-                .map(|l| a_host[i * 104 + l].to_f64() * b_host[j * 104 + l].to_f64())
-                .sum();
-            let got = got.to_f64();
-            assert!(
-                (got - want).abs() <= 1e-2 * want.abs().max(1.0),
-                "C[{i}][{j}] = {got}, expected {want}"
-            );
-        }
+    let shape = GemmShape { m, n, k };
+    let want = gemm_reference(
+        &widen(&a_host),
+        104,
+        &widen(&b_host),
+        104,
+        BLayout::NK,
+        shape,
+    );
+    assert_gemm_close(&widen(&c_host), 72, &want, shape);
+    for (i, row) in c_host.chunks(72).enumerate() {
+        assert!(
+            row[n as usize..].iter().all(|&x| x == guard),
+            "C[{i}] past N was written"
+        );
     }
     // FP32: a view one float in (not 16-byte aligned) takes the 4-byte copies.
     let gemm = Gemm32::load(&gpu).expect("sm_80+");
@@ -460,4 +456,194 @@ fn gemms_take_views_on_the_callers_stream() {
             );
         }
     }
+}
+
+/// 16-bit values as f64.
+fn widen<E: Into<f64> + Copy>(x: &[E]) -> Vec<f64> {
+    x.iter().map(|&v| v.into()).collect()
+}
+
+/// `C = A B^T` (B `n x k`) or `C = A B` (B `k x n`) on the CPU in f64, from rows `lda` and
+/// `ldb` apart; C packed.
+fn gemm_reference(
+    a: &[f64],
+    lda: u32,
+    b: &[f64],
+    ldb: u32,
+    b_layout: BLayout,
+    shape: GemmShape,
+) -> Vec<f64> {
+    let GemmShape { m, n, k } = shape;
+    let (lda, ldb) = (lda as usize, ldb as usize);
+    let mut c = vec![0.0; (m * n) as usize];
+    for i in 0..m as usize {
+        for j in 0..n as usize {
+            c[i * n as usize + j] = (0..k as usize)
+                .map(|l| {
+                    let b = match b_layout {
+                        BLayout::NK => b[j * ldb + l],
+                        BLayout::KN => b[l * ldb + j],
+                    };
+                    a[i * lda + l] * b
+                })
+                .sum();
+        }
+    }
+    c
+}
+
+/// C (rows `ldc` apart) against the reference, to BF16's rounding of C (FP32 accumulation).
+fn assert_gemm_close(c: &[f64], ldc: u32, want: &[f64], shape: GemmShape) {
+    let GemmShape { m, n, .. } = shape;
+    for i in 0..m as usize {
+        for j in 0..n as usize {
+            let (got, want) = (c[i * ldc as usize + j], want[i * n as usize + j]);
+            assert!(
+                (got - want).abs() <= 1e-2 * want.abs().max(1.0),
+                "C[{i}][{j}] = {got}, expected {want} ({shape:?})"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gemm16_takes_any_k_any_stride_and_any_view() {
+    let gpu = Gpu::open(MODULES).expect("a GPU");
+    let gemm = Gemm16::load(&gpu).expect("sm_90a");
+    // (shape, A's stride and offset, B's layout, stride and offset): rows a tensor map
+    // cannot describe (K or B's N not a multiple of 8, odd strides, views off 16 bytes) are
+    // copied with padded rows first; the others read in place.
+    let cases = [
+        (
+            GemmShape {
+                m: 70,
+                n: 64,
+                k: 100,
+            },
+            (100, 0),
+            (BLayout::NK, 100, 0),
+        ),
+        (
+            GemmShape {
+                m: 130,
+                n: 60,
+                k: 97,
+            },
+            (101, 3),
+            (BLayout::KN, 60, 0),
+        ),
+        (
+            GemmShape {
+                m: 33,
+                n: 257,
+                k: 64,
+            },
+            (64, 1),
+            (BLayout::NK, 72, 5),
+        ),
+        (
+            GemmShape {
+                m: 129,
+                n: 96,
+                k: 8,
+            },
+            (8, 0),
+            (BLayout::KN, 99, 7),
+        ),
+        (GemmShape { m: 1, n: 1, k: 1 }, (1, 1), (BLayout::NK, 1, 1)),
+    ];
+    for (salt, (shape, (lda, a_off), (b_layout, ldb, b_off))) in cases.into_iter().enumerate() {
+        let GemmShape { m, n, k } = shape;
+        let b_rows = match b_layout {
+            BLayout::NK => n,
+            BLayout::KN => k,
+        };
+        let a_host = values(a_off + (m * lda) as usize, 40 + salt as u64);
+        let b_host = values(b_off + (b_rows * ldb) as usize, 50 + salt as u64);
+        let a = gpu.upload(&a_host, "A").unwrap();
+        let b = gpu.upload(&b_host, "B").unwrap();
+        let mut c = gpu.zeros::<bf16>((m * n) as usize, "C").unwrap();
+        let strides = GemmStrides {
+            a: lda,
+            b: ldb,
+            c: n,
+        };
+        gemm.gemm_strided(
+            &gpu,
+            &a.slice(a_off..),
+            &b.slice(b_off..),
+            b_layout,
+            &mut c,
+            shape,
+            strides,
+        )
+        .unwrap_or_else(|e| panic!("{shape:?}: {e}"));
+        let got = widen(&gpu.download(&c, "C").unwrap());
+        let want = gemm_reference(
+            &widen(&a_host[a_off..]),
+            lda,
+            &widen(&b_host[b_off..]),
+            ldb,
+            b_layout,
+            shape,
+        );
+        assert_gemm_close(&got, n, &want, shape);
+    }
+    // FP16, K = 37 packed: the same path for the other element.
+    let shape = GemmShape {
+        m: 200,
+        n: 45,
+        k: 37,
+    };
+    let to_f16 = |v: Vec<bf16>| {
+        v.iter()
+            .map(|x| half::f16::from_f32(x.to_f32()))
+            .collect::<Vec<_>>()
+    };
+    let a_host = to_f16(values((shape.m * shape.k) as usize, 61));
+    let b_host = to_f16(values((shape.n * shape.k) as usize, 62));
+    let a = gpu.upload(&a_host, "A").unwrap();
+    let b = gpu.upload(&b_host, "B").unwrap();
+    let mut c = gpu
+        .zeros::<half::f16>((shape.m * shape.n) as usize, "C")
+        .unwrap();
+    gemm.gemm(&gpu, &a, &b, BLayout::NK, &mut c, shape)
+        .expect("runs");
+    let want = gemm_reference(
+        &widen(&a_host),
+        shape.k,
+        &widen(&b_host),
+        shape.k,
+        BLayout::NK,
+        shape,
+    );
+    assert_gemm_close(
+        &widen(&gpu.download(&c, "C").unwrap()),
+        shape.n,
+        &want,
+        shape,
+    );
+    // Strided C from an address off 16 bytes: refused before anything runs, C untouched.
+    let shape = GemmShape { m: 4, n: 8, k: 8 };
+    let ones = gpu.upload(&[bf16::ONE; 64], "A").unwrap();
+    let guard = bf16::from_f32(-3.0);
+    let mut c = gpu.upload(&[guard; 64], "C").unwrap();
+    let strides = GemmStrides { a: 8, b: 8, c: 16 };
+    let err = gemm
+        .gemm_strided(
+            &gpu,
+            &ones,
+            &ones,
+            BLayout::NK,
+            &mut c.slice_mut(1..),
+            shape,
+            strides,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, KernelError::Stride { name: "C", .. }),
+        "{err}"
+    );
+    assert!(gpu.download(&c, "C").unwrap().iter().all(|&x| x == guard));
 }

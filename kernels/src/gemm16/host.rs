@@ -2,8 +2,9 @@
 //! multiplies the caller's buffers, shapes and layouts checked first (a clear
 //! [`GemmError`], never a launch that reads or writes past a buffer).
 
+use super::padding::RowPadder;
 use super::{
-    BKnTile, BLayout, CBox, ElementType, GemmParams, GemmStoreParams, Geometry,
+    BKnTile, BLayout, CBox, ElementType, GemmParams, GemmStoreParams, Geometry, PadRows,
     bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct,
     bf16_gemm_ws_cooperative_direct, bf16_gemm_ws_pingpong, bf16_gemm_ws_pingpong_b_kn,
     bf16_gemm_ws_pingpong_b_kn_direct, bf16_gemm_ws_pingpong_direct, f16_gemm_ws_cooperative,
@@ -12,9 +13,9 @@ use super::{
 use crate::Element16;
 use crate::error::{KernelError, check_device};
 use gpu::wgmma::{Bf16, F16, SixteenBit, WARPGROUP_THREADS};
-use gpu_runtime::cudarc::driver::{DevicePtr, DevicePtrMut};
+use gpu_runtime::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use gpu_runtime::tensor_map::{Swizzle, TensorMapBuilder, TensorMaps};
-use gpu_runtime::{Address, Gpu, Kernel, LaunchConfig, Library};
+use gpu_runtime::{Address, Context as _, Gpu, Kernel, LaunchConfig, Library};
 
 pub use crate::{GemmError, GemmShape};
 
@@ -125,6 +126,7 @@ pub struct Kernels<E: Gemm16Device> {
 pub struct Gemm16 {
     bf16: Kernels<Bf16>,
     f16: Kernels<F16>,
+    padder: RowPadder,
     maps: TensorMaps,
     multiprocessors: u32,
     max_shared_bytes: u32,
@@ -178,6 +180,7 @@ impl Gemm16 {
         Ok(Gemm16 {
             bf16,
             f16,
+            padder: RowPadder::from_library(&library)?,
             maps: TensorMaps::default(),
             multiprocessors: info.multiprocessors,
             max_shared_bytes: info.max_shared_bytes_per_block,
@@ -198,12 +201,15 @@ impl Gemm16 {
     /// recorded by cudarc's event tracking as read (A, B) and written (C), as its own
     /// launches are. Checked before anything runs ([`KernelError`]):
     /// - `m, n, k` in `1..2^31`, and each buffer at least as long as its matrix;
-    /// - rows of A and B that a tensor map can describe: `k` a multiple of 8 (16-byte rows),
-    ///   and for B `k x n` also `n`;
     /// - FP16 with B `k x n` is not built (refused).
     ///
-    /// Any `n` otherwise: C's rows need no alignment (the direct-store epilogue writes them
-    /// when `n` is not a multiple of 8).
+    /// Any `m`, `n` and `k`. The tensor copies that feed the kernels need rows that are
+    /// 16-byte multiples from a 16-byte aligned start: an A or B that is not (`k`, or for B
+    /// `k x n` `n`, not a multiple of 8; a view that starts off 16 bytes) is first copied
+    /// into a buffer with padded rows (`gemm16_pad_rows`, one launch for both, in a scratch
+    /// buffer allocated and freed in stream order), then multiplied; the time includes the
+    /// copies. C's rows need no alignment: the direct-store epilogue writes them when `n` is
+    /// not a multiple of 8 or C starts off 16 bytes.
     ///
     /// Fastest with `k` a multiple of 16: rows of A and B that start mid-sector (not a
     /// multiple of 32 bytes) cost the tensor copies 1.76x the L2 sectors (H200: 3072 x 3072 x
@@ -243,10 +249,11 @@ impl Gemm16 {
     }
 
     /// [`gemm`](Self::gemm) with rows `strides` apart (leading dimensions, in elements): A and
-    /// B inside wider buffers (a K padded to a multiple of 8 with the true K in `shape`), C
-    /// written into one. Each stride at least its row's length and a multiple of 8 (the
-    /// tensor copies' 16 bytes); C's other than `n` needs `n` a multiple of 8 (the direct-store
-    /// epilogue, for other `n`, writes packed rows).
+    /// B inside wider buffers, C written into one. Each stride at least its row's length. A
+    /// and B with strides that are multiples of 8 from a 16-byte aligned start are read in
+    /// place; others are copied with padded rows first, as [`gemm`](Self::gemm) says. C's
+    /// stride other than `n` needs `n` a multiple of 8 and C 16-byte aligned (the
+    /// direct-store epilogue, for other `n`, writes packed rows).
     ///
     /// ```no_run
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -327,6 +334,45 @@ impl Gemm16 {
         let (a_ptr, _a_read) = a.device_ptr(stream);
         let (b_ptr, _b_read) = b.device_ptr(stream);
         let (c_ptr, _c_written) = c.device_ptr_mut(stream);
+        // C leaves through tensor stores where its rows can (16-byte multiples from a 16-byte
+        // aligned start), else through the direct-store epilogue, which writes packed rows.
+        let tensor_store = n.is_multiple_of(8) && c_ptr.is_multiple_of(16);
+        if !tensor_store && strides.c != n {
+            return Err(KernelError::Stride {
+                name: "C",
+                why: format!(
+                    "rows {} elements apart from an address off 16 bytes: strided C needs a \
+                     16-byte aligned start",
+                    strides.c
+                ),
+            });
+        }
+        let (b_rows, b_cols) = match b_layout {
+            BLayout::NK => (n, k),
+            BLayout::KN => (k, n),
+        };
+        // A and B where a tensor map can describe them, else copies with padded rows. The
+        // copies are freed when this function returns, in stream order: after the kernel.
+        let mut _copies: [Option<CudaSlice<E>>; 2] = [None, None];
+        let mut pads = [PadRows::NONE; 2];
+        let operands = [(a_ptr, m, k, strides.a), (b_ptr, b_rows, b_cols, strides.b)];
+        let mut placed = [(0u64, 0u32); 2];
+        for (i, (address, rows, cols, stride)) in operands.into_iter().enumerate() {
+            if address.is_multiple_of(16) && stride.is_multiple_of(8) {
+                placed[i] = (address, stride);
+                continue;
+            }
+            let pad = PadRows::new(address, rows, cols, stride, 0);
+            // SAFETY: the copy's every element is written by the padding kernel before the
+            // GEMM reads it (both queued below on this stream).
+            let copy = unsafe { stream.alloc::<E>(pad.copy_elements() as usize) }
+                .during(|| "allocating a padded copy of an operand".into())?;
+            let (dst, _) = copy.device_ptr(stream);
+            pads[i] = PadRows { dst, ..pad };
+            placed[i] = (dst, pad.dst_stride);
+            _copies[i] = Some(copy);
+        }
+        let [(a_address, a_stride), (b_address, b_stride)] = placed;
         let map = |address: u64, (cols, rows): (u32, u32), stride: u32, [bc, br]: [u32; 2]| {
             self.maps.get(
                 TensorMapBuilder::new(E::TYPE.tensor_map(), address, &[cols.into(), rows.into()])
@@ -335,13 +381,20 @@ impl Gemm16 {
                     .swizzle(Swizzle::Bytes128),
             )
         };
-        let a_map = map(a_ptr, (k, m), strides.a, g.a_box())?;
+        let a_map = map(a_address, (k, m), a_stride, g.a_box())?;
         let b_map = match b_layout {
-            BLayout::NK => map(b_ptr, (k, n), strides.b, g.b_box())?,
-            BLayout::KN => map(b_ptr, (n, k), strides.b, BKnTile::BOX)?,
+            BLayout::NK => map(b_address, (k, n), b_stride, g.b_box())?,
+            BLayout::KN => map(b_address, (n, k), b_stride, BKnTile::BOX)?,
         };
-        if n.is_multiple_of(8) {
-            let c_map = map(c_ptr, (n, m), strides.c, CBox::BOX)?;
+        let c_map = match tensor_store {
+            true => Some(map(c_ptr, (n, m), strides.c, CBox::BOX)?),
+            false => None,
+        };
+        // SAFETY: each source is its caller's buffer (guards held), readable over its rows
+        // (checked) and the granule before its first element (same allocation); each copy
+        // holds rows * dst_stride elements; nothing overlaps.
+        unsafe { self.padder.launch(gpu, pads)? };
+        if let Some(c_map) = c_map {
             // SAFETY: the maps describe A (k x m), B (k x n or n x k) and C (n x m) of `E`,
             // inside their buffers (checked), with the tiles' boxes, 128-byte swizzle and
             // zero fill; m, n, k >= 1; a 1-D grid of 384-thread blocks with the geometry's
@@ -386,8 +439,9 @@ impl GemmStrides {
 
 /// The checks of [`Gemm16::gemm_strided`] for `element`, on the shape, the strides and the
 /// buffers' lengths `[a, b, c]`: sizes in `1..2^31`; FP16 with B `k x n` not built; each
-/// stride at least its row and a multiple of 8 elements (16 bytes: the tensor copies); C's
-/// other than `n` only with `n` a multiple of 8; each buffer as long as its rows reach.
+/// stride at least its row (A's and B's any such: rows a tensor map cannot describe are
+/// copied); C's other than `n` only with `n` a multiple of 8, and a multiple of 8 (C's rows
+/// leave through tensor stores); each buffer as long as its rows reach.
 pub fn check_shape(
     element: ElementType,
     shape: GemmShape,
@@ -417,15 +471,15 @@ pub fn check_shape(
                 "rows {stride} elements apart are shorter than their {cols}"
             ));
         }
-        // C's rows leave through a tensor map only when N is a multiple of 8.
-        let mapped = name != "C" || n.is_multiple_of(8);
-        if mapped && !stride.is_multiple_of(8) {
+        // A and B: any stride (copied when no tensor map can describe it). C: strided rows
+        // leave through tensor stores, so only with N a multiple of 8, 16-byte rows.
+        let strided_c = name == "C" && stride != n;
+        if strided_c && n.is_multiple_of(8) && !stride.is_multiple_of(8) {
             return bad(format!(
-                "rows {stride} elements apart: tensor copies need a multiple of 8 (16 bytes; \
-                 pad the rows with zeros)"
+                "rows {stride} elements apart: tensor stores need a multiple of 8 (16 bytes)"
             ));
         }
-        if !mapped && stride != n {
+        if strided_c && !n.is_multiple_of(8) {
             return Err(KernelError::Unsupported(format!(
                 "C with rows {stride} elements apart needs N a multiple of 8 (N = {n}: the \
                  direct-store epilogue writes packed rows)"
@@ -496,17 +550,35 @@ mod tests {
             )
             .is_ok()
         );
-        // Any N with B n x k (C's rows written directly); N % 8 needed with B k x n.
+        // Any N, either B layout (C's rows written directly; B k x n copied with padded rows).
         assert!(packed(shape(3, 5, 8), BLayout::NK, [24, 40, 15]).is_ok());
-        let err = packed(shape(3, 5, 8), BLayout::KN, [24, 40, 15]);
+        assert!(packed(shape(3, 5, 8), BLayout::KN, [24, 40, 15]).is_ok());
+        assert!(msg(packed(shape(0, 5, 8), BLayout::NK, [0, 40, 0])).contains("at least 1"));
+        // Any K: K = 12 packed (rows of 24 bytes, copied with padded rows), or in rows padded
+        // to 16 (read in place), or strided by an odd 13.
+        let k12 = shape(4, 4, 12);
+        assert!(packed(k12, BLayout::NK, [48, 48, 16]).is_ok());
+        let odd = GemmStrides { a: 13, b: 13, c: 4 };
+        assert!(check_shape(ElementType::Bf16, k12, BLayout::NK, odd, [51, 51, 16]).is_ok());
+        let err = check_shape(ElementType::Bf16, k12, BLayout::NK, odd, [50, 51, 16]);
         assert!(
-            matches!(err, Err(KernelError::Stride { name: "B", .. })),
+            matches!(
+                err,
+                Err(KernelError::BufferTooSmall {
+                    name: "A",
+                    have: 50,
+                    need: 51
+                })
+            ),
             "{err:?}"
         );
-        assert!(msg(packed(shape(0, 5, 8), BLayout::NK, [0, 40, 0])).contains("at least 1"));
-        // K = 12 packed: rows of 24 bytes cannot be copied; padded to 16 they can.
-        let k12 = shape(4, 4, 12);
-        let err = packed(k12, BLayout::NK, [48, 48, 16]);
+        let err = check_shape(
+            ElementType::Bf16,
+            k12,
+            BLayout::NK,
+            GemmStrides { a: 11, ..odd },
+            [51, 51, 16],
+        );
         assert!(
             matches!(err, Err(KernelError::Stride { name: "A", .. })),
             "{err:?}"

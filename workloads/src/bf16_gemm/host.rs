@@ -30,14 +30,14 @@
 //!
 //! Rows that no tensor map can describe (K, or for B `k x n` N, not a multiple of 8): each
 //! launch first copies those operands into buffers whose rows are padded with zeros to a
-//! multiple of 8 (`bf16_pad_rows`, which copies bits: either type), and multiplies those; the
+//! multiple of 8 (`gemm16_pad_rows`, which copies bits: either type), and multiplies those; the
 //! time includes the copies.
 
 use super::{
     BF16_KERNELS, BK, BLayout, BM, BN, Bf16CpAsyncParams, Bf16CpAsyncStoreParams, Bf16Entries,
     Bf16GemmParams, Bf16Kernel, C_POISON, CBox, DirectEntry, ElementType, Epilogue, F16GemmParams,
-    GemmStoreParams, HELPER_THREADS, TileCluster, bf16_gemm_reference, bf16_pad_rows, bf16_widen,
-    f16_gemm_reference, f16_widen,
+    GemmStoreParams, HELPER_THREADS, TileCluster, bf16_gemm_reference, bf16_widen,
+    f16_gemm_reference, f16_widen, gemm16_pad_rows,
 };
 use crate::gemm::host::{Mnk, parse_mnk, plant_in_matrix};
 use crate::verify::{verify_against_reference, verify_reference_scale};
@@ -245,14 +245,14 @@ impl Workload for Bf16Gemm {
             f16_gemm_reference.name(),
             bf16_widen.name(),
             f16_widen.name(),
-            bf16_pad_rows.name(),
+            gemm16_pad_rows.name(),
             verify_reference_scale.name(),
             verify_against_reference.name(),
         ];
         HELPERS
     }
     fn timed_helper_kernels(&self) -> &'static [&'static str] {
-        const TIMED: &[&str] = &[bf16_pad_rows.name()];
+        const TIMED: &[&str] = &[gemm16_pad_rows.name()];
         TIMED
     }
     fn device_bytes(&self, size: Mnk) -> u64 {
@@ -599,12 +599,11 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                     Ok(gemm) => gemm,
                     Err(why) => bail!("gpu-kernels' 16-bit GEMM is unavailable: {why}"),
                 };
-                let Mnk { m, n, .. } = self.size;
-                // Rows of K not a multiple of 8 padded with zeros first, as for the kernels.
-                let inputs = &mut self.bf16;
-                self.padder
-                    .pad_operands(gpu, &mut inputs.a, &mut inputs.b)?;
-                let ((a, k), (b, _)) = (inputs.a.aligned(), inputs.b.aligned());
+                let Mnk { m, n, k } = self.size;
+                // The inputs as they are: rows a tensor map cannot describe (K not a
+                // multiple of 8) are the API's to copy, in the timed launch.
+                let inputs = &self.bf16;
+                let (a, b) = (&inputs.a.data, &inputs.b.data);
                 // SAFETY: A, B and C hold BF16 bits (this experiment's element).
                 let (a, b, c) = unsafe {
                     (

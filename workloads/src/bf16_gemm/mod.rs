@@ -30,7 +30,7 @@
 //!
 //! Tensor maps need rows that are 16-byte multiples: for K not a multiple of 8 the host copies
 //! A and B (and, for N not a multiple of 8, the `_b_kn` kernels' `k x n` B) into zero-padded
-//! buffers with `bf16_pad_rows` first, in the timed launch; for N not a multiple of 8 the
+//! buffers with `gemm16_pad_rows` ([`RowPadder`]) first, in the timed launch; for N not a multiple of 8 the
 //! direct-store entry points write C.
 //!
 //! The kernels are generic over the 16-bit element ([`gpu::wgmma::SixteenBit`]): the
@@ -108,36 +108,6 @@ gpu::kernel! {
     {
         // SAFETY: forwarded launch contract.
         unsafe { helpers::widen(src, dst, len, poison) }
-    }
-}
-
-gpu::kernel! {
-    /// Copies the `a_rows` rows of `a_src` and the `b_rows` rows of `b_src`, each of `k` 16-bit
-    /// elements (packed; their bits, so BF16 and FP16 alike), into rows of `kp` (a multiple of
-    /// 8, at least `k`) of `a_dst` and `b_dst`, zeros past `k`: what a tensor map can describe
-    /// when `k` is not a multiple of 8. Both operands in one launch (a second launch cost its
-    /// own ramp and tail: docs/results.md); `b_rows = 0` pads `a` alone. One warp per row,
-    /// grid-stride over the rows of both; each lane one 16-byte output chunk at a time (two
-    /// 16-byte loads, one store), no division.
-    ///
-    /// # Safety
-    /// Any 1-D grid of [`HELPER_THREADS`]-thread blocks; `a_src` holds `a_rows * k` and
-    /// `a_dst` `a_rows * kp` elements, `b_src` and `b_dst` likewise with `b_rows`, all 16-byte
-    /// aligned; `k <= kp`, `kp % 8 == 0`.
-    pub fn bf16_pad_rows(
-        a_src: *const u16,
-        a_dst: *mut u16,
-        a_rows: u32,
-        b_src: *const u16,
-        b_dst: *mut u16,
-        b_rows: u32,
-        k: u32,
-        kp: u32,
-    )
-        [max_threads = HELPER_THREADS]
-    {
-        // SAFETY: forwarded launch contract.
-        unsafe { helpers::pad_rows([(a_src, a_dst, a_rows), (b_src, b_dst, b_rows)], k, kp) }
     }
 }
 

@@ -3,14 +3,14 @@
 //! the tolerance of an output against that reference (the module docs of [`super`]).
 
 use super::super::{
-    BF16_KERNELS, BLayout, ElementType, HELPER_THREADS, bf16_gemm_reference, bf16_pad_rows,
+    BF16_KERNELS, BLayout, ElementType, HELPER_THREADS, PadRows, RowPadder, bf16_gemm_reference,
     f16_gemm_reference,
 };
 use crate::gemm::host::{Mnk, far_off};
 use crate::verify::host::Reference;
 use anyhow::Result;
 use gpu_runtime::cudarc::driver::CudaSlice;
-use gpu_runtime::{Gpu, Kernel, LaunchConfig};
+use gpu_runtime::{Gpu, LaunchConfig};
 use harness::check::Tolerance;
 use harness::experiment::{Inputs, Values};
 use rand::{Rng, SeedableRng};
@@ -108,91 +108,43 @@ impl Operand {
     }
 }
 
-/// `bf16_pad_rows`'s parameters: two matrices' sources, copies and rows, then k and kp.
-pub(super) type PadParams = (
-    *const u16,
-    *mut u16,
-    u32,
-    *const u16,
-    *mut u16,
-    u32,
-    u32,
-    u32,
-);
-
-/// The padding kernel and what it is given for an absent second matrix (never touched).
+/// The padding kernel, as [`Gemm16`](gpu_kernels::gemm16::Gemm16) runs it.
 pub(super) struct Padder {
-    pad: Kernel<PadParams>,
-    unused: CudaSlice<u16>,
+    pad: RowPadder,
 }
 
 impl Padder {
     pub(super) fn new(gpu: &Gpu) -> Result<Padder> {
         Ok(Padder {
-            pad: gpu.entry_point(bf16_pad_rows)?,
-            unused: gpu.zeros::<u16>(8, "the pad's unused copy")?,
+            pad: RowPadder::load(gpu)?,
         })
     }
 
     /// Queues the refill of the padded copies of `a` and `b` (those that have one), of either
     /// element (it copies bits): each row of `cols` into a row of `padded_cols`, zeros past
-    /// `cols`. One `bf16_pad_rows` launch when both need one with the same row lengths (A and
-    /// B `n x k`), one each otherwise, `unused` standing in for the absent second copy (0 rows:
-    /// never touched). The copy engine's 2-D copy (`cuMemcpy2DAsync`) was slower with these
-    /// odd pitches, and so was a launch per operand when one serves both (docs/results.md).
+    /// `cols`, both in one `gemm16_pad_rows` launch. The copy engine's 2-D copy
+    /// (`cuMemcpy2DAsync`) was slower with these odd pitches, and so was a launch per operand
+    /// (docs/results.md).
     pub(super) fn pad_operands(
         &mut self,
         gpu: &Gpu,
         a: &mut Operand,
         b: &mut Operand,
     ) -> Result<()> {
-        let pad = &self.pad;
-        let launch =
-            |first: &mut Operand, second: Option<&mut Operand>, unused: &mut CudaSlice<u16>| {
-                let Some((kp, first_copy)) = &mut first.padded else {
-                    return Ok(());
-                };
-                let (k, kp) = (first.cols, *kp);
-                let (second_data, second_copy, second_rows) = match second {
-                    Some(Operand {
-                        data,
-                        rows,
-                        padded: Some((_, copy)),
-                        ..
-                    }) => (&*data, copy, *rows),
-                    _ => (&first.data, unused, 0),
-                };
-                let rows = first.rows as u64 + second_rows as u64;
-                let warps_per_block = (HELPER_THREADS / 32) as u64;
-                let blocks = rows.div_ceil(warps_per_block).min(8 * 1024) as u32;
-                let config = LaunchConfig::linear(blocks, HELPER_THREADS, 0);
-                // SAFETY: bf16_pad_rows: each source holds rows * k 16-bit elements and each
-                // copy rows * kp (driver allocations: 256-byte aligned), kp = k rounded up to 8
-                // (a second matrix of 0 rows is never read or written).
-                unsafe {
-                    pad.launch(
-                        gpu,
-                        config,
-                        (
-                            &first.data,
-                            first_copy,
-                            first.rows,
-                            second_data,
-                            second_copy,
-                            second_rows,
-                            k,
-                            kp,
-                        ),
-                    )
-                }
-            };
-        let unused = &mut self.unused;
-        if a.padded.is_some() && b.padded.is_some() && a.cols == b.cols {
-            launch(a, Some(b), unused)?;
-        } else {
-            launch(a, None, unused)?;
-            launch(b, None, unused)?;
-        }
+        let rows = |o: &Operand| match &o.padded {
+            Some((_, copy)) => PadRows::new(
+                gpu.address(&o.data),
+                o.rows,
+                o.cols,
+                o.cols,
+                gpu.address(copy),
+            ),
+            None => PadRows::NONE,
+        };
+        // SAFETY: each source holds rows * cols 16-bit elements and each copy rows * padded
+        // cols (cols rounded up to 8), driver allocations (256-byte aligned), alive until
+        // the next launch that reads them, in stream order.
+        unsafe { self.pad.launch(gpu, [rows(a), rows(b)])? };
         Ok(())
     }
 }
