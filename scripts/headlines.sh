@@ -78,12 +78,12 @@ for r in $(seq 1 "$rounds"); do
   run "gemm-$r" --workload gemm --size 4096 8192 1024 1000 8192x64x8192 64x8192x8192 \
     --only gemm32 gemm_thread_pipeline_5 gemm_split_k_2 gemm_split_k_2x2 gemm_split_k_1x8_64x64 \
     gemm_split_k_2x8_64x64
-  run "bf16-gemm-$r" --workload bf16-gemm --size 4096 8192 16384x16384x1024 2048 4095x4097x1023 \
+  run "bf16-gemm-$r" --workload gemm16 --size 4096 8192 16384x16384x1024 2048 4095x4097x1023 \
     4096x4096x1023 4096x4097x1024 --only bf16_gemm_ws_cooperative bf16_gemm_ws_pingpong \
     f16_gemm_ws_cooperative f16_gemm_ws_pingpong gemm16
   run "stream-$r" --workload stream --size 2GiB
   run "dsmem-latency-$r" --workload dsmem-latency
   run "dsmem-bandwidth-$r" --workload dsmem-bandwidth
-  run "gemm16-$r" --workload bf16-gemm --size "${gemm16_shapes[@]}" \
+  run "gemm16-$r" --workload gemm16 --size "${gemm16_shapes[@]}" \
     --only gemm16 bf16_gemm_ws_cooperative bf16_gemm_ws_pingpong
 done

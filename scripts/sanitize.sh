@@ -31,7 +31,7 @@ sizes() {
   case $1 in
     study) echo 67 68 ;;
     gemm) echo 129x257x33 130x260x36 300x8x72 ;;
-    bf16-gemm) echo 129x257x33 300x8x72 136x264x40 ;;
+    gemm16) echo 129x257x33 300x8x72 136x264x40 ;;
     attention) echo 2x300x4x64:causal 1x129x2x64:hkv=1 1x200x2x128:kv=333 1x17x8x128:kv=129:hkv=2:causal 1x257x2x256:kv=100:causal 1x65x2x256 ;;
     stream) echo 1000004 ;;
     dsmem-latency) echo 2:1:256 4:2:256 8:4:256 16:1:256 ;;
@@ -54,7 +54,7 @@ only() {
 
 workloads=("$@")
 # The quick ones first: a run cut short still has them.
-[ ${#workloads[@]} -gt 0 ] || workloads=(study stream selftest dsmem-latency dsmem-bandwidth gemm bf16-gemm attention)
+[ ${#workloads[@]} -gt 0 ] || workloads=(study stream selftest dsmem-latency dsmem-bandwidth gemm gemm16 attention)
 for w in "${workloads[@]}"; do sizes "$w" >/dev/null; done
 
 one_tool() {

@@ -16,7 +16,7 @@ use harness::experiment::{
 pub static WORKLOADS: &[&dyn AnyWorkload] = &[
     &workloads::study::host::Study,
     &workloads::gemm::host::Gemm,
-    &workloads::bf16_gemm::host::Bf16Gemm,
+    &workloads::gemm16::host::Gemm16Workload,
     &workloads::attention::host::AttentionWorkload,
     &workloads::stream::host::Stream,
     &workloads::dsmem::host::DsmemLatency,
@@ -24,8 +24,17 @@ pub static WORKLOADS: &[&dyn AnyWorkload] = &[
     &workloads::selftest::host::Selftest,
 ];
 
-/// The workload called `name`, or an error listing the known ones.
+/// Workloads' former names, with their names now: commands in stored runs and older docs
+/// keep working.
+pub const RENAMED: &[(&str, &str)] = &[("bf16-gemm", "gemm16")];
+
+/// The workload called `name` (or formerly so: [`RENAMED`]), or an error listing the known
+/// ones.
 pub fn find(name: &str) -> Result<&'static dyn AnyWorkload, String> {
+    let name = RENAMED
+        .iter()
+        .find(|(old, _)| *old == name)
+        .map_or(name, |(_, new)| new);
     WORKLOADS
         .iter()
         .copied()

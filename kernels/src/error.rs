@@ -6,6 +6,24 @@ use gpu_runtime::GpuError;
 use gpu_runtime::tensor_map::TensorMapError;
 
 /// Why a kernel of this crate was not run.
+///
+/// ```
+/// use gpu_kernels::KernelError;
+/// // What a caller matches on to fall back to another path, and what it prints.
+/// let e = KernelError::UnsupportedGpu {
+///     what: "the attention kernels",
+///     gpu: "NVIDIA A100".into(),
+///     compute_capability: (8, 0),
+///     needs: (9, 0),
+///     why: "wgmma and tensor copies",
+/// };
+/// assert!(matches!(e, KernelError::UnsupportedGpu { compute_capability: (8, _), .. }));
+/// assert_eq!(
+///     e.to_string(),
+///     "the attention kernels need compute capability 9.0 (wgmma and tensor copies); \
+///      NVIDIA A100 has 8.0"
+/// );
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum KernelError {

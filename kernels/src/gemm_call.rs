@@ -4,6 +4,12 @@ use crate::error::{KernelError, check_len, shape as bad};
 
 /// A GEMM's sizes: A `m x k`, C `m x n`, B `k x n` or `n x k` (the call says which), all
 /// row-major and packed.
+///
+/// ```
+/// use gpu_kernels::GemmShape;
+/// let shape = GemmShape { m: 1000, n: 4096, k: 4096 };
+/// assert_eq!(2 * shape.m as u64 * shape.n as u64 * shape.k as u64, 33_554_432_000);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemmShape {
     /// Rows of A and C.
@@ -15,6 +21,12 @@ pub struct GemmShape {
 }
 
 /// Why a GEMM was not run.
+///
+/// ```
+/// use gpu_kernels::{GemmError, KernelError};
+/// let e: GemmError = KernelError::BufferTooSmall { name: "A", have: 10, need: 12 };
+/// assert_eq!(e.to_string(), "A holds 10 elements; 12 are needed");
+/// ```
 pub type GemmError = KernelError;
 
 /// The checks every GEMM makes on `m, n, k` ([`check_dims`]) and on the buffers' lengths

@@ -9,7 +9,7 @@
 //! | [`study`] | the 32x32xK one-warp study: every completion style against a synchronous baseline |
 //! | [`selftest`] | the library's self-test: every abstraction streams random data, checked exactly |
 //! | [`gemm`] | a tiled FP32 GEMM (any size) in every completion style, against cuBLAS |
-//! | [`bf16_gemm`] | a BF16 tensor-core GEMM (wgmma + TMA, sm_90a, any size), against cuBLAS |
+//! | [`gemm16`] | the 16-bit (BF16 and FP16) tensor-core GEMM of `gpu-kernels` (wgmma + TMA, sm_90a, any size), against cuBLAS |
 //! | [`dsmem`] | distributed shared memory (sm_90 clusters): latency and bandwidth by cluster size and rank distance, beside shared memory, L2 and DRAM |
 //! | [`stream`] | a bandwidth-bound copy through shared memory (plain, `cp.async`, bulk), against the driver's copy |
 
@@ -20,9 +20,9 @@
 #![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 
 pub mod attention;
-pub mod bf16_gemm;
 #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
 pub mod dsmem;
+pub mod gemm16;
 // The sm_90a module holds only what needs sm_90a (the tensor-core GEMM, the self-test's
 // register-tile kernel): the GPU loads it beside the sm_90 module, which holds everything
 // else, so the rest is not built twice.

@@ -5,16 +5,19 @@ use super::*;
 /// Every GEMM entry point (BF16 and FP16), with its family, whether it stores C by tensor
 /// copies and whether it is warp-specialized (a producer warpgroup).
 pub(crate) fn bf16_entries() -> Vec<(
-    &'static workloads::bf16_gemm::Bf16Kernel,
+    &'static workloads::gemm16::Gemm16Kernel,
     &'static str,
     bool,
     bool,
 )> {
-    use workloads::bf16_gemm::Bf16Style;
-    workloads::bf16_gemm::BF16_KERNELS
+    use workloads::gemm16::Gemm16Style;
+    workloads::gemm16::GEMM16_KERNELS
         .iter()
         .flat_map(|k| {
-            let specialized = matches!(k.style, Bf16Style::WsCooperative | Bf16Style::WsPingpong);
+            let specialized = matches!(
+                k.style,
+                Gemm16Style::WsCooperative | Gemm16Style::WsPingpong
+            );
             let [tensor_store, direct] = k.entries.names();
             [
                 (k, tensor_store, true, specialized),
@@ -33,7 +36,7 @@ pub(crate) fn bf16_entries() -> Vec<(
 /// the 128 accumulators stay in registers.
 #[test]
 fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
-    use workloads::bf16_gemm::{ASource, Bf16Style, ElementType};
+    use workloads::gemm16::{ASource, ElementType, Gemm16Style};
     for (family, entry, tensor_store, specialized) in bf16_entries() {
         for arch in Arch::PORTABLE {
             assert!(
@@ -49,7 +52,7 @@ fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
             ElementType::F16 => format!("HGMMA.64x{width}x16.F32"),
         };
         assert!(sass.contains(&hgmma), "{entry}: {sass:?}");
-        let cp_async = family.style == Bf16Style::CpAsync;
+        let cp_async = family.style == Gemm16Style::CpAsync;
         // Plain, or multicast in a cluster (a cluster sharing both tiles would have no plain one).
         assert_eq!(
             sass.iter().any(|o| o.starts_with("UTMALDG.2D")),
@@ -138,18 +141,18 @@ fn tensor_core_kernels_lower_to_hgmma_fed_by_tma() {
 /// barriers' release, none per stage. The single-block families have none of it.
 #[test]
 fn cluster_bf16_kernels_multicast_their_shared_tile() {
-    use workloads::bf16_gemm::{Bf16Entries, TileCluster};
+    use workloads::gemm16::{Gemm16Entries, TileCluster};
     let mut clustered = 0;
     for (family, entry, _, _) in bf16_entries() {
         let in_cluster = family.cluster != TileCluster::NONE;
         let view = kernel(Arch::Sm90a, entry);
         let sass = sass_ops(view);
         let declared = match &family.entries {
-            Bf16Entries::TensorMaps {
+            Gemm16Entries::TensorMaps {
                 tensor_store,
                 direct,
             } => [tensor_store.cluster(), direct.cluster()],
-            Bf16Entries::Pointers {
+            Gemm16Entries::Pointers {
                 tensor_store,
                 direct,
             } => [tensor_store.cluster(), direct.cluster()],
@@ -189,12 +192,12 @@ fn cluster_bf16_kernels_multicast_their_shared_tile() {
 /// halves); 1 x 2: A multicast (2 x 8 KiB), B local; one block: both local.
 #[test]
 fn multicast_copies_expect_every_receivers_bytes() {
-    use workloads::bf16_gemm::{ASource, BLayout, Bf16Style, TileCluster};
+    use workloads::gemm16::{ASource, BLayout, Gemm16Style, TileCluster};
     let mut checked = 0;
     for (family, entry, _, _) in bf16_entries() {
         if !matches!(
             family.style,
-            Bf16Style::WsCooperative | Bf16Style::WsPingpong
+            Gemm16Style::WsCooperative | Gemm16Style::WsPingpong
         ) || family.b_layout != BLayout::NK
             || family.a_source != ASource::SharedMemory
         {

@@ -77,10 +77,40 @@ fn for_shape_in<'a, T>(
 }
 
 /// Why an attention pass was not run.
+///
+/// ```
+/// use gpu_kernels::KernelError;
+/// use gpu_kernels::attention::AttentionError;
+/// fn fall_back(e: &AttentionError) -> bool {
+///     matches!(e, KernelError::UnsupportedGpu { .. } | KernelError::UnsupportedHeadDim { .. })
+/// }
+/// let e: AttentionError = KernelError::UnsupportedHeadDim { head_dim: 96, built: &[64, 128, 256] };
+/// assert!(fall_back(&e));
+/// ```
 pub type AttentionError = crate::KernelError;
 
 /// The attention kernels of this crate, loaded for one GPU. Needs compute capability 9.0
 /// (sm_90a).
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use gpu_kernels::attention::{Attention, AttentionShape};
+/// use half::bf16;
+/// let gpu = gpu_runtime::Gpu::open(gpu_kernels::MODULES)?;
+/// let attention = Attention::load(&gpu)?;
+/// let shape = AttentionShape {
+///     batch: 2, seqlen_q: 1000, seqlen_kv: 1000, heads_q: 16, heads_kv: 16, head_dim: 128,
+///     causal: true, scale: None,
+/// };
+/// let q = gpu.zeros::<bf16>(shape.q_elements() as usize, "Q")?;
+/// let k = gpu.zeros::<bf16>(shape.kv_elements() as usize, "K")?;
+/// let v = gpu.zeros::<bf16>(shape.kv_elements() as usize, "V")?;
+/// let mut o = gpu.zeros::<bf16>(shape.q_elements() as usize, "O")?;
+/// let mut lse = gpu.zeros::<f32>(shape.lse_elements() as usize, "LSE")?;
+/// attention.forward(&gpu, &q, &k, &v, &mut o, &mut lse, shape)?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Attention {
     /// Every kernel of [`ATTENTION_KERNELS`], in table order.
     entries: Vec<AttentionEntry>,
@@ -92,6 +122,32 @@ pub struct Attention {
 
 /// One kernel of [`ATTENTION_KERNELS`] resolved from the module [`Attention`] loaded: what
 /// [`Attention::run`] launches.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use gpu_kernels::attention::{ATTENTION_KERNELS, Attention, AttentionShape, LoadKind};
+/// use half::bf16;
+/// let gpu = gpu_runtime::Gpu::open(gpu_kernels::MODULES)?;
+/// let attention = Attention::load(&gpu)?;
+/// // The ablation's variant without the producer's tensor copies, resolved once.
+/// let variant = ATTENTION_KERNELS
+///     .iter()
+///     .find(|k| k.geometry.head_dim == 128 && k.techniques.loads == LoadKind::CpAsync)
+///     .expect("in the table");
+/// let entry = attention.resolve(variant)?;
+/// assert_eq!(entry.kernel().name, variant.name);
+/// let shape = AttentionShape {
+///     batch: 1, seqlen_q: 256, seqlen_kv: 256, heads_q: 4, heads_kv: 4, head_dim: 128,
+///     causal: false, scale: None,
+/// };
+/// let q = gpu.zeros::<bf16>(shape.q_elements() as usize, "Q")?;
+/// let mut o = gpu.zeros::<bf16>(shape.q_elements() as usize, "O")?;
+/// let mut lse = gpu.zeros::<f32>(shape.lse_elements() as usize, "LSE")?;
+/// let packed = gpu_kernels::attention::AttentionLayout::packed(&shape);
+/// attention.run(&gpu, &entry, &q, &q, &q, &mut o, &mut lse, shape, &packed)?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct AttentionEntry {
     kernel: &'static AttentionKernel,
     entry: Kernel<AttentionParams>,

@@ -61,6 +61,17 @@ use gpu::wgmma::{Bf16, F16};
 pub const ROWS_PER_CONSUMER: u32 = 64;
 
 /// The problem as the kernels take it, by value: sizes, the softmax scale and the mask.
+///
+/// ```
+/// use gpu_kernels::attention::AttentionShape;
+/// let shape = AttentionShape {
+///     batch: 1, seqlen_q: 64, seqlen_kv: 64, heads_q: 4, heads_kv: 4, head_dim: 64,
+///     causal: true, scale: Some(0.5),
+/// };
+/// let args = shape.args();
+/// assert_eq!((args.causal, args.heads_q), (1, 4));
+/// assert_eq!(args.scale_log2, 0.5 * std::f32::consts::LOG2_E);
+/// ```
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AttentionArgs {
@@ -83,6 +94,12 @@ pub struct AttentionArgs {
 
 /// Where Q, K and V start (device addresses): the kernel that copies them with `cp.async`
 /// reads them directly (the others through the tensor maps, which hold the same addresses).
+///
+/// ```
+/// use gpu_kernels::attention::AttentionSources;
+/// let sources = AttentionSources { q: 0x7f00_0000_0000, k: 0x7f00_0010_0000, v: 0x7f00_0020_0000 };
+/// assert_eq!(std::mem::size_of_val(&sources), 24);
+/// ```
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttentionSources {
@@ -96,6 +113,15 @@ pub struct AttentionSources {
 
 /// A kernel's block geometry: head dimension, keys per block, stages of the K and V
 /// pipelines, consumer warpgroups; and the dynamic shared memory they make.
+///
+/// ```
+/// use gpu_kernels::attention::{AttentionKernel, MAX_SHARED_BYTES};
+/// use gpu_kernels::ElementType;
+/// let g = AttentionKernel::best(ElementType::Bf16, 128).expect("built").geometry;
+/// assert_eq!(g.head_dim, 128);
+/// assert_eq!(g.threads(), 128 * (1 + g.consumers));
+/// assert!(g.shared().bytes <= MAX_SHARED_BYTES);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AttentionGeometry {
     /// The head dimension `d`: 64, 128 or 256.
@@ -214,6 +240,15 @@ impl AttentionGeometry {
 }
 
 /// A geometry's dynamic shared memory ([`AttentionGeometry::shared`]).
+///
+/// ```
+/// use gpu_kernels::attention::AttentionKernel;
+/// use gpu_kernels::ElementType;
+/// let shared = AttentionKernel::best(ElementType::Bf16, 64).expect("built").geometry.shared();
+/// // Regions in order, none past the total.
+/// assert!(shared.q.offset() < shared.k.offset() && shared.k.offset() < shared.v.offset());
+/// assert!(shared.v_barriers.offset() < shared.bytes);
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct AttentionShared {
     /// The Q tile.
@@ -243,6 +278,14 @@ pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 /// (stores), 128-byte swizzle, dimensions innermost first `(d, heads, seqlen, batch)`, boxes
 /// [`AttentionGeometry::q_box`], `k_box`, `v_box`, `o_box`; the log-sum-exp, `batch x heads_q
 /// x seqlen_q` FP32; the problem; the tensors' addresses (for `cp.async`).
+///
+/// ```
+/// use gpu_kernels::attention::{ATTENTION_KERNELS, AttentionParams};
+/// // Every kernel of the table takes them.
+/// let entries: Vec<gpu::kernel::EntryPoint<AttentionParams>> =
+///     ATTENTION_KERNELS.iter().map(|k| k.entry).collect();
+/// assert_eq!(entries.len(), ATTENTION_KERNELS.len());
+/// ```
 pub type AttentionParams = (
     TensorMap,
     TensorMap,
@@ -255,6 +298,14 @@ pub type AttentionParams = (
 
 /// What a kernel does beyond the plain wgmma + TMA kernel: the techniques the ablation
 /// switches off one at a time.
+///
+/// ```
+/// use gpu_kernels::attention::{ATTENTION_KERNELS, LoadKind};
+/// // The ablation: kernels that leave one technique out, beside those with every one.
+/// let without_pingpong = ATTENTION_KERNELS.iter().filter(|k| !k.techniques.pingpong).count();
+/// let with_cp_async = ATTENTION_KERNELS.iter().filter(|k| k.techniques.loads == LoadKind::CpAsync);
+/// assert!(without_pingpong > 0 && with_cp_async.count() > 0);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Techniques {
     /// The consumer warpgroups take turns issuing their multiplies (ordered barriers, round a
@@ -268,6 +319,13 @@ pub struct Techniques {
 }
 
 /// How the producer warpgroup fills the Q, K and V stages.
+///
+/// ```
+/// use gpu_kernels::attention::{AttentionKernel, LoadKind};
+/// use gpu_kernels::ElementType;
+/// let best = AttentionKernel::best(ElementType::Bf16, 256).expect("built");
+/// assert_eq!(best.techniques.loads, LoadKind::Tma);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LoadKind {
     /// Tensor copies (TMA) issued by one thread; their bytes complete the stage.
@@ -278,6 +336,19 @@ pub enum LoadKind {
 }
 
 /// One kernel: its entry point, element, geometry and techniques.
+///
+/// ```
+/// use gpu_kernels::attention::{AttentionKernel, AttentionShape};
+/// use gpu_kernels::ElementType;
+/// let shape = AttentionShape {
+///     batch: 8, seqlen_q: 512, seqlen_kv: 512, heads_q: 16, heads_kv: 16, head_dim: 64,
+///     causal: true, scale: None,
+/// };
+/// // Causal at 512 query rows: the two-consumer (128-row) tiles measured faster.
+/// let kernel = AttentionKernel::for_shape(ElementType::Bf16, &shape).expect("built");
+/// assert_eq!(kernel.geometry.block_m(), 128);
+/// assert_eq!(kernel.entry.name(), kernel.name);
+/// ```
 #[derive(Debug)]
 pub struct AttentionKernel {
     /// The entry point's name (the report's row).

@@ -6,6 +6,19 @@ use super::AttentionArgs;
 /// One attention problem: Q `(batch, seqlen_q, heads_q, head_dim)`, K and V `(batch,
 /// seqlen_kv, heads_kv, head_dim)`, O like Q, all row-major and packed; the log-sum-exp
 /// `(batch, heads_q, seqlen_q)` FP32.
+///
+/// ```
+/// use gpu_kernels::attention::AttentionShape;
+/// // One decode-sized problem: 8 query rows against 4096 keys, grouped-query 32:8.
+/// let shape = AttentionShape {
+///     batch: 4, seqlen_q: 8, seqlen_kv: 4096, heads_q: 32, heads_kv: 8, head_dim: 128,
+///     causal: true, scale: None,
+/// };
+/// assert_eq!(shape.q_elements(), 4 * 8 * 32 * 128);
+/// assert_eq!(shape.kv_elements(), 4 * 4096 * 8 * 128);
+/// assert_eq!(shape.lse_elements(), 4 * 32 * 8);
+/// assert_eq!(shape.softmax_scale(), 1.0 / 128f32.sqrt());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AttentionShape {
     /// Sequences.

@@ -39,6 +39,16 @@ impl Gemm16Device for F16 {
 }
 
 /// How the two consumer warpgroups of a [`Gemm16`] block share the work: the kernel it runs.
+///
+/// ```
+/// use gpu_kernels::GemmShape;
+/// use gpu_kernels::gemm16::Gemm16Schedule;
+/// // 1024^3 makes 32 cooperative tiles for 132 SMs: ping-pong's 64 fill more of them.
+/// let small = GemmShape { m: 1024, n: 1024, k: 1024 };
+/// assert_eq!(Gemm16Schedule::for_shape(small, 132), Gemm16Schedule::PingPong);
+/// let large = GemmShape { m: 8192, n: 8192, k: 8192 };
+/// assert_eq!(Gemm16Schedule::for_shape(large, 132), Gemm16Schedule::Cooperative);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Gemm16Schedule {
     /// Both on each 128 x 256 tile (`ws_cooperative`): the fewest bytes per multiply.
@@ -123,6 +133,24 @@ pub struct Kernels<E: Gemm16Device> {
 /// on 128 x 256 tiles shared by both (`ws_cooperative`) or 128 x 128 tiles each
 /// (`ws_pingpong`), whichever a cost model says is faster for the shape
 /// ([`Gemm16Schedule::for_shape`]). Needs compute capability 9.0 (sm_90a).
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use gpu_kernels::GemmShape;
+/// use gpu_kernels::gemm16::{BLayout, Gemm16};
+/// use half::f16;
+/// let gpu = gpu_runtime::Gpu::open(gpu_kernels::MODULES)?;
+/// let gemm = Gemm16::load(&gpu)?;
+/// // A Linear layer: 77 tokens of 1000 features times weights 3000 x 1000, in FP16.
+/// let shape = GemmShape { m: 77, n: 3000, k: 1000 };
+/// let x = gpu.zeros::<f16>(77 * 1000, "x")?;
+/// let w = gpu.zeros::<f16>(3000 * 1000, "W")?;
+/// let mut y = gpu.zeros::<f16>(77 * 3000, "y")?;
+/// println!("{:?}", gemm.schedule_for(shape));
+/// gemm.gemm(&gpu, &x, &w, BLayout::NK, &mut y, shape)?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Gemm16 {
     bf16: Kernels<Bf16>,
     f16: Kernels<F16>,
@@ -413,6 +441,14 @@ impl Gemm16 {
 
 /// The row strides (leading dimensions), in elements, of a [`Gemm16`] call's A (`m` rows of
 /// `k`), B (`n` rows of `k`, or `k` rows of `n`: [`BLayout`]) and C (`m` rows of `n`).
+///
+/// ```
+/// use gpu_kernels::GemmShape;
+/// use gpu_kernels::gemm16::{BLayout, GemmStrides};
+/// let shape = GemmShape { m: 64, n: 96, k: 40 };
+/// assert_eq!(GemmStrides::packed(shape, BLayout::NK), GemmStrides { a: 40, b: 40, c: 96 });
+/// assert_eq!(GemmStrides::packed(shape, BLayout::KN), GemmStrides { a: 40, b: 96, c: 96 });
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemmStrides {
     /// From one row of A to the next.

@@ -55,21 +55,52 @@ pub const BK: u32 = 64;
 pub const GROUP_M: u32 = 16;
 
 /// A stage's A tile.
+///
+/// ```
+/// use gpu_kernels::gemm16::{ATile, BM, BK};
+/// // A's tile: BM rows of BK 16-bit elements, 128-byte swizzled.
+/// assert_eq!(ATile::BOX, [BK, BM]);
+/// ```
 pub type ATile = SwizzledKMajor<BM>;
 /// A cooperative stage's B tile, from B `n x k` (K-major; ping-pong's is 128 rows).
+///
+/// ```
+/// use gpu_kernels::gemm16::{BTile, BN, BK};
+/// assert_eq!(BTile::BOX, [BK, BN]);
+/// ```
 pub type BTile = SwizzledKMajor<BN>;
 /// A cooperative stage's B tile, from B `k x n` row-major (MN-major: four 64 x 64 boxes, read
 /// transposed; ping-pong's is two).
+///
+/// ```
+/// use gpu_kernels::gemm16::BKnTile;
+/// // B `k x n`: 64 columns of n (128 bytes) per box row.
+/// assert_eq!(BKnTile::BOX[0], 64);
+/// ```
 pub type BKnTile = SwizzledMnMajor<BN>;
 /// One of the 64 x 64 boxes a consumer warpgroup's part of C (64 x 256, or 128 x 128 in two
 /// 64-row parts) is staged in for
 /// the tensor store (swizzled as the loads are, so the epilogue's writes miss no bank).
+///
+/// ```
+/// use gpu_kernels::gemm16::CBox;
+/// assert_eq!(CBox::BOX[0], 64);
+/// ```
 pub type CBox = SwizzledKMajor<64>;
 
 /// A style's block geometry: the tile of C (`tile_m x tile_n`), pipeline depth, and the
 /// dynamic shared memory they make — the stages (A's tile, then B's), their mbarriers, then
 /// the C staging (two consumer warpgroups', [`WARPGROUP_STAGING_BYTES`] each) at the next
 /// 1 KiB boundary.
+///
+/// ```
+/// use gpu_kernels::gemm16::Geometry;
+/// let g = Geometry::SHARED_TILE;
+/// assert_eq!((g.tile_m, g.tile_n, g.stages), (128, 256, 3));
+/// // 1000 x 3000: 8 tiles of 128 rows by 12 of 256 columns.
+/// assert_eq!(g.tiles(1000, 3000), (8, 12));
+/// assert!(g.shared().bytes <= 227 * 1024);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Geometry {
     /// Rows of C per tile (128).
@@ -150,6 +181,13 @@ impl Geometry {
 
 /// A geometry's dynamic shared memory ([`Geometry::shared`], a [`SharedLayout`]): what the
 /// kernels take typed handles from and the host launches with.
+///
+/// ```
+/// use gpu_kernels::gemm16::Geometry;
+/// let shared = Geometry::TILE_PER_WARPGROUP.shared();
+/// assert_eq!(shared.stages.offset(), 0);
+/// assert!(shared.staging.offset() < shared.bytes);
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct GemmShared {
     /// The stages, each A's tile then B's (1 KiB aligned).
@@ -185,27 +223,74 @@ pub const C_STAGING_BYTES: u32 = 2 * WARPGROUP_STAGING_BYTES;
 /// The parameters of the direct-store kernels: tensor maps of A (`k x m`, box
 /// `Geometry::a_box()`) and B (`k x n`, box [`BTile::BOX`]; `n x k`, box [`BKnTile::BOX`], for
 /// the `_b_kn` kernels), 128-byte swizzle, zero fill; C; m, n, k.
+///
+/// ```
+/// use gpu_kernels::gemm16::{GemmParams, f16_gemm_ws_cooperative_direct};
+/// let entry: gpu::kernel::EntryPoint<GemmParams<gpu::wgmma::F16>> = f16_gemm_ws_cooperative_direct;
+/// assert_eq!(entry.name(), "f16_gemm_ws_cooperative_direct");
+/// ```
 pub type GemmParams<E> = (TensorMap, TensorMap, *mut E, u32, u32, u32);
 
 /// [`GemmParams`] of a BF16 family.
+///
+/// ```
+/// use gpu_kernels::gemm16::{Bf16GemmParams, bf16_gemm_ws_pingpong_direct};
+/// let entry: gpu::kernel::EntryPoint<Bf16GemmParams> = bf16_gemm_ws_pingpong_direct;
+/// assert_eq!(entry.name(), "bf16_gemm_ws_pingpong_direct");
+/// ```
 pub type Bf16GemmParams = GemmParams<Bf16>;
 
 /// [`GemmParams`] of an FP16 family.
+///
+/// ```
+/// use gpu_kernels::gemm16::{F16GemmParams, f16_gemm_ws_pingpong_direct};
+/// let entry: gpu::kernel::EntryPoint<F16GemmParams> = f16_gemm_ws_pingpong_direct;
+/// assert_eq!(entry.name(), "f16_gemm_ws_pingpong_direct");
+/// ```
 pub type F16GemmParams = GemmParams<F16>;
 
 /// The parameters of the tensor-store kernels, of either element: as [`GemmParams`] with C's
 /// tensor map (`n x m`, box [`CBox::BOX`], 128-byte swizzle) in place of its pointer.
+///
+/// ```
+/// use gpu_kernels::gemm16::{GemmStoreParams, bf16_gemm_ws_cooperative, f16_gemm_ws_cooperative};
+/// // The same parameters for either element: three tensor maps and the sizes.
+/// let entries: [gpu::kernel::EntryPoint<GemmStoreParams>; 2] =
+///     [bf16_gemm_ws_cooperative, f16_gemm_ws_cooperative];
+/// assert_ne!(entries[0].name(), entries[1].name());
+/// ```
 pub type GemmStoreParams = (TensorMap, TensorMap, TensorMap, u32, u32, u32);
 
 /// The parameters of the `cp_async` direct-store kernels: A (`m x k`) and B (`n x k`),
 /// row-major, `k` a multiple of 8; C; m, n, k.
+///
+/// ```
+/// use gpu_kernels::gemm16::{Bf16CpAsyncParams, bf16_gemm_cp_async_direct};
+/// let entry: gpu::kernel::EntryPoint<Bf16CpAsyncParams> = bf16_gemm_cp_async_direct;
+/// assert_eq!(entry.name(), "bf16_gemm_cp_async_direct");
+/// ```
 pub type Bf16CpAsyncParams = (*const Bf16, *const Bf16, *mut Bf16, u32, u32, u32);
 
 /// The parameters of the `cp_async` tensor-store kernels: as [`Bf16CpAsyncParams`] with C's
 /// tensor map in place of its pointer.
+///
+/// ```
+/// use gpu_kernels::gemm16::{Bf16CpAsyncStoreParams, bf16_gemm_cp_async};
+/// let entry: gpu::kernel::EntryPoint<Bf16CpAsyncStoreParams> = bf16_gemm_cp_async;
+/// assert_eq!(entry.name(), "bf16_gemm_cp_async");
+/// ```
 pub type Bf16CpAsyncStoreParams = (*const Bf16, *const Bf16, TensorMap, u32, u32, u32);
 
 /// How B is laid out in global memory.
+///
+/// ```
+/// use gpu_kernels::GemmShape;
+/// use gpu_kernels::gemm16::{BLayout, GemmStrides};
+/// // `x @ W.T` with W as a Linear layer stores it (out x in) is NK; `x @ W` is KN.
+/// let shape = GemmShape { m: 8, n: 16, k: 24 };
+/// assert_eq!(GemmStrides::packed(shape, BLayout::NK).b, shape.k);
+/// assert_eq!(GemmStrides::packed(shape, BLayout::KN).b, shape.n);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BLayout {
     /// `n x k` row-major: `C = A B^T` (a `Linear` layer's weights), B K-major in the tile.
@@ -218,6 +303,15 @@ pub enum BLayout {
 /// (rank `rank_m * n + rank_n`, along x) take an `m x n` patch of C's tiles together; those
 /// on a tile row share A's tile and those on a tile column B's, each copying its slice (A:
 /// `tile_m / n` rows, B: `tile_n / m`) to all of them with one multicast tensor copy.
+///
+/// ```
+/// use gpu_kernels::gemm16::{Geometry, TileCluster};
+/// let pair = TileCluster { m: 2, n: 1 };
+/// assert_eq!(pair.blocks(), 2);
+/// // Each block of a 2 x 1 cluster loads half of B's tile and multicasts it to both.
+/// assert_eq!(pair.b_box(Geometry::SHARED_TILE)[1], 128);
+/// assert_eq!(TileCluster::NONE.b_box(Geometry::SHARED_TILE)[1], 256);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TileCluster {
     /// Blocks along M (sharing B's tile).
@@ -253,13 +347,13 @@ impl TileCluster {
     }
 }
 
-/// A line of [`BF16_KERNELS`] ([`gpu::kernel_table!`]), named fields — its tensor-store entry
+/// A line of [`GEMM16_KERNELS`] ([`gpu::kernel_table!`]), named fields — its tensor-store entry
 /// point and `direct:` its direct-store one, `element:` of A, B and C, `style:` (who produces
-/// and how the consumers share the tiles: [`Bf16Style`]), `b:` B's layout ([`BLayout`]), `a:`
+/// and how the consumers share the tiles: [`Gemm16Style`]), `b:` B's layout ([`BLayout`]), `a:`
 /// where `wgmma` reads A ([`ASource`]), `in_flight:` k-tiles of `wgmma` kept in flight,
 /// `cluster:` the cluster of tiles (`(m x n)` blocks; with `, launch (x, y, z)`, declared at
 /// the launch). `@entry` declares both entry points of the family (device and host:
-/// [`gpu::kernel!`]), `@row` is its [`Bf16Kernel`] — so a family is written once.
+/// [`gpu::kernel!`]), `@row` is its [`Gemm16Kernel`] — so a family is written once.
 macro_rules! gemm16_row {
     (@$what:ident $name:ident {
         direct: $direct:ident,
@@ -277,10 +371,10 @@ macro_rules! gemm16_row {
     };
     (row $style:ident, $name:ident, $direct:ident, $e:ident, $b:ident, $a:ident, $k:literal,
      $cm:literal, $cn:literal, [$($cluster:tt)?]) => {
-        Bf16Kernel {
+        Gemm16Kernel {
             name: $name.name(),
             element: ElementType::$e,
-            style: Bf16Style::$style,
+            style: Gemm16Style::$style,
             b_layout: BLayout::$b,
             a_source: ASource::$a,
             in_flight: $k,
@@ -289,10 +383,10 @@ macro_rules! gemm16_row {
         }
     };
     (@table CpAsync, Bf16, $store:ident, $direct:ident) => {
-        Bf16Entries::Pointers { tensor_store: $store, direct: $direct }
+        Gemm16Entries::Pointers { tensor_store: $store, direct: $direct }
     };
     (@table $style:ident, $e:ident, $store:ident, $direct:ident) => {
-        Bf16Entries::TensorMaps { tensor_store: $store, direct: DirectEntry::$e($direct) }
+        Gemm16Entries::TensorMaps { tensor_store: $store, direct: DirectEntry::$e($direct) }
     };
     // The `cp_async` style: A and B as pointers, all threads copying (BF16, B n x k, A from
     // shared memory).
@@ -408,7 +502,7 @@ macro_rules! gemm16_row {
 
 gpu::kernel_table! {
     /// Every kernel family, in report order (the FP16 ones after all BF16 ones).
-    pub static BF16_KERNELS: [Bf16Kernel] by gemm16_row;
+    pub static GEMM16_KERNELS: [Gemm16Kernel] by gemm16_row;
     bf16_gemm_ws_cooperative { direct: bf16_gemm_ws_cooperative_direct, element: Bf16, style: WsCooperative, b: NK, a: SharedMemory, in_flight: 1, cluster: (1 x 1) }
     bf16_gemm_ws_cooperative_b_kn { direct: bf16_gemm_ws_cooperative_b_kn_direct, element: Bf16, style: WsCooperative, b: KN, a: SharedMemory, in_flight: 1, cluster: (1 x 1) }
     bf16_gemm_ws_cooperative_rs { direct: bf16_gemm_ws_cooperative_rs_direct, element: Bf16, style: WsCooperative, b: NK, a: Registers, in_flight: 0, cluster: (1 x 1) }
@@ -428,6 +522,15 @@ gpu::kernel_table! {
 /// describe: `rows` rows of `cols` elements, `src_stride` apart from the element
 /// `src_offset` (0..8) past the 16-byte aligned address `src`, into rows `dst_stride` apart
 /// (a multiple of 8) from the 16-byte aligned `dst`, zeros past `cols`.
+///
+/// ```
+/// use gpu_kernels::gemm16::PadRows;
+/// // 3 rows of 13 elements, 13 apart, starting 6 bytes past a 16-byte boundary.
+/// let pad = PadRows::new(0x1000 + 6, 3, 13, 13, 0x2000);
+/// assert_eq!((pad.src, pad.src_offset), (0x1000, 3));
+/// assert_eq!(pad.dst_stride, 16);
+/// assert_eq!(pad.copy_elements(), 48);
+/// ```
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PadRows {
@@ -465,7 +568,6 @@ gpu::kernel! {
     /// dst_stride` elements, neither overlapping the other's.
     pub fn gemm16_pad_rows(first: PadRows, second: PadRows)
         [max_threads = PAD_THREADS]
-        [device if target_feature = "sm_90a"]
     {
         // SAFETY: forwarded launch contract.
         unsafe { pad_rows::pad_rows([first, second]) }
@@ -474,6 +576,13 @@ gpu::kernel! {
 
 /// How a kernel writes C. Both round the accumulators to C's element into shared memory first,
 /// one consumer warpgroup's tile at a time, in 64-row parts.
+///
+/// ```
+/// use gpu_kernels::gemm16::{Epilogue, GEMM16_KERNELS};
+/// let kernel = &GEMM16_KERNELS[0];
+/// assert_eq!(kernel.epilogue_for(4096), Epilogue::TensorStore);
+/// assert_eq!(kernel.epilogue_for(4097), Epilogue::Direct);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Epilogue {
     /// Tensor stores (`UTMASTG`) that the next tile's math overlaps; C's rows must be 16-byte
@@ -485,8 +594,15 @@ pub enum Epilogue {
 }
 
 /// How a block's stages are filled.
+///
+/// ```
+/// use gpu_kernels::gemm16::Gemm16Style;
+/// assert_eq!(Gemm16Style::WsPingpong.label(), "ws_pingpong");
+/// assert_eq!(Gemm16Style::WsCooperative.threads(), 384);
+/// assert_eq!(Gemm16Style::CpAsync.geometry().tile_n, 256);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Bf16Style {
+pub enum Gemm16Style {
     /// A producer warpgroup and two consumer warpgroups sharing a 128 x 256 tile.
     WsCooperative,
     /// A producer warpgroup and two consumer warpgroups on alternate 128 x 128 tiles, one's
@@ -499,12 +615,12 @@ pub enum Bf16Style {
     CpAsync,
 }
 
-impl Bf16Style {
+impl Gemm16Style {
     /// Its block geometry.
     pub const fn geometry(self) -> Geometry {
         match self {
-            Bf16Style::WsPingpong => Geometry::TILE_PER_WARPGROUP,
-            Bf16Style::WsCooperative | Bf16Style::Multistage | Bf16Style::CpAsync => {
+            Gemm16Style::WsPingpong => Geometry::TILE_PER_WARPGROUP,
+            Gemm16Style::WsCooperative | Gemm16Style::Multistage | Gemm16Style::CpAsync => {
                 Geometry::SHARED_TILE
             }
         }
@@ -513,34 +629,34 @@ impl Bf16Style {
     /// Threads per block.
     pub const fn threads(self) -> u32 {
         match self {
-            Bf16Style::WsCooperative | Bf16Style::WsPingpong => 3 * WARPGROUP_THREADS,
-            Bf16Style::Multistage | Bf16Style::CpAsync => 2 * WARPGROUP_THREADS,
+            Gemm16Style::WsCooperative | Gemm16Style::WsPingpong => 3 * WARPGROUP_THREADS,
+            Gemm16Style::Multistage | Gemm16Style::CpAsync => 2 * WARPGROUP_THREADS,
         }
     }
 
     /// The label reports use.
     pub const fn label(self) -> &'static str {
         match self {
-            Bf16Style::WsCooperative => "ws_cooperative",
-            Bf16Style::WsPingpong => "ws_pingpong",
-            Bf16Style::Multistage => "multistage",
-            Bf16Style::CpAsync => "cp_async",
+            Gemm16Style::WsCooperative => "ws_cooperative",
+            Gemm16Style::WsPingpong => "ws_pingpong",
+            Gemm16Style::Multistage => "multistage",
+            Gemm16Style::CpAsync => "cp_async",
         }
     }
 
     /// One line on it.
     pub const fn summary(self) -> &'static str {
         match self {
-            Bf16Style::WsCooperative => {
+            Gemm16Style::WsCooperative => {
                 "producer warpgroup (setmaxnreg 40) + 2 consumer warpgroups (232) on a 128x256 tile, TMA + wgmma, persistent"
             }
-            Bf16Style::WsPingpong => {
+            Gemm16Style::WsPingpong => {
                 "producer warpgroup + 2 consumer warpgroups on alternate 128x128 tiles, epilogue overlapping math, TMA + wgmma, persistent"
             }
-            Bf16Style::Multistage => {
+            Gemm16Style::Multistage => {
                 "2 warpgroups compute, one elected thread issues the tensor copies ahead, TMA + wgmma, persistent"
             }
-            Bf16Style::CpAsync => {
+            Gemm16Style::CpAsync => {
                 "2 warpgroups compute, all 256 threads cp.async 16-byte chunks into the swizzled stages (BlockPipeline), wgmma, persistent"
             }
         }
@@ -548,6 +664,15 @@ impl Bf16Style {
 }
 
 /// The element type of a family's A, B and C (FP32 accumulation either way).
+///
+/// ```
+/// use gpu_kernels::{Element16, ElementType};
+/// assert_eq!(<half::bf16 as Element16>::TYPE, ElementType::Bf16);
+/// assert_eq!(ElementType::F16.name(), "FP16");
+/// // 1/3 rounded to each type, to nearest even.
+/// assert_eq!(ElementType::Bf16.round(1.0 / 3.0), half::bf16::from_f32(1.0 / 3.0).to_bits());
+/// assert_eq!(ElementType::F16.value(0x3c00), 1.0);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ElementType {
     /// bfloat16 ([`Bf16`]: 8 exponent bits, 7 mantissa bits).
@@ -586,6 +711,12 @@ impl ElementType {
 }
 
 /// Where the consumers' `wgmma` takes A from.
+///
+/// ```
+/// use gpu_kernels::gemm16::{ASource, GEMM16_KERNELS};
+/// let rs = GEMM16_KERNELS.iter().find(|k| k.a_source == ASource::Registers).expect("the RS family");
+/// assert_eq!(rs.name, "bf16_gemm_ws_cooperative_rs");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ASource {
     /// Shared memory, through a descriptor, as B.
@@ -596,6 +727,14 @@ pub enum ASource {
 }
 
 /// A tensor-map family's direct-store entry point, typed by the element of its C.
+///
+/// ```
+/// use gpu_kernels::ElementType;
+/// use gpu_kernels::gemm16::{DirectEntry, f16_gemm_ws_pingpong_direct};
+/// let direct = DirectEntry::F16(f16_gemm_ws_pingpong_direct);
+/// assert_eq!(direct.element(), ElementType::F16);
+/// assert_eq!(direct.cluster(), None);
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub enum DirectEntry {
     /// C in BF16.
@@ -633,8 +772,14 @@ impl DirectEntry {
 /// A family's two entry points: the tensor-store one for N a multiple of 8 and the
 /// direct-store one for any N, taking A and B as tensor maps or (the `cp_async` style, BF16
 /// only) as pointers.
+///
+/// ```
+/// use gpu_kernels::gemm16::GEMM16_KERNELS;
+/// let family = GEMM16_KERNELS.iter().find(|k| k.name == "bf16_gemm_ws_pingpong").unwrap();
+/// assert_eq!(family.entries.names(), ["bf16_gemm_ws_pingpong", "bf16_gemm_ws_pingpong_direct"]);
+/// ```
 #[derive(Debug)]
-pub enum Bf16Entries {
+pub enum Gemm16Entries {
     /// A and B through tensor maps.
     TensorMaps {
         /// The tensor-store kernel (its parameters are the same for either element).
@@ -651,15 +796,15 @@ pub enum Bf16Entries {
     },
 }
 
-impl Bf16Entries {
+impl Gemm16Entries {
     /// The tensor-store and direct-store entry points' names.
     pub const fn names(&self) -> [&'static str; 2] {
         match self {
-            Bf16Entries::TensorMaps {
+            Gemm16Entries::TensorMaps {
                 tensor_store,
                 direct,
             } => [tensor_store.name(), direct.name()],
-            Bf16Entries::Pointers {
+            Gemm16Entries::Pointers {
                 tensor_store,
                 direct,
             } => [tensor_store.name(), direct.name()],
@@ -669,14 +814,26 @@ impl Bf16Entries {
 
 /// One GEMM kernel family: its element, style, B's layout, where A is multiplied from, and
 /// its two entry points.
+///
+/// ```
+/// use gpu_kernels::ElementType;
+/// use gpu_kernels::gemm16::{GEMM16_KERNELS, Gemm16Style};
+/// let fp16: Vec<&str> = GEMM16_KERNELS
+///     .iter()
+///     .filter(|k| k.element == ElementType::F16)
+///     .map(|k| k.style_label())
+///     .collect();
+/// assert_eq!(fp16, ["f16_ws_cooperative", "f16_ws_pingpong"]);
+/// assert!(GEMM16_KERNELS.iter().any(|k| k.style == Gemm16Style::CpAsync));
+/// ```
 #[derive(Debug)]
-pub struct Bf16Kernel {
+pub struct Gemm16Kernel {
     /// The family's name (its tensor-store entry point's).
     pub name: &'static str,
     /// The element of its A, B and C.
     pub element: ElementType,
     /// How its stages are filled.
-    pub style: Bf16Style,
+    pub style: Gemm16Style,
     /// How its B is laid out.
     pub b_layout: BLayout,
     /// Where its `wgmma` reads A.
@@ -686,19 +843,19 @@ pub struct Bf16Kernel {
     /// The blocks that share its tiles.
     pub cluster: TileCluster,
     /// Its entry points.
-    pub entries: Bf16Entries,
+    pub entries: Gemm16Entries,
 }
 
-impl Bf16Kernel {
+impl Gemm16Kernel {
     /// The style reports and plots group it under: its style's label, prefixed `f16_` for an
     /// FP16 family (so that each FP16 style is drawn beside, not merged with, its BF16 one).
     pub const fn style_label(&self) -> &'static str {
         match (self.element, self.style) {
             (ElementType::Bf16, style) => style.label(),
-            (ElementType::F16, Bf16Style::WsCooperative) => "f16_ws_cooperative",
-            (ElementType::F16, Bf16Style::WsPingpong) => "f16_ws_pingpong",
-            (ElementType::F16, Bf16Style::Multistage) => "f16_multistage",
-            (ElementType::F16, Bf16Style::CpAsync) => "f16_cp_async",
+            (ElementType::F16, Gemm16Style::WsCooperative) => "f16_ws_cooperative",
+            (ElementType::F16, Gemm16Style::WsPingpong) => "f16_ws_pingpong",
+            (ElementType::F16, Gemm16Style::Multistage) => "f16_multistage",
+            (ElementType::F16, Gemm16Style::CpAsync) => "f16_cp_async",
         }
     }
 
@@ -708,7 +865,7 @@ impl Bf16Kernel {
             return "the BF16 family of its style, B layout and cluster, instantiated for FP16 A, B and C (FP32 accumulation)";
         }
         match (self.a_source, self.cluster, self.style) {
-            (_, TileCluster { m: 2, n: 1 }, Bf16Style::WsPingpong) => {
+            (_, TileCluster { m: 2, n: 1 }, Gemm16Style::WsPingpong) => {
                 "as ws_pingpong, in 2x1 clusters: two blocks on adjacent tile rows, each multicasting half of B's tile to both (half the L2 reads of B)"
             }
             (ASource::Registers, _, _) => {

@@ -2,7 +2,6 @@
 //! not a multiple of 8 elements, or a start off 16 bytes) copied into rows that it can. It
 //! copies 16-bit words, whatever they hold.
 
-#![cfg(target_feature = "sm_90a")]
 use super::PadRows;
 use gpu::ptx;
 

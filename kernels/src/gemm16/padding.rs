@@ -53,6 +53,22 @@ impl PadRows {
 }
 
 /// [`gemm16_pad_rows`], loaded for one GPU.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use gpu_kernels::gemm16::{PadRows, RowPadder};
+/// use half::bf16;
+/// // A program whose own module links this crate's device code (the measurements).
+/// let gpu = gpu_runtime::Gpu::open(gpu_kernels::MODULES)?;
+/// let padder = RowPadder::load(&gpu)?;
+/// let a = gpu.upload(&vec![bf16::ONE; 5 * 13], "A")?;
+/// let copy = gpu.zeros::<bf16>(5 * 16, "A padded")?;
+/// let rows = PadRows::new(gpu.address(&a), 5, 13, 13, gpu.address(&copy));
+/// // SAFETY: both buffers hold what `rows` describes and outlive the copy.
+/// unsafe { padder.launch(&gpu, [rows, PadRows::NONE])? };
+/// # Ok(())
+/// # }
+/// ```
 pub struct RowPadder {
     kernel: Kernel<(PadRows, PadRows)>,
 }

@@ -11,6 +11,16 @@ use gpu_runtime::cudarc::driver::{DevicePtr, DevicePtrMut};
 use gpu_runtime::{Gpu, Kernel, LaunchConfig, Library};
 
 /// The families [`Gemm32`] runs, each a row of [`GEMM_KERNELS`](super::GEMM_KERNELS).
+///
+/// ```
+/// use gpu_kernels::GemmShape;
+/// use gpu_kernels::gemm32::Gemm32Family;
+/// // Large and square: the 5-stage cp.async pipeline; sm_80 never gets a split-K family.
+/// let big = GemmShape { m: 4096, n: 4096, k: 4096 };
+/// assert_eq!(Gemm32Family::for_shape(big, 132, true), Gemm32Family::ThreadPipeline);
+/// let skinny = GemmShape { m: 128, n: 128, k: 65536 };
+/// assert!(!Gemm32Family::for_shape(skinny, 108, false).needs_sm90());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Gemm32Family {
     /// `gemm_thread_pipeline_5`: 128x128 tiles of 4 warps, two blocks per SM, a 5-stage
@@ -169,6 +179,22 @@ struct Loaded {
 /// The FP32 GEMM of this crate, loaded for one GPU: `C = A B`, A `m x k`, B `k x n`, C
 /// `m x n`, row-major and packed, FP32 FFMA math (no TF32), any `M, N, K >= 1`. Runs on
 /// compute capability 8.0 and later; the split-K families need 9.0 (clusters).
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use gpu_kernels::GemmShape;
+/// use gpu_kernels::gemm32::Gemm32;
+/// let gpu = gpu_runtime::Gpu::open(gpu_kernels::MODULES)?;
+/// let gemm = Gemm32::load(&gpu)?;
+/// let (m, n, k) = (100, 300, 50);
+/// let a = gpu.upload(&vec![1.0f32; m * k], "A")?;
+/// let b = gpu.upload(&vec![2.0f32; k * n], "B")?;
+/// let mut c = gpu.zeros::<f32>(m * n, "C")?;
+/// gemm.gemm(&gpu, &a, &b, &mut c, GemmShape { m: m as u32, n: n as u32, k: k as u32 })?;
+/// assert_eq!(gpu.download(&c, "C")?[0], 100.0);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Gemm32 {
     /// By [`Gemm32Family::ALL`]'s order; `None` for a family this GPU cannot run.
     loaded: [Option<Loaded>; 8],

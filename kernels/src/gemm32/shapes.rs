@@ -16,6 +16,13 @@ pub const BK: u32 = 8;
 pub const A_K_MAJOR_PAD: u32 = 4;
 
 /// How a stage holds its A tile.
+///
+/// ```
+/// use gpu_kernels::gemm32::{ALayout, GemmTile};
+/// let tile = GemmTile { warps_m: 2, warps_n: 2, thread_m: 16, thread_n: 8 };
+/// // The transposed A tile is padded so that its rows start on different banks.
+/// assert!(tile.a_tile_bytes(ALayout::KMajor) > tile.a_tile_bytes(ALayout::MMajor));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ALayout {
     /// As in global memory: `bm` rows of `BK` floats (16-byte copies; a thread reads four k of
@@ -36,6 +43,13 @@ pub const LANES_N: u32 = 8;
 
 /// A block's tile of C and how it is cut: `warps_m x warps_n` warps, each owning a
 /// `4 thread_m x 8 thread_n` warp tile, each thread `thread_m x thread_n` outputs.
+///
+/// ```
+/// use gpu_kernels::gemm32::GemmTile;
+/// let tile = GemmTile { warps_m: 2, warps_n: 2, thread_m: 16, thread_n: 8 };
+/// assert_eq!((tile.bm(), tile.bn()), (128, 128));
+/// assert_eq!(tile.compute_threads(), 128);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemmTile {
     /// Warps along `m`.
@@ -89,6 +103,13 @@ impl GemmTile {
 }
 
 /// How a GEMM kernel gets its operand tiles into shared memory and learns they arrived.
+///
+/// ```
+/// use gpu_kernels::gemm32::find;
+/// let family = find("gemm_thread_pipeline_5").expect("in the table");
+/// assert_eq!(family.style.stages(), 5);
+/// assert!(!family.style.needs_sm90());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GemmStyle {
     /// No async copy: the next tile is loaded into registers while the current one is
@@ -260,9 +281,25 @@ impl GemmStyle {
 
 /// The copy styles' parameters: `(a, b, c, m, n, k)`, A `m x k`, B `k x n`, C `m x n`,
 /// row-major `f32`.
+///
+/// ```
+/// use gpu_kernels::gemm32::{GemmEntry, GemmPointers, find};
+/// let family = find("gemm_thread_pipeline_5").unwrap();
+/// let any: gpu::kernel::EntryPoint<GemmPointers> = family.entry_any.expect("4-byte copies");
+/// assert!(matches!(family.entry_aligned, GemmEntry::Pointers(_)));
+/// assert_ne!(any.name(), family.entry_aligned.name());
+/// ```
 pub type GemmPointers = (*const f32, *const f32, *mut f32, u32, u32, u32);
 
 /// A GEMM entry point, by its parameter types.
+///
+/// ```
+/// use gpu_kernels::gemm32::find;
+/// let family = find("gemm_thread_pipeline_5").unwrap();
+/// // K and N multiples of 4: the 16-byte copies; otherwise the 4-byte ones.
+/// assert_eq!(family.entry_for(4096, 4096).map(|e| e.name()), Some(family.entry_aligned.name()));
+/// assert_ne!(family.entry_for(4097, 4096).map(|e| e.name()), Some(family.entry_aligned.name()));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GemmEntry {
     /// A and B as pointers (the `cp.async` styles).
@@ -318,6 +355,14 @@ pub const fn partial_offset(style: GemmStyle, tile: GemmTile) -> u32 {
 /// One GEMM kernel family: a style and a tile, built twice — with 16-byte copies for
 /// operands whose rows are 16-byte aligned (K and N multiples of 4), and with 4-byte copies
 /// for any size — except the tensor-copy styles, whose one entry point needs aligned rows.
+///
+/// ```
+/// use gpu_kernels::gemm32::{GEMM_KERNELS, find};
+/// let family = find("gemm_thread_pipeline_5").unwrap();
+/// assert_eq!(family.threads(), 128);
+/// assert_eq!(family.grid(1000, 1000), (8, 8));
+/// assert!(GEMM_KERNELS.iter().any(|k| k.cluster() != [1, 1, 1]));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmKernel {
     /// The family's name.

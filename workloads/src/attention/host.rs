@@ -30,7 +30,7 @@ use super::{
     ATTENTION_KERNELS, AttentionKernel, LoadKind, O_POISON, REFERENCE_THREADS,
     bf16_attention_reference, f16_attention_reference,
 };
-use crate::bf16_gemm::{ElementType, bf16_widen, f16_widen};
+use crate::gemm16::{ElementType, bf16_widen, f16_widen};
 use crate::verify::host::Reference;
 use crate::verify::{verify_against_reference, verify_reference_scale};
 use anyhow::{Result, bail};
@@ -503,7 +503,7 @@ impl Problem<AttentionExperiment> for AttentionProblem {
             Fault::WrongElement => {
                 let index = o.len() / 2;
                 let got = gpu.download_range(o, index..index + 1, "an element of O")?[0];
-                let wrong = crate::bf16_gemm::host::far_off_bits(element, got);
+                let wrong = crate::gemm16::host::far_off_bits(element, got);
                 gpu.upload_into(&[wrong], o, index, "a wrong element of O")?;
                 Ok(index)
             }

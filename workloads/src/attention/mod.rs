@@ -56,4 +56,4 @@ gpu::kernel! {
 
 /// The bits O is poisoned with before a checked launch (a NaN in BF16 and FP16 alike, which
 /// no kernel writes from finite inputs): as the GEMM's C.
-pub const O_POISON: u16 = crate::bf16_gemm::C_POISON;
+pub const O_POISON: u16 = crate::gemm16::C_POISON;

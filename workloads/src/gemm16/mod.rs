@@ -13,7 +13,7 @@
 //! ([`gpu::schedule::grouped_tile`]). The epilogue rounds the accumulators to BF16 and stores
 //! them, guarded at the edges.
 //!
-//! Styles ([`Bf16Style`]):
+//! Styles ([`Gemm16Style`]):
 //! - `ws_cooperative`: a producer warpgroup (one thread issuing the copies, its registers
 //!   given to the consumers with `setmaxnreg`) and two consumer warpgroups sharing the tile;
 //! - `ws_pingpong`: the same three warpgroups, each consumer on its own 128 x 128 tiles, the

@@ -3,7 +3,7 @@
 //! the tolerance of an output against that reference (the module docs of [`super`]).
 
 use super::super::{
-    BF16_KERNELS, BLayout, ElementType, HELPER_THREADS, PadRows, RowPadder, bf16_gemm_reference,
+    BLayout, ElementType, GEMM16_KERNELS, HELPER_THREADS, PadRows, RowPadder, bf16_gemm_reference,
     f16_gemm_reference,
 };
 use crate::gemm::host::{Mnk, far_off};
@@ -47,7 +47,7 @@ pub fn generate_inputs(
 /// and, in BF16, cuBLAS's NN GEMM.
 pub(super) fn has_b_kn(element: ElementType) -> bool {
     element == ElementType::Bf16
-        || BF16_KERNELS
+        || GEMM16_KERNELS
             .iter()
             .any(|f| f.element == element && f.b_layout == BLayout::KN)
 }

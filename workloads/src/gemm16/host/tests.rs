@@ -108,7 +108,7 @@ fn planted_wrong_elements_are_finite_and_far_off() {
 #[test]
 fn fp16_families_are_twins_of_bf16_ones() {
     let mut twins = 0;
-    for f in BF16_KERNELS {
+    for f in GEMM16_KERNELS {
         let [store, direct] = f.entries.names();
         let prefix = format!("{}_gemm_", f.element.label());
         assert!(
@@ -116,13 +116,13 @@ fn fp16_families_are_twins_of_bf16_ones() {
             "{store}"
         );
         assert_eq!(f.name, store);
-        if let Bf16Entries::TensorMaps { direct, .. } = &f.entries {
+        if let Gemm16Entries::TensorMaps { direct, .. } = &f.entries {
             assert_eq!(direct.element(), f.element, "{}", f.name);
         } else {
             assert_eq!(f.element, ElementType::Bf16, "{}: cp_async is BF16", f.name);
         }
         if f.element == ElementType::F16 {
-            let twin = BF16_KERNELS
+            let twin = GEMM16_KERNELS
                 .iter()
                 .find(|t| t.name == format!("b{}", f.name))
                 .unwrap_or_else(|| panic!("{}: no BF16 twin", f.name));
@@ -151,11 +151,15 @@ fn fp16_families_are_twins_of_bf16_ones() {
     }
     assert_eq!(twins, 2);
     assert!(!has_b_kn(ElementType::F16), "no FP16 family reads B k x n");
-    let names: Vec<&str> = Bf16Gemm.experiments().iter().map(|e| e.name()).collect();
+    let names: Vec<&str> = Gemm16Workload
+        .experiments()
+        .iter()
+        .map(|e| e.name())
+        .collect();
     for (i, name) in names.iter().enumerate() {
         assert!(!names[..i].contains(name), "{name} twice");
     }
-    for e in Bf16Gemm.experiments() {
+    for e in Gemm16Workload.experiments() {
         let baseline = match e.element() {
             ElementType::Bf16 => CUBLAS,
             ElementType::F16 => CUBLAS_F16,
@@ -204,7 +208,7 @@ fn every_geometry_fits_a_block_and_keeps_its_regions_apart() {
 
 #[test]
 fn cluster_families_slice_the_tiles_they_share() {
-    use super::super::{ASource, BTile, Bf16Style, Geometry, TileCluster};
+    use super::super::{ASource, BTile, Gemm16Style, Geometry, TileCluster};
     let g = Geometry::SHARED_TILE;
     // One block: the slices are the whole tiles, the boxes the tile types'.
     assert_eq!(TileCluster::NONE.a_box(g), g.a_box());
@@ -221,7 +225,7 @@ fn cluster_families_slice_the_tiles_they_share() {
     assert_eq!(two_by_one.cluster_tiles(g, 300, 8), 2);
     assert_eq!(one_by_two.cluster_tiles(g, 300, 8), 3);
     let mut clustered = 0;
-    for kernel in BF16_KERNELS {
+    for kernel in GEMM16_KERNELS {
         if kernel.cluster == TileCluster::NONE {
             continue;
         }
@@ -232,14 +236,14 @@ fn cluster_families_slice_the_tiles_they_share() {
         assert!(
             matches!(
                 kernel.style,
-                Bf16Style::WsCooperative | Bf16Style::WsPingpong
+                Gemm16Style::WsCooperative | Gemm16Style::WsPingpong
             ),
             "{}",
             kernel.name
         );
         assert_eq!(kernel.b_layout, BLayout::NK, "{}", kernel.name);
         assert_eq!(kernel.a_source, ASource::SharedMemory, "{}", kernel.name);
-        let Bf16Entries::TensorMaps {
+        let Gemm16Entries::TensorMaps {
             tensor_store,
             direct,
         } = &kernel.entries
@@ -261,16 +265,16 @@ fn cluster_families_slice_the_tiles_they_share() {
 
 #[test]
 fn sizes_and_the_baseline() {
-    assert_eq!(harness::experiment::baseline_of(&Bf16Gemm), CUBLAS);
-    assert_eq!(Bf16Experiment::CublasLt.role(), Role::Baseline);
+    assert_eq!(harness::experiment::baseline_of(&Gemm16Workload), CUBLAS);
+    assert_eq!(Gemm16Experiment::CublasLt.role(), Role::Baseline);
     assert!(
-        Bf16Gemm
+        Gemm16Workload
             .parse_size("65536x65536x1")
             .unwrap_err()
             .contains("2^31")
     );
-    assert!(Bf16Gemm.parse_size("0").is_err());
-    assert_eq!(Bf16Gemm.parse_size("4095x4097x1023").unwrap().k, 1023);
+    assert!(Gemm16Workload.parse_size("0").is_err());
+    assert_eq!(Gemm16Workload.parse_size("4095x4097x1023").unwrap().k, 1023);
     // Per element: A, B, (BF16 only) B (k x n), then padded copies where rows are not
     // multiples of 8 (A and B for K, B (k x n) for N), and the reference; then C and its
     // widening, cuBLASLt's workspace.
@@ -291,7 +295,7 @@ fn sizes_and_the_baseline() {
             + 6 * 6
             + workspace
     );
-    let (baselines, kernels): (Vec<&Bf16Experiment>, Vec<_>) = Bf16Gemm
+    let (baselines, kernels): (Vec<&Gemm16Experiment>, Vec<_>) = Gemm16Workload
         .experiments()
         .iter()
         .partition(|e| e.role() == Role::Baseline);
@@ -301,5 +305,5 @@ fn sizes_and_the_baseline() {
         assert_eq!(e.archs(), [Arch::Sm90a]);
     }
     // Report order: the baselines first.
-    assert_eq!(Bf16Gemm.experiments()[3].name(), CUBLAS_F16);
+    assert_eq!(Gemm16Workload.experiments()[3].name(), CUBLAS_F16);
 }

@@ -34,8 +34,8 @@
 //! time includes the copies.
 
 use super::{
-    BF16_KERNELS, BK, BLayout, BM, BN, Bf16CpAsyncParams, Bf16CpAsyncStoreParams, Bf16Entries,
-    Bf16GemmParams, Bf16Kernel, C_POISON, CBox, DirectEntry, ElementType, Epilogue, F16GemmParams,
+    BK, BLayout, BM, BN, Bf16CpAsyncParams, Bf16CpAsyncStoreParams, Bf16GemmParams, C_POISON, CBox,
+    DirectEntry, ElementType, Epilogue, F16GemmParams, GEMM16_KERNELS, Gemm16Entries, Gemm16Kernel,
     GemmStoreParams, HELPER_THREADS, TileCluster, bf16_gemm_reference, bf16_widen,
     f16_gemm_reference, f16_widen, gemm16_pad_rows,
 };
@@ -63,11 +63,11 @@ mod gemm_ex;
 mod operands;
 
 /// The BF16 GEMM workload (its FP16 families beside the BF16 ones).
-pub struct Bf16Gemm;
+pub struct Gemm16Workload;
 
 /// One experiment: cuBLAS, or a kernel of ours.
 #[derive(Clone, Copy, Debug)]
-pub enum Bf16Experiment {
+pub enum Gemm16Experiment {
     /// `cublasGemmEx`, BF16 in and out, FP32 compute: a baseline.
     Cublas,
     /// cuBLASLt's `cublasLtMatmul` with its heuristic's best algorithm and a 32 MiB workspace
@@ -78,25 +78,25 @@ pub enum Bf16Experiment {
     /// layout of the `b_kn` kernels (a baseline too).
     CublasBKn,
     /// `cublasGemmEx`, FP16 in and out, FP32 compute: the FP16 families' counterpart of
-    /// [`Bf16Experiment::Cublas`] (a baseline too).
+    /// [`Gemm16Experiment::Cublas`] (a baseline too).
     CublasF16,
     /// A kernel of ours.
-    Kernel(&'static Bf16Kernel),
+    Kernel(&'static Gemm16Kernel),
     /// What a user calls: `gpu_kernels::gemm16::Gemm16::bf16` (B `n x k`), the schedule its
     /// cost model picks for the shape, through its own module.
     Library,
 }
 
-static EXPERIMENTS: LazyLock<Vec<Bf16Experiment>> = LazyLock::new(|| {
+static EXPERIMENTS: LazyLock<Vec<Gemm16Experiment>> = LazyLock::new(|| {
     [
-        Bf16Experiment::Cublas,
-        Bf16Experiment::CublasLt,
-        Bf16Experiment::CublasBKn,
-        Bf16Experiment::CublasF16,
+        Gemm16Experiment::Cublas,
+        Gemm16Experiment::CublasLt,
+        Gemm16Experiment::CublasBKn,
+        Gemm16Experiment::CublasF16,
     ]
     .into_iter()
-    .chain(BF16_KERNELS.iter().map(Bf16Experiment::Kernel))
-    .chain([Bf16Experiment::Library])
+    .chain(GEMM16_KERNELS.iter().map(Gemm16Experiment::Kernel))
+    .chain([Gemm16Experiment::Library])
     .collect()
 });
 
@@ -108,56 +108,56 @@ pub const CUBLAS_LT: &str = "cublaslt_matmul_bf16";
 pub const CUBLAS_B_KN: &str = "cublas_gemm_ex_bf16_b_kn";
 /// The row name of cuBLAS's FP16 `cublasGemmEx`.
 pub const CUBLAS_F16: &str = "cublas_gemm_ex_f16";
-/// The row name of [`Bf16Experiment::Library`].
+/// The row name of [`Gemm16Experiment::Library`].
 pub const LIBRARY: &str = "gemm16";
 
-impl Bf16Experiment {
+impl Gemm16Experiment {
     /// The element type of its A, B and C.
     pub fn element(&self) -> ElementType {
         match self {
-            Bf16Experiment::Cublas
-            | Bf16Experiment::CublasLt
-            | Bf16Experiment::CublasBKn
-            | Bf16Experiment::Library => ElementType::Bf16,
-            Bf16Experiment::CublasF16 => ElementType::F16,
-            Bf16Experiment::Kernel(k) => k.element,
+            Gemm16Experiment::Cublas
+            | Gemm16Experiment::CublasLt
+            | Gemm16Experiment::CublasBKn
+            | Gemm16Experiment::Library => ElementType::Bf16,
+            Gemm16Experiment::CublasF16 => ElementType::F16,
+            Gemm16Experiment::Kernel(k) => k.element,
         }
     }
 
     /// The kernel family, for a kernel of ours.
-    fn family(&self) -> Option<&'static Bf16Kernel> {
+    fn family(&self) -> Option<&'static Gemm16Kernel> {
         match self {
-            Bf16Experiment::Kernel(k) => Some(k),
+            Gemm16Experiment::Kernel(k) => Some(k),
             _ => None,
         }
     }
 }
 
-impl Experiment for Bf16Experiment {
+impl Experiment for Gemm16Experiment {
     fn name(&self) -> &'static str {
         match self {
-            Bf16Experiment::Cublas => CUBLAS,
-            Bf16Experiment::CublasLt => CUBLAS_LT,
-            Bf16Experiment::CublasBKn => CUBLAS_B_KN,
-            Bf16Experiment::CublasF16 => CUBLAS_F16,
-            Bf16Experiment::Kernel(k) => k.name,
-            Bf16Experiment::Library => LIBRARY,
+            Gemm16Experiment::Cublas => CUBLAS,
+            Gemm16Experiment::CublasLt => CUBLAS_LT,
+            Gemm16Experiment::CublasBKn => CUBLAS_B_KN,
+            Gemm16Experiment::CublasF16 => CUBLAS_F16,
+            Gemm16Experiment::Kernel(k) => k.name,
+            Gemm16Experiment::Library => LIBRARY,
         }
     }
     fn role(&self) -> Role {
         match self {
-            Bf16Experiment::Kernel(_) | Bf16Experiment::Library => Role::Library,
+            Gemm16Experiment::Kernel(_) | Gemm16Experiment::Library => Role::Library,
             _ => Role::Baseline,
         }
     }
     fn style(&self) -> &'static str {
         match self {
-            Bf16Experiment::Cublas => "cublas",
-            Bf16Experiment::CublasLt => "cublaslt",
-            Bf16Experiment::CublasBKn => "cublas_b_kn",
-            Bf16Experiment::CublasF16 => "cublas_f16",
-            Bf16Experiment::Kernel(k) => k.style_label(),
-            Bf16Experiment::Library => "dispatch",
+            Gemm16Experiment::Cublas => "cublas",
+            Gemm16Experiment::CublasLt => "cublaslt",
+            Gemm16Experiment::CublasBKn => "cublas_b_kn",
+            Gemm16Experiment::CublasF16 => "cublas_f16",
+            Gemm16Experiment::Kernel(k) => k.style_label(),
+            Gemm16Experiment::Library => "dispatch",
         }
     }
     fn stages(&self) -> Option<u32> {
@@ -171,20 +171,20 @@ impl Experiment for Bf16Experiment {
     }
     fn summary(&self) -> &'static str {
         match self {
-            Bf16Experiment::Cublas => {
+            Gemm16Experiment::Cublas => {
                 "cublasGemmEx: BF16 A, B and C, FP32 compute, row-major C = A B^T as the TN GEMM"
             }
-            Bf16Experiment::CublasLt => {
+            Gemm16Experiment::CublasLt => {
                 "cublasLtMatmul: the same GEMM, the heuristic's best algorithm, 32 MiB workspace"
             }
-            Bf16Experiment::CublasBKn => {
+            Gemm16Experiment::CublasBKn => {
                 "cublasGemmEx with B k x n row-major: C = A B as the NN GEMM"
             }
-            Bf16Experiment::CublasF16 => {
+            Gemm16Experiment::CublasF16 => {
                 "cublasGemmEx: FP16 A, B and C, FP32 compute, row-major C = A B^T as the TN GEMM"
             }
-            Bf16Experiment::Kernel(k) => k.summary(),
-            Bf16Experiment::Library => {
+            Gemm16Experiment::Kernel(k) => k.summary(),
+            Gemm16Experiment::Library => {
                 "gpu_kernels::gemm16::Gemm16::bf16: ws_cooperative or ws_pingpong, as its cost \
                  model picks for the shape"
             }
@@ -196,7 +196,7 @@ impl Experiment for Bf16Experiment {
     }
     fn archs(&self) -> &'static [Arch] {
         match self {
-            Bf16Experiment::Kernel(_) | Bf16Experiment::Library => &[Arch::Sm90a],
+            Gemm16Experiment::Kernel(_) | Gemm16Experiment::Library => &[Arch::Sm90a],
             _ => &Arch::PORTABLE,
         }
     }
@@ -225,18 +225,18 @@ fn device_bytes(size: Mnk) -> u64 {
         + gpu_runtime::blaslt::WORKSPACE_BYTES as u64
 }
 
-impl Workload for Bf16Gemm {
-    type Experiment = Bf16Experiment;
+impl Workload for Gemm16Workload {
+    type Experiment = Gemm16Experiment;
     type Size = Mnk;
-    type Problem = Bf16Problem;
+    type Problem = Gemm16Problem;
 
     fn name(&self) -> &'static str {
-        "bf16-gemm"
+        "gemm16"
     }
     fn summary(&self) -> &'static str {
         "C = A B^T, BF16 (and FP16) in and out, FP32 accumulate, any size, on wgmma + TMA (sm_90a) vs cuBLAS"
     }
-    fn experiments(&self) -> &'static [Bf16Experiment] {
+    fn experiments(&self) -> &'static [Gemm16Experiment] {
         &EXPERIMENTS
     }
     fn helper_kernels(&self) -> &'static [&'static str] {
@@ -309,8 +309,8 @@ impl Workload for Bf16Gemm {
             .map(|(values, s)| (values, parse_mnk(s).expect("valid test sizes")))
             .collect()
     }
-    fn prepare(&self, gpu: &Gpu, size: Mnk, inputs: Inputs) -> Result<Bf16Problem> {
-        Bf16Problem::new(gpu, size, inputs)
+    fn prepare(&self, gpu: &Gpu, size: Mnk, inputs: Inputs) -> Result<Gemm16Problem> {
+        Gemm16Problem::new(gpu, size, inputs)
     }
 }
 
@@ -346,7 +346,7 @@ impl LoadedEntry {
 /// up), at most one per cluster's patch of tiles.
 fn launch_config(
     gpu: &Gpu,
-    kernel: &Bf16Kernel,
+    kernel: &Gemm16Kernel,
     entry: &LoadedEntry,
     m: u32,
     n: u32,
@@ -382,7 +382,7 @@ fn launch_config(
 }
 
 /// Each element type's inputs and reference, C, cuBLAS, the resolved kernels.
-pub struct Bf16Problem {
+pub struct Gemm16Problem {
     size: Mnk,
     values: Values,
     /// BF16's inputs and reference.
@@ -405,8 +405,8 @@ pub struct Bf16Problem {
     maps: TensorMaps,
 }
 
-impl Bf16Problem {
-    fn new(gpu: &Gpu, size: Mnk, inputs: Inputs) -> Result<Bf16Problem> {
+impl Gemm16Problem {
+    fn new(gpu: &Gpu, size: Mnk, inputs: Inputs) -> Result<Gemm16Problem> {
         let Mnk { m, n, k } = size;
         anyhow::ensure!(
             (m as u64) * (n as u64) < 1 << 31,
@@ -417,7 +417,7 @@ impl Bf16Problem {
         let mn = m as usize * n as usize;
         let info = gpu.info();
         let sm90a_loaded = info.specific.is_some_and(|(arch, _)| arch == Arch::Sm90a);
-        Ok(Bf16Problem {
+        Ok(Gemm16Problem {
             size,
             values: inputs.values,
             bf16,
@@ -436,19 +436,19 @@ impl Bf16Problem {
     }
 
     /// `kernel`'s entry point for this N.
-    fn resolve_kernel(gpu: &Gpu, kernel: &Bf16Kernel, n: u32) -> Result<LoadedEntry> {
+    fn resolve_kernel(gpu: &Gpu, kernel: &Gemm16Kernel, n: u32) -> Result<LoadedEntry> {
         Ok(match (&kernel.entries, kernel.epilogue_for(n)) {
-            (Bf16Entries::TensorMaps { tensor_store, .. }, Epilogue::TensorStore) => {
+            (Gemm16Entries::TensorMaps { tensor_store, .. }, Epilogue::TensorStore) => {
                 LoadedEntry::TensorStore(gpu.entry_point(*tensor_store)?)
             }
-            (Bf16Entries::TensorMaps { direct, .. }, Epilogue::Direct) => match direct {
+            (Gemm16Entries::TensorMaps { direct, .. }, Epilogue::Direct) => match direct {
                 DirectEntry::Bf16(direct) => LoadedEntry::Direct(gpu.entry_point(*direct)?),
                 DirectEntry::F16(direct) => LoadedEntry::F16Direct(gpu.entry_point(*direct)?),
             },
-            (Bf16Entries::Pointers { tensor_store, .. }, Epilogue::TensorStore) => {
+            (Gemm16Entries::Pointers { tensor_store, .. }, Epilogue::TensorStore) => {
                 LoadedEntry::CpAsyncTensorStore(gpu.entry_point(*tensor_store)?)
             }
-            (Bf16Entries::Pointers { direct, .. }, Epilogue::Direct) => {
+            (Gemm16Entries::Pointers { direct, .. }, Epilogue::Direct) => {
                 LoadedEntry::CpAsyncDirect(gpu.entry_point(*direct)?)
             }
         })
@@ -467,7 +467,7 @@ impl Bf16Problem {
     fn launch_kernel(
         &mut self,
         gpu: &Gpu,
-        kernel: &'static Bf16Kernel,
+        kernel: &'static Gemm16Kernel,
         entry: &LoadedEntry,
     ) -> Result<()> {
         let Mnk { m, n, k } = self.size;
@@ -540,23 +540,25 @@ impl Bf16Problem {
     }
 }
 
-impl Problem<Bf16Experiment> for Bf16Problem {
-    fn unavailable(&self, experiment: &Bf16Experiment) -> Option<Unavailable> {
+impl Problem<Gemm16Experiment> for Gemm16Problem {
+    fn unavailable(&self, experiment: &Gemm16Experiment) -> Option<Unavailable> {
         match (experiment, &self.cublas) {
             (
-                Bf16Experiment::Cublas | Bf16Experiment::CublasBKn | Bf16Experiment::CublasF16,
+                Gemm16Experiment::Cublas
+                | Gemm16Experiment::CublasBKn
+                | Gemm16Experiment::CublasF16,
                 Err(why),
             ) => Some(Unavailable::Missing(why.clone())),
-            (Bf16Experiment::CublasLt, _) => self
+            (Gemm16Experiment::CublasLt, _) => self
                 .cublas_lt
                 .as_ref()
                 .err()
                 .cloned()
                 .map(Unavailable::Missing),
-            (Bf16Experiment::Kernel(_), _) if !self.sm90a_loaded => Some(Unavailable::Missing(
+            (Gemm16Experiment::Kernel(_), _) if !self.sm90a_loaded => Some(Unavailable::Missing(
                 "needs the sm_90a module (compute capability 9.0)".into(),
             )),
-            (Bf16Experiment::Library, _) => self
+            (Gemm16Experiment::Library, _) => self
                 .gemm16
                 .as_ref()
                 .err()
@@ -565,16 +567,16 @@ impl Problem<Bf16Experiment> for Bf16Problem {
         }
     }
 
-    fn poison(&mut self, gpu: &Gpu, _: &Bf16Experiment) -> Result<()> {
+    fn poison(&mut self, gpu: &Gpu, _: &Gemm16Experiment) -> Result<()> {
         Ok(gpu.fill_u16(&mut self.c, C_POISON, "C")?)
     }
 
     /// A family's entry point for this N (none for the libraries).
     type Resolved = Option<LoadedEntry>;
 
-    fn resolve(&self, gpu: &Gpu, experiment: &Bf16Experiment) -> Result<Option<LoadedEntry>> {
+    fn resolve(&self, gpu: &Gpu, experiment: &Gemm16Experiment) -> Result<Option<LoadedEntry>> {
         match experiment {
-            Bf16Experiment::Kernel(kernel) => {
+            Gemm16Experiment::Kernel(kernel) => {
                 Ok(Some(Self::resolve_kernel(gpu, kernel, self.size.n)?))
             }
             _ => Ok(None),
@@ -584,17 +586,17 @@ impl Problem<Bf16Experiment> for Bf16Problem {
     fn launch(
         &mut self,
         gpu: &Gpu,
-        experiment: &Bf16Experiment,
+        experiment: &Gemm16Experiment,
         entry: &Option<LoadedEntry>,
     ) -> Result<()> {
         match experiment {
-            Bf16Experiment::Kernel(kernel) => {
+            Gemm16Experiment::Kernel(kernel) => {
                 let Some(entry) = entry else {
                     bail!("{} launched without its entry point", kernel.name)
                 };
                 self.launch_kernel(gpu, kernel, entry)?
             }
-            Bf16Experiment::Library => {
+            Gemm16Experiment::Library => {
                 let gemm = match &self.gemm16 {
                     Ok(gemm) => gemm,
                     Err(why) => bail!("gpu-kernels' 16-bit GEMM is unavailable: {why}"),
@@ -617,7 +619,7 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 };
                 gemm.gemm(gpu, &a, &b, BLayout::NK, &mut c, GemmShape { m, n, k })?;
             }
-            Bf16Experiment::CublasLt => {
+            Gemm16Experiment::CublasLt => {
                 let (plan, handle) = match &self.cublas_lt {
                     Ok(lt) => lt,
                     Err(why) => bail!("cuBLASLt is unavailable: {why}"),
@@ -631,7 +633,9 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 unsafe { plan.run(handle, gpu, a, b, c) }
                     .map_err(|e| anyhow::anyhow!("{e} ({})", self.size))?;
             }
-            Bf16Experiment::Cublas | Bf16Experiment::CublasBKn | Bf16Experiment::CublasF16 => {
+            Gemm16Experiment::Cublas
+            | Gemm16Experiment::CublasBKn
+            | Gemm16Experiment::CublasF16 => {
                 let handle = match &self.cublas {
                     Ok(cublas) => cublas.handle(),
                     Err(why) => bail!("cuBLAS is unavailable: {why}"),
@@ -641,7 +645,7 @@ impl Problem<Bf16Experiment> for Bf16Problem {
                 let inputs = self.inputs(element);
                 let a = gpu.address(&inputs.a.data);
                 let (b, b_layout) = match (experiment, &inputs.b_kn) {
-                    (Bf16Experiment::CublasBKn, Some(b_kn)) => {
+                    (Gemm16Experiment::CublasBKn, Some(b_kn)) => {
                         (gpu.address(&b_kn.data), BLayout::KN)
                     }
                     _ => (gpu.address(&inputs.b.data), BLayout::NK),
@@ -654,7 +658,7 @@ impl Problem<Bf16Experiment> for Bf16Problem {
         Ok(())
     }
 
-    fn check(&mut self, gpu: &Gpu, experiment: &Bf16Experiment) -> Result<CheckReport> {
+    fn check(&mut self, gpu: &Gpu, experiment: &Gemm16Experiment) -> Result<CheckReport> {
         let len = self.c.len() as u64;
         let blocks = (len.div_ceil(HELPER_THREADS as u64)).min(4 * 1024) as u32;
         let config = LaunchConfig::linear(blocks, HELPER_THREADS, 0);
@@ -682,9 +686,9 @@ impl Problem<Bf16Experiment> for Bf16Problem {
 
     /// In C itself, in the experiment's element (the check widens C); for a library, a
     /// `BM x BN` tile.
-    fn plant(&mut self, gpu: &Gpu, experiment: &Bf16Experiment, fault: Fault) -> Result<usize> {
+    fn plant(&mut self, gpu: &Gpu, experiment: &Gemm16Experiment, fault: Fault) -> Result<usize> {
         let tile = match experiment {
-            Bf16Experiment::Kernel(kernel) => {
+            Gemm16Experiment::Kernel(kernel) => {
                 let g = kernel.style.geometry();
                 (g.tile_m, g.tile_n)
             }
@@ -705,10 +709,10 @@ impl Problem<Bf16Experiment> for Bf16Problem {
     fn note(
         &mut self,
         gpu: &Gpu,
-        experiment: &Bf16Experiment,
+        experiment: &Gemm16Experiment,
         entry: &Option<LoadedEntry>,
     ) -> Result<Option<String>> {
-        if let (Bf16Experiment::Library, Ok(gemm)) = (experiment, &self.gemm16) {
+        if let (Gemm16Experiment::Library, Ok(gemm)) = (experiment, &self.gemm16) {
             // The K it multiplies: rows padded to a multiple of 8 (`launch`).
             let Mnk { m, n, k } = self.size;
             let k = k.next_multiple_of(8);
@@ -718,7 +722,7 @@ impl Problem<Bf16Experiment> for Bf16Problem {
             };
             return Ok(Some(format!("ran {schedule}")));
         }
-        let (Bf16Experiment::Kernel(kernel), Some(entry)) = (experiment, entry) else {
+        let (Gemm16Experiment::Kernel(kernel), Some(entry)) = (experiment, entry) else {
             return Ok(None);
         };
         if kernel.cluster == TileCluster::NONE {
