@@ -13,9 +13,10 @@ use super::{
 use crate::Element16;
 use crate::error::{KernelError, check_device};
 use gpu::wgmma::{Bf16, F16, SixteenBit, WARPGROUP_THREADS};
-use gpu_runtime::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
+use gpu_runtime::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use gpu_runtime::tensor_map::{Swizzle, TensorMapBuilder, TensorMaps};
 use gpu_runtime::{Address, Context as _, Gpu, Kernel, LaunchConfig, Library};
+use std::sync::{Arc, Mutex, PoisonError};
 
 pub use crate::{GemmError, GemmShape};
 
@@ -155,6 +156,9 @@ pub struct Gemm16 {
     bf16: Kernels<Bf16>,
     f16: Kernels<F16>,
     padder: RowPadder,
+    /// Per stream (its handle), the buffer that padded copies of A and B go to: calls on one
+    /// stream are ordered, so each reuses its stream's; another stream gets its own.
+    scratch: Mutex<Vec<(usize, CudaSlice<u8>)>>,
     maps: TensorMaps,
     multiprocessors: u32,
     max_shared_bytes: u32,
@@ -209,6 +213,7 @@ impl Gemm16 {
             bf16,
             f16,
             padder: RowPadder::from_library(&library)?,
+            scratch: Mutex::default(),
             maps: TensorMaps::default(),
             multiprocessors: info.multiprocessors,
             max_shared_bytes: info.max_shared_bytes_per_block,
@@ -379,26 +384,37 @@ impl Gemm16 {
             BLayout::NK => (n, k),
             BLayout::KN => (k, n),
         };
-        // A and B where a tensor map can describe them, else copies with padded rows. The
-        // copies are freed when this function returns, in stream order: after the kernel.
-        let mut _copies: [Option<CudaSlice<E>>; 2] = [None, None];
+        // A and B where a tensor map can describe them, else copies with padded rows in
+        // this stream's scratch buffer (kept, so that the next call reuses it and its tensor
+        // maps: a buffer allocated and freed per call cost up to 2x the GEMM's time).
         let mut pads = [PadRows::NONE; 2];
         let operands = [(a_ptr, m, k, strides.a), (b_ptr, b_rows, b_cols, strides.b)];
-        let mut placed = [(0u64, 0u32); 2];
-        for (i, (address, rows, cols, stride)) in operands.into_iter().enumerate() {
-            if address.is_multiple_of(16) && stride.is_multiple_of(8) {
-                placed[i] = (address, stride);
-                continue;
+        let mut scratch_bytes = 0u64;
+        for (pad, (address, rows, cols, stride)) in pads.iter_mut().zip(operands) {
+            if !(address.is_multiple_of(16) && stride.is_multiple_of(8)) {
+                // `dst` is an offset into the scratch buffer until it is known.
+                let dst_stride = PadRows::sector_stride(cols);
+                *pad = PadRows::new(address, rows, cols, stride, scratch_bytes, dst_stride);
+                scratch_bytes += (pad.copy_elements() * 2).next_multiple_of(SCRATCH_ALIGN);
             }
-            let pad = PadRows::new(address, rows, cols, stride, 0);
-            // SAFETY: the copy's every element is written by the padding kernel before the
-            // GEMM reads it (both queued below on this stream).
-            let copy = unsafe { stream.alloc::<E>(pad.copy_elements() as usize) }
-                .during(|| "allocating a padded copy of an operand".into())?;
-            let (dst, _) = copy.device_ptr(stream);
-            pads[i] = PadRows { dst, ..pad };
-            placed[i] = (dst, pad.dst_stride);
-            _copies[i] = Some(copy);
+        }
+        let mut scratch = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        let (_scratch_written, scratch_base) = match scratch_bytes {
+            0 => (None, 0),
+            bytes => {
+                let buffer = scratch_for(&mut scratch, stream, bytes)?;
+                // Waits for the buffer's earlier use on another stream (event tracking) and
+                // records this one as a write.
+                let (base, written) = buffer.device_ptr_mut(stream);
+                (Some(written), base)
+            }
+        };
+        let mut placed = [(a_ptr, strides.a), (b_ptr, strides.b)];
+        for (pad, place) in pads.iter_mut().zip(&mut placed) {
+            if pad.rows > 0 {
+                pad.dst += scratch_base;
+                *place = (pad.dst, pad.dst_stride);
+            }
         }
         let [(a_address, a_stride), (b_address, b_stride)] = placed;
         let map = |address: u64, (cols, rows): (u32, u32), stride: u32, [bc, br]: [u32; 2]| {
@@ -437,6 +453,38 @@ impl Gemm16 {
         }
         Ok(())
     }
+}
+
+/// Alignment of each padded copy in a scratch buffer (the tensor maps need 16 bytes; 256 is
+/// what the driver's own allocations have).
+const SCRATCH_ALIGN: u64 = 256;
+
+/// `stream`'s scratch buffer in `scratch`, at least `bytes` long: the one kept for it, or a
+/// new one (allocated on `stream`; one it replaces is freed in stream order after its last
+/// use, on the same stream).
+fn scratch_for<'s>(
+    scratch: &'s mut Vec<(usize, CudaSlice<u8>)>,
+    stream: &Arc<CudaStream>,
+    bytes: u64,
+) -> Result<&'s mut CudaSlice<u8>, KernelError> {
+    let key = stream.cu_stream() as usize;
+    let slot = match scratch.iter().position(|(s, _)| *s == key) {
+        Some(i) if scratch[i].1.len() as u64 >= bytes => return Ok(&mut scratch[i].1),
+        Some(i) => i,
+        None => {
+            scratch.push((
+                key,
+                stream.null::<u8>().during(|| "a scratch handle".into())?,
+            ));
+            scratch.len() - 1
+        }
+    };
+    // SAFETY: every byte of a padded copy is written by the padding kernel before the GEMM
+    // reads it, both queued after this allocation on this stream.
+    let buffer = unsafe { stream.alloc::<u8>(bytes as usize) }
+        .during(|| format!("allocating {bytes} B for padded copies of A and B"))?;
+    scratch[slot].1 = buffer;
+    Ok(&mut scratch[slot].1)
 }
 
 /// The row strides (leading dimensions), in elements, of a [`Gemm16`] call's A (`m` rows of

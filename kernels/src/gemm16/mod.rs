@@ -526,7 +526,7 @@ gpu::kernel_table! {
 /// ```
 /// use gpu_kernels::gemm16::PadRows;
 /// // 3 rows of 13 elements, 13 apart, starting 6 bytes past a 16-byte boundary.
-/// let pad = PadRows::new(0x1000 + 6, 3, 13, 13, 0x2000);
+/// let pad = PadRows::new(0x1000 + 6, 3, 13, 13, 0x2000, PadRows::sector_stride(13));
 /// assert_eq!((pad.src, pad.src_offset), (0x1000, 3));
 /// assert_eq!(pad.dst_stride, 16);
 /// assert_eq!(pad.copy_elements(), 48);

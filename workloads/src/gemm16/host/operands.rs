@@ -132,12 +132,13 @@ impl Padder {
         b: &mut Operand,
     ) -> Result<()> {
         let rows = |o: &Operand| match &o.padded {
-            Some((_, copy)) => PadRows::new(
+            Some((padded_cols, copy)) => PadRows::new(
                 gpu.address(&o.data),
                 o.rows,
                 o.cols,
                 o.cols,
                 gpu.address(copy),
+                *padded_cols,
             ),
             None => PadRows::NONE,
         };
