@@ -1,5 +1,6 @@
-//! Digests of source trees and files: 128-bit FNV-1a, to tell whether the sources a module
-//! was built from changed (carried PTX, build stamps). Not a defence against tampering, only
+//! The crate's hashes, both FNV-1a: 64-bit for kernels' PTX fingerprints ([`fnv1a64`]), and
+//! 128-bit digests of source trees and files, to tell whether the sources a module was built
+//! from changed (carried PTX, build stamps). Not a defence against tampering, only
 //! against forgetting to rebuild: 128 bits make an accidental match of two different trees
 //! out of the question.
 
@@ -33,6 +34,16 @@ impl FromStr for Digest {
             .map(Digest)
             .map_err(|e| format!("`{text}`: {e}"))
     }
+}
+
+/// 64-bit FNV-1a: the kernels' PTX fingerprints ([`crate::fingerprint`]), where 64 bits
+/// tell the few hundred kernels apart and keep the tables short.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes.iter().fold(OFFSET_BASIS, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(PRIME)
+    })
 }
 
 /// The digest of `bytes`.

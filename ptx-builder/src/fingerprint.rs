@@ -74,14 +74,8 @@ impl FromStr for Fingerprint {
     }
 }
 
-/// 64-bit FNV-1a.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes.iter().fold(OFFSET_BASIS, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(PRIME)
-    })
-}
+/// 64-bit FNV-1a ([`crate::digest`] holds the crate's hashes).
+pub use crate::digest::fnv1a64;
 
 /// The fingerprint of every kernel (`.entry` definition) in a PTX module, by name.
 pub fn kernel_fingerprints(ptx: &str) -> BTreeMap<String, Fingerprint> {

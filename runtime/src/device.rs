@@ -315,7 +315,13 @@ impl Gpu {
             .during(|| format!("copying {what} back"))
     }
 
-    /// The device address of `buffer` (what a tensor map describes).
+    /// The device address of `buffer` (what a tensor map describes), for work this GPU's
+    /// stream orders by itself. cudarc's event tracking learns of it as a read, once, here:
+    /// a kernel that later writes through the address is not recorded, so another stream
+    /// that reads the buffer is not made to wait for it. Pass buffers to
+    /// [`Kernel::launch`](crate::Kernel::launch) as typed arguments (`*const T` / `*mut T`
+    /// parameters) where other streams are involved: those are recorded as read or written
+    /// when the kernel is queued.
     pub fn address<T>(&self, buffer: &CudaSlice<T>) -> sys::CUdeviceptr {
         let (ptr, _sync) = buffer.device_ptr(&self.stream);
         ptr
