@@ -7,6 +7,16 @@ use std::ffi::c_void;
 
 /// Grid, block, dynamic shared memory and cluster shape of a launch (one-dimensional blocks;
 /// a one- or two-dimensional grid).
+///
+/// ```
+/// use gpu_runtime::{LaunchConfig, NO_CLUSTER};
+/// // 1024 elements: 4 blocks of 256 threads, no dynamic shared memory.
+/// let config = LaunchConfig::linear(4, 256, 0);
+/// assert_eq!((config.grid, config.threads, config.cluster), ((4, 1), 256, NO_CLUSTER));
+/// // The same blocks in thread block clusters of two (sm_90).
+/// let paired = config.with_cluster([2, 1, 1]);
+/// assert_eq!((paired.grid, paired.cluster), ((4, 1), [2, 1, 1]));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
     /// Blocks in x and y.
@@ -43,6 +53,14 @@ impl LaunchConfig {
 }
 
 /// One kernel argument as it is passed (and as the watchdog's report shows it).
+///
+/// ```
+/// use gpu_runtime::KernelArg;
+/// // What a launch of `scale(x: *const f32, n: u32, alpha: f32)` passes, by value.
+/// let args = [KernelArg::Ptr(0x7f00_0000), KernelArg::U32(1024), KernelArg::F32(2.0)];
+/// assert!(matches!(args[1], KernelArg::U32(1024)));
+/// assert_ne!(args[1], KernelArg::U64(1024));
+/// ```
 // A launch's few arguments live in a short array for one call; a map is passed by value, so it
 // is held by value here too.
 #[allow(clippy::large_enum_variant)]
@@ -67,6 +85,21 @@ pub enum KernelArg {
 /// The bytes of a `#[repr(C)]` kernel parameter struct whose fields are all 4-byte numbers
 /// (`u32`, `i32`, `f32`), up to [`StructArg::MAX_WORDS`] of them: what the device declares as
 /// `.param .align 4 .b8 p[N]` (a struct by value), the driver copying `N` bytes from here.
+///
+/// ```
+/// use gpu_runtime::StructArg;
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// struct Shape {
+///     rows: u32,
+///     cols: u32,
+///     scale: f32,
+/// }
+/// let shape = Shape { rows: 4, cols: 8, scale: 0.5 };
+/// // SAFETY: `repr(C)`, three 4-byte numbers, as the kernel declares its parameter.
+/// let arg = unsafe { StructArg::new(&shape) };
+/// assert_eq!(arg.words(), &[4, 8, 0.5f32.to_bits()]);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StructArg {
     words: [u32; StructArg::MAX_WORDS],
@@ -114,6 +147,15 @@ impl StructArg {
 pub const MAX_PARAMS: usize = 8;
 
 /// The arguments of one launch, by value, in a fixed array (no allocation on the launch path).
+///
+/// ```
+/// use gpu_runtime::KernelArg;
+/// use gpu_runtime::args::ArgList;
+/// let mut args = ArgList::new();
+/// args.push(KernelArg::Ptr(0x7f00));
+/// args.push(KernelArg::U32(5));
+/// assert_eq!(args.as_slice(), &[KernelArg::Ptr(0x7f00), KernelArg::U32(5)]);
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct ArgList {
     args: [KernelArg; MAX_PARAMS],

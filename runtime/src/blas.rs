@@ -10,6 +10,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use cudarc::cublas::sys;
 
 /// A cuBLAS handle bound to a [`Gpu`]'s stream.
+///
+/// ```no_run
+/// use gpu_runtime::blas::{Blas, sys};
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let gpu = gpu_runtime::Gpu::open(MODULES)?;
+/// let blas = Blas::open(&gpu, sys::cublasMath_t::CUBLAS_DEFAULT_MATH)?;
+/// let a = gpu.upload(&[1.0f32, 2.0, 3.0, 4.0], "A")?;
+/// let c = gpu.zeros::<f32>(4, "C")?;
+/// let (pa, pc) = (gpu.address(&a) as *const f32, gpu.address(&c) as *mut f32);
+/// let op = sys::cublasOperation_t::CUBLAS_OP_N;
+/// // SAFETY: column-major 2 x 2 matrices of f32 (C = A A), alive until the sync below.
+/// let status = unsafe {
+///     sys::cublasSgemm_v2(blas.handle(), op, op, 2, 2, 2, &1.0, pa, 2, pa, 2, &0.0, pc, 2)
+/// };
+/// assert_eq!(status, sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS);
+/// gpu.synchronize(|| "running cublasSgemm".into())?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Blas {
     handle: cublas::cublasHandle_t,
     /// The GPU's hang flag: a hung GPU's handle is leaked (`cublasDestroy` synchronizes with

@@ -13,6 +13,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub const WORKSPACE_BYTES: usize = 32 << 20;
 
 /// A cuBLASLt handle.
+///
+/// ```no_run
+/// use gpu_runtime::blaslt::BlasLt;
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let gpu = gpu_runtime::Gpu::open(MODULES)?;
+/// // Refused, saying why, where cuBLASLt is not installed.
+/// let lt = BlasLt::open(&gpu)?;
+/// // C (128 x 256) = A (128 x 64) B^T, B 256 x 64: planned once, run many times.
+/// let gemm = lt.bf16_gemm_abt(&gpu, 128, 256, 64)?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct BlasLt {
     handle: lt::cublasLtHandle_t,
     gpu_hung: Arc<AtomicBool>,
@@ -151,6 +164,25 @@ impl Drop for BlasLt {
 
 /// A planned cuBLASLt GEMM ([`BlasLt::bf16_gemm_abt`]): its descriptors, algorithm and
 /// workspace.
+///
+/// ```no_run
+/// use gpu_runtime::blaslt::BlasLt;
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let gpu = gpu_runtime::Gpu::open(MODULES)?;
+/// let lt = BlasLt::open(&gpu)?;
+/// let (m, n, k) = (128, 256, 64);
+/// let gemm = lt.bf16_gemm_abt(&gpu, m as u32, n as u32, k as u32)?;
+/// let a = gpu.upload(&vec![half::bf16::ONE; m * k], "A")?;
+/// let b = gpu.upload(&vec![half::bf16::ONE; n * k], "B")?;
+/// let c = gpu.zeros::<half::bf16>(m * n, "C")?;
+/// let (pa, pb, pc) = (gpu.address(&a), gpu.address(&b), gpu.address(&c));
+/// // SAFETY: row-major BF16 A, B and C of the planned shape; `lt` planned `gemm`.
+/// unsafe { gemm.run(&lt, &gpu, pa, pb, pc)? };
+/// gpu.synchronize(|| "running the cuBLASLt GEMM".into())?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct LtGemm {
     desc: lt::cublasLtMatmulDesc_t,
     /// B, A, C.

@@ -19,6 +19,20 @@ use std::marker::PhantomData;
 /// # Safety
 /// `Self` and `D` have the same size and alignment, and every bit pattern of one is a value
 /// of the other.
+///
+/// ```
+/// use gpu_runtime::StoredAs;
+/// use gpu_runtime::cudarc::driver::DeviceRepr;
+/// // The bits of an f32, kept as a number of their own on the host.
+/// #[derive(Clone, Copy)]
+/// #[repr(transparent)]
+/// struct F32Bits(u32);
+/// // SAFETY: a plain 4-byte value, any bits valid.
+/// unsafe impl DeviceRepr for F32Bits {}
+/// // SAFETY: 4 bytes aligned to 4, as an f32, and every bit pattern is a value of both.
+/// unsafe impl StoredAs<f32> for F32Bits {}
+/// // A `CudaSlice<F32Bits>` now passes where a kernel takes `*const f32` or `*mut f32`.
+/// ```
 pub unsafe trait StoredAs<D>: DeviceRepr {}
 
 macro_rules! stored_as_itself {
@@ -42,6 +56,24 @@ unsafe impl StoredAs<gpu::wgmma::F16> for u16 {}
 unsafe impl StoredAs<gpu::schedule::TileQueueState> for u32 {}
 
 /// A device buffer a kernel reads as elements of `D`.
+///
+/// ```no_run
+/// use gpu::wgmma::Bf16;
+/// use gpu_runtime::DeviceBuffer;
+/// // Takes any buffer whose elements hold BF16: `half::bf16`s or their bits as `u16`s.
+/// fn elements(buffer: &dyn DeviceBuffer<Bf16>) -> usize {
+///     buffer.len()
+/// }
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), gpu_runtime::GpuError> {
+/// let gpu = gpu_runtime::Gpu::open(MODULES)?;
+/// let x = gpu.upload(&[half::bf16::ONE; 1024], "x")?;
+/// let bits = gpu.zeros::<u16>(1024, "bits")?;
+/// assert_eq!(elements(&x), 1024);
+/// assert_eq!(elements(&bits.slice(..256)), 256);
+/// # Ok(())
+/// # }
+/// ```
 pub trait DeviceBuffer<D> {
     /// Its length in host elements.
     fn len(&self) -> usize;
@@ -60,6 +92,24 @@ pub trait DeviceBuffer<D> {
 }
 
 /// A device buffer a kernel writes as elements of `D`.
+///
+/// ```no_run
+/// use gpu_runtime::{DeviceBufferMut, Gpu, GpuError, LaunchConfig};
+/// // Zeros `n` floats at `out`: written through `*mut f32`, so any `DeviceBufferMut<f32>`.
+/// fn clear(gpu: &Gpu, out: &mut dyn DeviceBufferMut<f32>) -> Result<(), GpuError> {
+///     let n = out.len() as u32;
+///     let kernel = gpu.kernel::<(*mut f32, u32)>("clear")?;
+///     // SAFETY: clear(out, n) writes n floats of out, one a thread.
+///     unsafe { kernel.launch(gpu, LaunchConfig::linear(n.div_ceil(256), 256, 0), (out, n)) }
+/// }
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), GpuError> {
+/// let gpu = Gpu::open(MODULES)?;
+/// let mut y = gpu.upload(&[1.0f32; 1024], "y")?;
+/// clear(&gpu, &mut y.slice_mut(512..))?; // the second half only
+/// # Ok(())
+/// # }
+/// ```
 pub trait DeviceBufferMut<D>: DeviceBuffer<D> {
     /// Its address for a write on `stream`, which first waits for the buffer's last reads and
     /// write (under event tracking); the guard records the write when dropped, after the
@@ -100,6 +150,24 @@ impl<D, S: StoredAs<D>> DeviceBufferMut<D> for CudaViewMut<'_, S> {
 /// A bare device address of `len` elements of `D`, which no event tracking follows: for a
 /// caller that holds the buffer's guards itself across the launch (a library that took the
 /// address from a cudarc buffer to encode a tensor map beside it).
+///
+/// ```no_run
+/// use gpu_runtime::cudarc::driver::DevicePtr;
+/// use gpu_runtime::{Address, Gpu, LaunchConfig};
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), gpu_runtime::GpuError> {
+/// let gpu = Gpu::open(MODULES)?;
+/// let sum = gpu.kernel::<(*const f32, *mut f32, u32)>("sum")?;
+/// let (x, mut total) = (gpu.upload(&[1.0f32; 1024], "x")?, gpu.zeros::<f32>(1, "total")?);
+/// // The caller takes the address, and holds its guard across the launch.
+/// let (ptr, _guard) = x.device_ptr(gpu.stream());
+/// // SAFETY: 1024 floats at `ptr`, alive and ordered by `_guard` until the launch is queued.
+/// let x_at = unsafe { Address::<f32>::new(ptr, 1024) };
+/// // SAFETY: sum(x, total, n) reads n floats of x and writes one float of total.
+/// unsafe { sum.launch(&gpu, LaunchConfig::linear(1, 256, 0), (&x_at, &mut total, 1024))? };
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Address<D> {
     ptr: CUdeviceptr,
@@ -143,6 +211,21 @@ impl<D> DeviceBufferMut<D> for Address<D> {
 
 /// The guards of one launch's buffers, held until the kernel is queued (a fixed array: no
 /// allocation on the launch path).
+///
+/// ```no_run
+/// use gpu_runtime::{DeviceBuffer, Gpu, Guards};
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), gpu_runtime::GpuError> {
+/// let gpu = Gpu::open(MODULES)?;
+/// let x = gpu.upload(&[1.0f32; 256], "x")?;
+/// let mut guards = Guards::new();
+/// let (ptr, guard) = DeviceBuffer::<f32>::read_ptr(&x, gpu.stream());
+/// guards.hold(guard);
+/// // ... queue work that reads `ptr` on the GPU's stream ...
+/// drop(guards); // records the read, as a launch does once its kernel is queued
+/// # Ok(())
+/// # }
+/// ```
 pub struct Guards<'g> {
     guards: [Option<SyncOnDrop<'g>>; crate::args::MAX_PARAMS],
     len: usize,

@@ -27,6 +27,17 @@ use std::time::{Duration, Instant};
 
 /// One module of a program's device code: the PTX built for `arch`, and the same module
 /// assembled by ptxas for that arch if the build had ptxas.
+///
+/// ```
+/// use gpu_runtime::{Arch, Module};
+/// // One entry per arch the build made, the PTX `include_str!` of the file it wrote.
+/// const MODULES: &[Module] = &[Module {
+///     arch: Arch::Sm80,
+///     ptx: ".version 7.0\n.target sm_80\n.address_size 64\n",
+///     cubin: None,
+/// }];
+/// assert_eq!(MODULES[0].arch.name(), "sm_80");
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Module {
     pub arch: Arch,
@@ -69,6 +80,18 @@ pub fn select_arch(
 }
 
 /// What the host knows about the GPU it runs on.
+///
+/// ```no_run
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), gpu_runtime::GpuError> {
+/// let gpu = gpu_runtime::Gpu::open(MODULES)?;
+/// let info = gpu.info();
+/// let (major, minor) = info.compute_capability;
+/// let code = info.code_label(); // "sm_90 cubin + sm_90a cubin", say
+/// println!("{} ({major}.{minor}, {} SMs): {code}", info.name, info.multiprocessors);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct GpuInfo {
     pub name: String,
@@ -101,6 +124,13 @@ impl GpuInfo {
 }
 
 /// The form of the device code a [`Gpu`] runs.
+///
+/// ```
+/// use gpu_runtime::DeviceCode;
+/// assert_eq!(DeviceCode::Cubin.to_string(), "cubin");
+/// assert_eq!(DeviceCode::Ptx.to_string(), "PTX");
+/// assert_eq!(DeviceCode::None.to_string(), "no module");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeviceCode {
@@ -145,6 +175,21 @@ pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(60);
 ///
 /// Every wait for the GPU (`synchronize`, `time`) polls against a time limit, so a kernel
 /// that never finishes is reported ([`GpuError::Hung`]) instead of freezing the program.
+///
+/// ```no_run
+/// use gpu_runtime::Gpu;
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), gpu_runtime::GpuError> {
+/// let gpu = Gpu::open(MODULES)?;
+/// let x = gpu.upload(&[1u32, 2, 3], "x")?;
+/// let mut y = gpu.zeros::<u32>(3, "y")?;
+/// gpu.upload_into(&[7, 8], &mut y, 1, "y")?;
+/// gpu.synchronize(|| "copying x and y".into())?;
+/// assert_eq!(gpu.download(&x, "x")?, [1, 2, 3]);
+/// assert_eq!(gpu.download(&y, "y")?, [0, 7, 8]);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Gpu {
     info: GpuInfo,
     /// The limit of every wait.
@@ -491,6 +536,17 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// A 4-byte element type every 32-bit pattern is a valid value of (what
 /// [`Gpu::fill_words`] may fill).
+///
+/// ```no_run
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), gpu_runtime::GpuError> {
+/// let gpu = gpu_runtime::Gpu::open(MODULES)?;
+/// let mut y = gpu.zeros::<f32>(1024, "y")?;
+/// // Poison the output before a kernel writes it: a NaN left over is an element it missed.
+/// gpu.fill_words(&mut y, f32::NAN.to_bits(), "y")?;
+/// # Ok(())
+/// # }
+/// ```
 pub trait Word: DeviceRepr + sealed::Sealed {}
 
 impl Word for u32 {}
@@ -506,6 +562,22 @@ mod sealed {
 
 /// The watchdog's limit of a scope ([`Gpu::time_limit_for`]): restores the previous limit
 /// when dropped.
+///
+/// ```no_run
+/// use gpu_runtime::{DEFAULT_TIME_LIMIT, Gpu};
+/// use std::time::Duration;
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), gpu_runtime::GpuError> {
+/// let gpu = Gpu::open(MODULES)?;
+/// {
+///     let _limit = gpu.time_limit_for(Duration::from_secs(600)); // a long run
+///     assert_eq!(gpu.time_limit(), Duration::from_secs(600));
+///     gpu.synchronize(|| "the long run".into())?;
+/// }
+/// assert_eq!(gpu.time_limit(), DEFAULT_TIME_LIMIT);
+/// # Ok(())
+/// # }
+/// ```
 pub struct TimeLimit<'g> {
     slot: &'g Mutex<Duration>,
     previous: Duration,
@@ -525,6 +597,18 @@ impl Drop for TimeLimit<'_> {
 }
 
 /// A pair of CUDA events (see [`Gpu::time`]).
+///
+/// ```no_run
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), gpu_runtime::GpuError> {
+/// let gpu = gpu_runtime::Gpu::open(MODULES)?;
+/// let mut y = gpu.zeros::<u32>(1 << 20, "y")?;
+/// let timer = gpu.timer()?; // made once, reused by every timing
+/// let ms = gpu.time(&timer, || gpu.fill_words(&mut y, 0, "y"))?;
+/// println!("filled 4 MiB in {ms:.3} ms");
+/// # Ok(())
+/// # }
+/// ```
 pub struct Timer {
     start: CudaEvent,
     stop: CudaEvent,

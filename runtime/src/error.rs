@@ -6,6 +6,14 @@ use ptx_builder::Arch;
 use std::time::Duration;
 
 /// Why the GPU could not be used, or what a driver call was doing when it failed.
+///
+/// ```
+/// use gpu_runtime::{Arch, GpuError};
+/// let missing = GpuError::NotBuilt { arch: Arch::Sm90, built: vec![Arch::Sm80] };
+/// assert_eq!(missing.to_string(), "this program carries no sm_90 module (built for: sm_80)");
+/// let refused = GpuError::Refused { what: "launching `k`".into(), why: "no clusters".into() };
+/// assert_eq!(refused.to_string(), "launching `k`: no clusters");
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum GpuError {
     /// The driver library is not installed.
@@ -78,6 +86,14 @@ pub fn describe(error: &DriverError) -> String {
 }
 
 /// Attaches what was being done to a driver error.
+///
+/// ```
+/// use gpu_runtime::cudarc::driver::{DriverError, sys::CUresult};
+/// use gpu_runtime::{Context, GpuError};
+/// let failed: Result<(), DriverError> = Err(DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+/// let error = failed.during(|| "allocating the workspace".into()).unwrap_err();
+/// assert!(matches!(error, GpuError::Cuda { what, .. } if what == "allocating the workspace"));
+/// ```
 pub trait Context<T> {
     fn during(self, what: impl FnOnce() -> String) -> Result<T, GpuError>;
 }

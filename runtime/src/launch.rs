@@ -17,6 +17,25 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// A kernel parameter type as the device code declares it, and what the host passes for it.
+///
+/// ```
+/// use gpu_runtime::cudarc::driver::CudaStream;
+/// use gpu_runtime::{Guards, KernelArg, Param, StructArg};
+/// // A parameter struct the kernel takes by value (declared in a crate both sides share).
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// pub struct Shape {
+///     rows: u32,
+///     cols: u32,
+/// }
+/// impl Param for Shape {
+///     type Arg<'a> = Shape;
+///     fn kernel_arg<'g>(arg: &'g mut Shape, _: &'g CudaStream, _: &mut Guards<'g>) -> KernelArg {
+///         // SAFETY: `repr(C)`, two 4-byte numbers, the kernel's declared parameter.
+///         KernelArg::Struct(unsafe { StructArg::new(arg) })
+///     }
+/// }
+/// ```
 pub trait Param {
     /// What the host passes.
     type Arg<'a>;
@@ -83,6 +102,19 @@ impl Param for gpu::tensor_map::TensorMap {
 }
 
 /// A kernel's parameter list: a tuple of [`Param`]s, up to [`MAX_PARAMS`](crate::args::MAX_PARAMS).
+///
+/// ```
+/// use gpu_runtime::Params;
+/// use gpu_runtime::cudarc::driver::CudaSlice;
+/// // `scale(x: *const f32, y: *mut f32, n: u32)` takes a buffer to read, one to write, a u32.
+/// type Scale = (*const f32, *mut f32, u32);
+/// fn args<'a>(
+///     x: &'a CudaSlice<f32>,
+///     y: &'a mut CudaSlice<f32>,
+/// ) -> <Scale as Params>::Args<'a> {
+///     (x, y, 1024)
+/// }
+/// ```
 pub trait Params {
     /// What the host passes: the tuple of each parameter's [`Param::Arg`].
     type Args<'a>;
@@ -167,6 +199,24 @@ impl Gpu {
 
 /// A kernel of the loaded module, resolved once ([`Gpu::kernel`]), with the parameter types
 /// `P` its device code declares.
+///
+/// ```no_run
+/// use gpu_runtime::{Gpu, LaunchConfig};
+/// gpu::kernel! {
+///     /// `y = alpha * x` over `n` floats.
+///     pub fn scale(x: *const f32, y: *mut f32, n: u32, alpha: f32) [max_threads = 256] {}
+/// }
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), gpu_runtime::GpuError> {
+/// let gpu = Gpu::open(MODULES)?;
+/// let kernel = gpu.entry_point(scale)?; // resolved once, launched many times
+/// let x = gpu.upload(&[1.0f32; 1024], "x")?;
+/// let mut y = gpu.zeros::<f32>(1024, "y")?;
+/// // SAFETY: scale(x, y, n, alpha) reads n floats of x and writes n of y.
+/// unsafe { kernel.launch(&gpu, LaunchConfig::linear(4, 256, 0), (&x, &mut y, 1024, 2.0))? };
+/// # Ok(())
+/// # }
+/// ```
 pub struct Kernel<P: Params> {
     name: &'static str,
     function: CudaFunction,

@@ -16,6 +16,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// A library's modules, loaded for an open [`Gpu`]: the portable module of the GPU's arch and,
 /// where the library carries one and the GPU runs it, the arch-specific module (sm_90a on
 /// compute capability 9.0), where kernels the portable one lacks are found.
+///
+/// ```no_run
+/// use gpu_runtime::{Gpu, LaunchConfig};
+/// # mod my_kernels {
+/// #     pub const MODULES: &[gpu_runtime::Module] = &[];
+/// #     gpu::kernel! { pub fn fill(x: *mut u32, n: u32, value: u32) {} }
+/// # }
+/// # fn main() -> Result<(), gpu_runtime::GpuError> {
+/// let gpu = Gpu::open(&[])?; // no device code of the program's own
+/// let library = gpu.load_library("my-kernels", my_kernels::MODULES)?;
+/// let fill = library.entry_point(my_kernels::fill)?;
+/// let mut x = gpu.zeros::<u32>(1024, "x")?;
+/// // SAFETY: fill(x, n, value) writes n words of x.
+/// unsafe { fill.launch(&gpu, LaunchConfig::linear(4, 256, 0), (&mut x, 1024, 7))? };
+/// # Ok(())
+/// # }
+/// ```
 pub struct Library {
     name: &'static str,
     portable: Option<ManuallyDrop<Arc<CudaModule>>>,

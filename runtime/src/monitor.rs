@@ -28,6 +28,21 @@ use std::time::{Duration, Instant};
 pub const MIN_INTERVAL: Duration = Duration::from_micros(500);
 
 /// Reads one GPU's clocks, clock event reasons and energy through NVML while work runs.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), gpu_runtime::GpuError> {
+/// let mut gpu = gpu_runtime::Gpu::open(MODULES)?;
+/// gpu.enable_monitor(Duration::from_millis(1))?;
+/// let monitor = gpu.monitor().expect("enabled above");
+/// // ... queue the work to watch, then wait for it while the monitor samples ...
+/// let (done, watch) = monitor.watch(|| gpu.synchronize(|| "the watched work".into()));
+/// done?;
+/// println!("mean SM clock {:?} MHz, mean power {:?} W", watch.sm_mhz_mean, watch.power_w);
+/// # Ok(())
+/// # }
+/// ```
 pub struct GpuMonitor {
     nvml: Nvml,
     /// The GPU's UUID as NVML spells it (`GPU-xxxxxxxx-xxxx-...`).
@@ -177,6 +192,20 @@ fn sample(device: &Device<'_>) -> Option<Sample> {
 }
 
 /// A GPU's clock and power ceilings ([`GpuMonitor::limits`]).
+///
+/// ```no_run
+/// use std::time::Duration;
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), gpu_runtime::GpuError> {
+/// let mut gpu = gpu_runtime::Gpu::open(MODULES)?;
+/// gpu.enable_monitor(Duration::from_millis(1))?;
+/// let limits = gpu.monitor().expect("enabled above").limits();
+/// if let (Some(now), Some(max)) = (limits.sm_mhz_now, limits.sm_mhz_max) {
+///     println!("SM clock {now} of {max} MHz, power limit {:?} W", limits.power_limit_w);
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Limits {
     /// The SM clock when read, MHz.
@@ -188,6 +217,16 @@ pub struct Limits {
 }
 
 /// One reading of the GPU.
+///
+/// ```
+/// use gpu_runtime::monitor::{Sample, Watch};
+/// use std::time::Duration;
+/// let capped = Sample { sm_mhz: 1755, power_capped: true, thermal: false };
+/// let free = Sample { sm_mhz: 1980, power_capped: false, thermal: false };
+/// let watch = Watch::from_samples(&[capped, free], Duration::from_millis(10), None);
+/// assert_eq!(watch.power_capped, Some(0.5));
+/// assert_eq!((watch.sm_mhz_min, watch.sm_mhz_max), (Some(1755), Some(1980)));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample {
     /// The SM clock, MHz.
@@ -200,6 +239,17 @@ pub struct Sample {
 }
 
 /// What a [`GpuMonitor`] saw over one stretch of work: `None` where nothing was read.
+///
+/// ```
+/// use gpu_runtime::monitor::{Sample, Watch};
+/// use std::time::Duration;
+/// let sample = Sample { sm_mhz: 1500, power_capped: true, thermal: false };
+/// // Two seconds at 1.5 GHz, the energy counter 1.4 kJ further.
+/// let watch = Watch::from_samples(&[sample; 4], Duration::from_secs(2), Some(1_400_000));
+/// assert_eq!((watch.sm_mhz_mean, watch.power_w), (Some(1500.0), Some(700.0)));
+/// // 150 TFLOP/s on 100 SMs at 1.5 GHz: 1000 FLOP per SM cycle.
+/// assert_eq!(watch.work_per_sm_cycle(150e12, 100), Some(1000.0));
+/// ```
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Watch {
     /// Wall time of the stretch, seconds.

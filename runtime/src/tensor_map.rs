@@ -12,6 +12,13 @@ use cudarc::driver::{DeviceRepr, sys};
 use std::fmt;
 
 /// Element types of a tensor map.
+///
+/// ```
+/// use gpu_runtime::tensor_map::ElementType;
+/// assert_eq!(ElementType::BF16.bytes(), 2);
+/// assert!(ElementType::BF16.is_float());
+/// assert!(!ElementType::U32.is_float());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ElementType {
     U8,
@@ -63,6 +70,14 @@ impl ElementType {
 }
 
 /// How the copy engine lays the box's innermost rows out in shared memory.
+///
+/// ```
+/// use gpu_runtime::tensor_map::{ElementType, Swizzle, TensorMapBuilder};
+/// assert_eq!(Swizzle::Bytes128.span(), Some(128));
+/// // Boxes of 64 BF16 columns: 128-byte rows, as wide as the span allows.
+/// let a = TensorMapBuilder::new(ElementType::BF16, 0x7000_0000, &[4096, 4096]);
+/// assert!(a.box_dims(&[64, 128]).swizzle(Swizzle::Bytes128).validate().is_ok());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Swizzle {
     /// Densely, row after row.
@@ -97,6 +112,15 @@ impl Swizzle {
 }
 
 /// What a load puts in the box's elements outside the tensor.
+///
+/// ```
+/// use gpu_runtime::tensor_map::{ElementType, OutOfBounds, TensorMapBuilder, TensorMapError};
+/// let f32s = TensorMapBuilder::new(ElementType::F32, 0x7000_0000, &[64, 100]);
+/// assert!(f32s.fill(OutOfBounds::Nan).validate().is_ok());
+/// let u32s = TensorMapBuilder::new(ElementType::U32, 0x7000_0000, &[64, 100]);
+/// let refused = u32s.fill(OutOfBounds::Nan).validate();
+/// assert_eq!(refused, Err(TensorMapError::NanFill(ElementType::U32)));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutOfBounds {
     /// Zeros.
@@ -106,6 +130,14 @@ pub enum OutOfBounds {
 }
 
 /// How far the copy engine widens its L2 requests.
+///
+/// ```
+/// use gpu_runtime::tensor_map::{ElementType, L2Promotion, TensorMapBuilder};
+/// let a = TensorMapBuilder::new(ElementType::BF16, 0x7000_0000, &[4096, 4096])
+///     .box_dims(&[64, 128])
+///     .l2_promotion(L2Promotion::Bytes256);
+/// assert!(a.validate().is_ok());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum L2Promotion {
     None,
@@ -132,6 +164,15 @@ pub const MAX_RANK: usize = 5;
 pub const MAX_BOX: u32 = 256;
 
 /// Why a tensor map cannot be built.
+///
+/// ```
+/// use gpu_runtime::tensor_map::{ElementType, TensorMapBuilder, TensorMapError};
+/// // 1023 floats a row: rows 4092 bytes apart, not a multiple of 16.
+/// let ragged = TensorMapBuilder::new(ElementType::F32, 0x7000_0000, &[1023, 8]);
+/// let error = ragged.validate().unwrap_err();
+/// assert_eq!(error, TensorMapError::Stride { dim: 1, bytes: 4092 });
+/// assert!(error.to_string().contains("the stride of dimension 1 is 4092 bytes"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TensorMapError {
     /// Rank outside 1..=5, or arrays of different ranks.
@@ -208,6 +249,17 @@ impl std::error::Error for TensorMapError {}
 /// The parameters of a tiled tensor map. Dimensions go innermost first (for a row-major
 /// matrix: columns, then rows); strides are in bytes, for dimensions 1 and up (dimension 0 is
 /// contiguous).
+///
+/// ```
+/// use gpu_runtime::tensor_map::{ElementType, Swizzle, TensorMapBuilder};
+/// // A row-major 100 x 64 f32 matrix (64 columns, 100 rows), copied in boxes of 8 x 32.
+/// let a = TensorMapBuilder::new(ElementType::F32, 0x7000_0000, &[64, 100])
+///     .box_dims(&[8, 32])
+///     .swizzle(Swizzle::Bytes32);
+/// assert_eq!(a.validate(), Ok(()));
+/// assert_eq!(a.box_bytes(), 8 * 32 * 4); // what a load's barrier expects
+/// // `a.encode()` then makes the map (with the driver: a GPU is open).
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorMapBuilder {
     element: ElementType,
@@ -428,6 +480,22 @@ pub const MAX_CACHED: usize = 64;
 /// The maps of one problem, each encoded once and reused by every later launch that asks
 /// for the same parameters (a map depends on nothing else), so the launch path does not call
 /// the driver's encoder again.
+///
+/// ```no_run
+/// use gpu_runtime::tensor_map::{Swizzle, TensorMaps};
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let gpu = gpu_runtime::Gpu::open(MODULES)?;
+/// let a = gpu.zeros::<f32>(128 * 64, "A")?;
+/// let maps = TensorMaps::default();
+/// // A: 128 rows of 64 floats, in boxes of 32 x 64, 128-byte swizzle.
+/// let map = maps.f32_matrix(gpu.address(&a), (64, 128), (32, 64), Swizzle::Bytes128)?;
+/// // The same parameters again: the cached map, no call to the driver.
+/// let again = maps.f32_matrix(gpu.address(&a), (64, 128), (32, 64), Swizzle::Bytes128)?;
+/// assert_eq!(again, map);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Default)]
 pub struct TensorMaps {
     encoded: std::sync::Mutex<Vec<(TensorMapBuilder, TensorMap)>>,
@@ -496,6 +564,23 @@ struct Summary {
 }
 
 /// An encoded tensor map, passed to a kernel by value.
+///
+/// ```no_run
+/// use gpu_runtime::tensor_map::{ElementType, TensorMapBuilder};
+/// use gpu_runtime::{Gpu, LaunchConfig};
+/// # const MODULES: &[gpu_runtime::Module] = &[];
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let gpu = Gpu::open(MODULES)?;
+/// let (a, mut out) = (gpu.zeros::<f32>(128 * 64, "A")?, gpu.zeros::<f32>(128 * 64, "out")?);
+/// let map = TensorMapBuilder::new(ElementType::F32, gpu.address(&a), &[64, 128])
+///     .box_dims(&[64, 32])
+///     .encode()?;
+/// let copy = gpu.kernel::<(gpu::tensor_map::TensorMap, *mut f32)>("tma_copy")?;
+/// // SAFETY: tma_copy(map, out) copies one 64 x 32 box a block into `out` (8 KiB shared).
+/// unsafe { copy.launch(&gpu, LaunchConfig::linear(4, 128, 64 * 32 * 4), (&map, &mut out))? };
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy)]
 #[repr(C)]
 pub struct TensorMap {
