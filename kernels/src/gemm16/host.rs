@@ -239,9 +239,9 @@ impl Gemm16 {
     /// Any `m`, `n` and `k`. The tensor copies that feed the kernels need rows that are
     /// 16-byte multiples from a 16-byte aligned start: an A or B that is not (`k`, or for B
     /// `k x n` `n`, not a multiple of 8; a view that starts off 16 bytes) is first copied
-    /// into a buffer with padded rows (`gemm16_pad_rows`, one launch for both, in a scratch
-    /// buffer allocated and freed in stream order), then multiplied; the time includes the
-    /// copies. C's rows need no alignment: the direct-store epilogue writes them when `n` is
+    /// with padded rows (`gemm16_pad_rows`, one launch for both) into a scratch buffer that
+    /// this `Gemm16` keeps per stream and grows to the largest copies asked for (freed with
+    /// it), then multiplied; the time includes the copies. C's rows need no alignment: the direct-store epilogue writes them when `n` is
     /// not a multiple of 8 or C starts off 16 bytes.
     ///
     /// Fastest with `k` a multiple of 16: rows of A and B that start mid-sector (not a
