@@ -2,7 +2,7 @@
 //! multiplies the caller's buffers, shapes and layouts checked first (a clear
 //! [`GemmError`], never a launch that reads or writes past a buffer).
 
-use super::padding::RowPadder;
+use super::pad::RowPadder;
 use super::{
     BKnTile, BLayout, CBox, ElementType, GemmParams, GemmStoreParams, Geometry, PadRows,
     bf16_gemm_ws_cooperative, bf16_gemm_ws_cooperative_b_kn, bf16_gemm_ws_cooperative_b_kn_direct,

@@ -29,17 +29,17 @@ mod epilogue;
 mod kernels;
 #[cfg(target_arch = "nvptx64")]
 mod operands;
-#[cfg(target_arch = "nvptx64")]
-mod pad_rows;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
+mod family;
+pub use family::{ASource, ElementType, Epilogue};
+mod pad;
 #[cfg(not(target_arch = "nvptx64"))]
-mod padding;
-#[cfg(not(target_arch = "nvptx64"))]
-pub use padding::RowPadder;
+pub use pad::RowPadder;
+pub use pad::{PAD_THREADS, PadRows, gemm16_pad_rows};
 
 use gpu::layout::{Mbarrier, SharedLayout, SharedRegion};
 use gpu::tensor_map::TensorMap;
@@ -518,81 +518,6 @@ gpu::kernel_table! {
     f16_gemm_ws_pingpong { direct: f16_gemm_ws_pingpong_direct, element: F16, style: WsPingpong, b: NK, a: SharedMemory, in_flight: 1, cluster: (1 x 1) }
 }
 
-/// One matrix of 16-bit elements for [`gemm16_pad_rows`] to copy into rows a tensor map can
-/// describe: `rows` rows of `cols` elements, `src_stride` apart from the element
-/// `src_offset` (0..8) past the 16-byte aligned address `src`, into rows `dst_stride` apart
-/// (a multiple of 8) from the 16-byte aligned `dst`, zeros past `cols`.
-///
-/// ```
-/// use gpu_kernels::gemm16::PadRows;
-/// // 3 rows of 13 elements, 13 apart, starting 6 bytes past a 16-byte boundary.
-/// let pad = PadRows::new(0x1000 + 6, 3, 13, 13, 0x2000, PadRows::sector_stride(13));
-/// assert_eq!((pad.src, pad.src_offset), (0x1000, 3));
-/// assert_eq!(pad.dst_stride, 16);
-/// assert_eq!(pad.copy_elements(), 48);
-/// ```
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PadRows {
-    /// The source, aligned down to 16 bytes.
-    pub src: u64,
-    /// The copy.
-    pub dst: u64,
-    /// Rows (0: nothing read or written).
-    pub rows: u32,
-    /// Elements per row.
-    pub cols: u32,
-    /// Elements from one source row to the next.
-    pub src_stride: u32,
-    /// Elements from `src` to the matrix's first (below 8).
-    pub src_offset: u32,
-    /// Elements from one row of the copy to the next: at least `cols`, a multiple of 8.
-    pub dst_stride: u32,
-    /// Keeps the size a multiple of 8 bytes.
-    pub reserved: u32,
-}
-
-/// Threads of [`gemm16_pad_rows`]' blocks.
-pub const PAD_THREADS: u32 = 256;
-
-gpu::kernel! {
-    /// Copies two matrices ([`PadRows`]) into rows a tensor map can describe: what
-    /// [`Gemm16`](crate::gemm16::Gemm16) runs first for an A or B whose rows are not 16-byte
-    /// multiples or start off 16 bytes (any K, any view). One warp per row, 16-byte loads and
-    /// stores.
-    ///
-    /// # Safety
-    /// Any 1-D grid of [`PAD_THREADS`]-thread blocks; for each matrix with `rows > 0`: the
-    /// source's elements from `src` up to its last row's end readable (those before the
-    /// matrix's own first are in the same 16-byte granule), `dst` holding `rows *
-    /// dst_stride` elements, neither overlapping the other's.
-    pub fn gemm16_pad_rows(first: PadRows, second: PadRows)
-        [max_threads = PAD_THREADS]
-    {
-        // SAFETY: forwarded launch contract.
-        unsafe { pad_rows::pad_rows([first, second]) }
-    }
-}
-
-/// How a kernel writes C. Both round the accumulators to C's element into shared memory first,
-/// one consumer warpgroup's tile at a time, in 64-row parts.
-///
-/// ```
-/// use gpu_kernels::gemm16::{Epilogue, GEMM16_KERNELS};
-/// let kernel = &GEMM16_KERNELS[0];
-/// assert_eq!(kernel.epilogue_for(4096), Epilogue::TensorStore);
-/// assert_eq!(kernel.epilogue_for(4097), Epilogue::Direct);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Epilogue {
-    /// Tensor stores (`UTMASTG`) that the next tile's math overlaps; C's rows must be 16-byte
-    /// multiples (N a multiple of 8).
-    TensorStore,
-    /// The warpgroup stores the rows itself, staged shifted to where C's 16-byte chunks fall:
-    /// 16-byte stores, the elements at each end of a row's part one by one; any N.
-    Direct,
-}
-
 /// How a block's stages are filled.
 ///
 /// ```
@@ -661,69 +586,6 @@ impl Gemm16Style {
             }
         }
     }
-}
-
-/// The element type of a family's A, B and C (FP32 accumulation either way).
-///
-/// ```
-/// use gpu_kernels::{Element16, ElementType};
-/// assert_eq!(<half::bf16 as Element16>::TYPE, ElementType::Bf16);
-/// assert_eq!(ElementType::F16.name(), "FP16");
-/// // 1/3 rounded to each type, to nearest even.
-/// assert_eq!(ElementType::Bf16.round(1.0 / 3.0), half::bf16::from_f32(1.0 / 3.0).to_bits());
-/// assert_eq!(ElementType::F16.value(0x3c00), 1.0);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ElementType {
-    /// bfloat16 ([`Bf16`]: 8 exponent bits, 7 mantissa bits).
-    Bf16,
-    /// IEEE binary16 ([`F16`]: 5 exponent bits, 10 mantissa bits).
-    F16,
-}
-
-impl ElementType {
-    /// Both, BF16 first.
-    pub const ALL: [ElementType; 2] = [ElementType::Bf16, ElementType::F16];
-
-    /// Its name in entry points and rows (`bf16`, `f16`).
-    pub const fn label(self) -> &'static str {
-        match self {
-            ElementType::Bf16 => "bf16",
-            ElementType::F16 => "f16",
-        }
-    }
-
-    /// The bits of `x` rounded to this type (to nearest, ties to even).
-    pub const fn round(self, x: f32) -> u16 {
-        match self {
-            ElementType::Bf16 => Bf16::from_f32(x).0,
-            ElementType::F16 => F16::from_f32(x).0,
-        }
-    }
-
-    /// The value of `bits` of this type, exactly.
-    pub const fn value(self, bits: u16) -> f32 {
-        match self {
-            ElementType::Bf16 => Bf16(bits).to_f32(),
-            ElementType::F16 => F16(bits).to_f32(),
-        }
-    }
-}
-
-/// Where the consumers' `wgmma` takes A from.
-///
-/// ```
-/// use gpu_kernels::gemm16::{ASource, GEMM16_KERNELS};
-/// let rs = GEMM16_KERNELS.iter().find(|k| k.a_source == ASource::Registers).expect("the RS family");
-/// assert_eq!(rs.name, "bf16_gemm_ws_cooperative_rs");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ASource {
-    /// Shared memory, through a descriptor, as B.
-    SharedMemory,
-    /// Registers, loaded from the stage with `ldmatrix` (CUTLASS's "RS" form, what a kernel
-    /// that transforms A on its way to the tensor cores needs).
-    Registers,
 }
 
 /// A tensor-map family's direct-store entry point, typed by the element of its C.

@@ -1,5 +1,5 @@
 //! The host side of [`gemm16_pad_rows`]: [`PadRows`] as a kernel argument and [`RowPadder`],
-//! the one way it is launched — by [`Gemm16`](super::Gemm16) for operands a tensor map cannot
+//! the one way it is launched — by [`Gemm16`](crate::gemm16::Gemm16) for operands a tensor map cannot
 //! describe, and by the measurements of the kernel families that take padded operands too.
 
 use super::{PAD_THREADS, PadRows, gemm16_pad_rows};
@@ -53,7 +53,7 @@ impl PadRows {
         }
     }
 
-    /// The row stride [`Gemm16`](super::Gemm16) copies `cols` elements into: a multiple of 16
+    /// The row stride [`Gemm16`](crate::gemm16::Gemm16) copies `cols` elements into: a multiple of 16
     /// elements, so that every row starts on a 32-byte sector (rows that start mid-sector
     /// cost the tensor copies 1.76x the L2 sectors: `Gemm16::gemm`).
     pub const fn sector_stride(cols: u32) -> u32 {
