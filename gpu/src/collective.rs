@@ -113,3 +113,5 @@ macro_rules! consume_k_tiles {
 
 #[cfg(target_feature = "sm_90a")]
 pub mod tensor_core;
+#[cfg(target_feature = "sm_90a")]
+pub mod turns;

@@ -8,11 +8,11 @@
 //! A kernel built on it writes only what is its own: which copies fill a stage, where in a
 //! stage the operands are, and what happens to the tile after its mainloop (an epilogue).
 
-use crate::layout::Mbarrier;
 use crate::pipeline::{GroupConsumer, HeldStage, Producer, ProducerStage};
-use crate::ptx::{self, MatrixDescriptor};
-use crate::shared::Shared;
+use crate::ptx::MatrixDescriptor;
 use crate::wgmma::{AFragment, BOperand, InFlight, WarpgroupMma, WarpgroupMmaRegs};
+
+pub use super::turns::{IssueOrder, MbarrierTurns, NamedTurns, OrderBarrier, warpgroup_barrier};
 
 /// The producer's mainloop (CUTLASS's `load`): `k_tiles` times, acquire the next free stage,
 /// let `copy` issue the copies of k-tile `kt` bound to it, commit it.
@@ -170,62 +170,4 @@ pub struct PingPong;
 
 impl Schedule for PingPong {
     const PINGPONG: bool = true;
-}
-
-/// The ordered sequence barrier of a ping-pong schedule: two mbarriers, `order[c]`
-/// completing a phase when the other warpgroup has issued a whole mainloop; warpgroup `c`
-/// waits for it before its next one (but warpgroup 0 not before its first). Besides keeping
-/// the tensor cores to one warpgroup at a time, it is what lets the two skip each other's
-/// stages in one ring: neither runs more than one ring phase ahead of the stages it waits on
-/// by parity.
-#[derive(Clone, Copy)]
-pub struct OrderBarrier {
-    order: Shared<Mbarrier>,
-}
-
-impl OrderBarrier {
-    /// Bytes of shared memory the two mbarriers take.
-    pub const BYTES: u32 = 16;
-
-    /// The barrier at `at`, its two mbarriers initialized (one arrival per phase) by the
-    /// thread whose `initializer` is true.
-    ///
-    /// # Safety
-    /// `at` is 8-byte aligned, [`Self::BYTES`] reserved for this barrier; every thread of the
-    /// block calls it with the same `at`, `initializer` true in exactly one, and the block
-    /// syncs before any thread waits on or arrives at it.
-    #[inline(always)]
-    pub unsafe fn new(at: Shared<u8>, initializer: bool) -> OrderBarrier {
-        let order = at.cast::<Mbarrier>();
-        if initializer {
-            // SAFETY: forwarded contract.
-            unsafe {
-                ptx::mbarrier_init(order, 1);
-                ptx::mbarrier_init(order.add(1), 1);
-            }
-        }
-        OrderBarrier { order }
-    }
-
-    /// Warpgroup `consumer` (0 or 1) waits for its turn: phase `phase` of its mbarrier (0, 1,
-    /// 0, ... over its successive waits).
-    ///
-    /// # Safety
-    /// The block synced after [`new`](Self::new); the other warpgroup arrives once per
-    /// mainloop ([`Self::arrive`]).
-    #[inline(always)]
-    pub unsafe fn wait(&self, consumer: u32, phase: u32) {
-        // SAFETY: forwarded contract.
-        unsafe { ptx::mbarrier_wait_parity(self.order.add(consumer), phase) };
-    }
-
-    /// Warpgroup `consumer` has issued its mainloop: the other's turn. One thread of it.
-    ///
-    /// # Safety
-    /// As [`wait`](Self::wait): one arrival per mainloop, waited for in turn.
-    #[inline(always)]
-    pub unsafe fn arrive(&self, consumer: u32) {
-        // SAFETY: forwarded contract.
-        let _ = unsafe { ptx::mbarrier_arrive(self.order.add(1 - consumer)) };
-    }
 }

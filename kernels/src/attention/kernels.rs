@@ -6,6 +6,7 @@
 use super::loads::{Loads, Operand};
 use super::{AttentionArgs, AttentionGeometry, AttentionSources, ROWS_PER_CONSUMER};
 use core::num::NonZeroU32;
+use gpu::collective::tensor_core::{IssueOrder, NamedTurns, warpgroup_barrier};
 use gpu::math;
 use gpu::memcpy_async::bulk::store_async_tensor;
 use gpu::pipeline::{GroupConsumer, HeldStage, Producer};
@@ -84,57 +85,6 @@ fn wait_filled<L: Loads, C: GroupConsumer>(consumer: &mut C) -> HeldStage {
 #[inline(always)]
 fn nonzero(x: u32) -> NonZeroU32 {
     NonZeroU32::new(x).unwrap_or(NonZeroU32::MIN)
-}
-
-/// The turns of the consumer warpgroups' multiplies (ping-pong, FlashAttention-3's
-/// warp-scheduler barriers), round the ring of `CONSUMERS`: before issuing, a warpgroup waits
-/// on its named barrier until the one before it has issued (but warpgroup 0 not before its
-/// first turn); after, it arrives on the next one's. Named barriers (`bar.sync` /
-/// `bar.arrive`, ids [`TURN_BARRIER`] on) rather than mbarriers: measured 2-4% faster
-/// (docs/design.md). Without ping-pong both are no-ops.
-struct Turns<const CONSUMERS: u32, const PINGPONG: bool> {
-    consumer: u32,
-    first: bool,
-}
-
-impl<const CONSUMERS: u32, const PINGPONG: bool> Turns<CONSUMERS, PINGPONG> {
-    /// Waits for this warpgroup's turn. The whole warpgroup calls it; every warpgroup takes
-    /// the same number of turns (else one waits forever).
-    #[inline(always)]
-    fn wait(&mut self) {
-        if PINGPONG {
-            if !(self.first && self.consumer == 0) {
-                ptx::barrier_sync_named(TURN_BARRIER + self.consumer, 2 * WARPGROUP_THREADS);
-            }
-            self.first = false;
-        }
-    }
-
-    /// The next warpgroup's turn. The whole warpgroup calls it, once per turn.
-    #[inline(always)]
-    fn done(&self) {
-        if PINGPONG {
-            let next = if self.consumer + 1 == CONSUMERS {
-                0
-            } else {
-                self.consumer + 1
-            };
-            ptx::barrier_arrive_named(TURN_BARRIER + next, 2 * WARPGROUP_THREADS);
-        }
-    }
-}
-
-/// The first consumer's turn barrier (1 to 3 are the warpgroups' own, 0 the block's).
-const TURN_BARRIER: u32 = 4;
-
-/// The warpgroup's named barrier (1 to 3; 0 is the block's).
-#[inline(always)]
-fn warpgroup_barrier(consumer: u32) {
-    match consumer {
-        0 => ptx::barrier_sync_threads::<1>(WARPGROUP_THREADS),
-        1 => ptx::barrier_sync_threads::<2>(WARPGROUP_THREADS),
-        _ => ptx::barrier_sync_threads::<3>(WARPGROUP_THREADS),
-    }
 }
 
 /// The running softmax of a warpgroup's two rows per thread: the maximum score so far and the
@@ -428,10 +378,9 @@ pub(super) unsafe fn attention<
     let scale = args.scale_log2;
     let causal = args.causal != 0;
     let diagonal = args.seqlen_kv as i32 - args.seqlen_q as i32;
-    let mut turns = Turns::<CONSUMERS, PINGPONG> {
-        consumer,
-        first: true,
-    };
+    // Ping-pong's turns through named barriers (measured 2-4% faster than mbarriers here,
+    // docs/design.md); no-ops without ping-pong.
+    let mut turns = NamedTurns::<CONSUMERS, PINGPONG>::new(consumer);
 
     let mut walk = GridStride::this_block(tiles);
     while let Some(index) = walk.next() {
@@ -482,12 +431,12 @@ pub(super) unsafe fn attention<
             // multiplies; `N` counts the groups issued after the waited tile's (the P V
             // k-tiles for the scores); every warpgroup takes `key_blocks + 1` turns.
             let block = tile.key_blocks - 1;
-            turns.wait();
+            unsafe { turns.wait() };
             let k_stage = wait_filled::<L, _>(&mut k_consumer);
             let issued = unsafe {
                 issue_scores::<E, BN, SREGS>(&mut s, q_part, shared.k.at(k_stage.index()))
             };
-            turns.done();
+            unsafe { turns.done() };
             unsafe { issued.wait::<0>() };
             k_consumer.consumer_release_held(k_stage, t);
             q_read(block);
@@ -496,7 +445,7 @@ pub(super) unsafe fn attention<
             let mut p = to_fragments::<E, SREGS, PF>(&s);
             // Each earlier block: its scores issued with the later block's P V.
             for block in (0..tile.key_blocks - 1).rev() {
-                turns.wait();
+                unsafe { turns.wait() };
                 let k_stage = wait_filled::<L, _>(&mut k_consumer);
                 let scores = unsafe {
                     issue_scores::<E, BN, SREGS>(&mut s, q_part, shared.k.at(k_stage.index()))
@@ -511,7 +460,7 @@ pub(super) unsafe fn attention<
                         shared.v.at(v_stage.index()),
                     )
                 };
-                turns.done();
+                unsafe { turns.done() };
                 if OVERLAP {
                     // The softmax runs while P V does.
                     unsafe { scores.wait::<PV_GROUPS>() };
@@ -534,12 +483,12 @@ pub(super) unsafe fn attention<
             }
             // The first block's P V.
             out.scale_rows(alpha);
-            turns.wait();
+            unsafe { turns.wait() };
             let v_stage = wait_filled::<L, _>(&mut v_consumer);
             let values = unsafe {
                 issue_values::<E, D, OREGS, PF, _>(&mut out, &p, (), shared.v.at(v_stage.index()))
             };
-            turns.done();
+            unsafe { turns.done() };
             let _ = unsafe { values.wait::<0>() };
             v_consumer.consumer_release_held(v_stage, t);
         }

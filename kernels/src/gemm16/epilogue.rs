@@ -6,8 +6,9 @@
 
 use super::WARPGROUP_STAGING_BYTES;
 use super::{CBox, DIRECT_ROW_BYTES};
+use gpu::collective::tensor_core::warpgroup_barrier;
 use gpu::ptx::{self, Shared, TensorMapRef};
-use gpu::wgmma::{Accumulator, SixteenBit, WARPGROUP_THREADS, x4_lane_row};
+use gpu::wgmma::{Accumulator, SixteenBit, x4_lane_row};
 
 /// Where a warpgroup's tile of C goes: C's size, the warpgroup's staging, the tile's first
 /// row and column (a tile of two 64-row parts: part `p` from row `row0 + 64 p`).
@@ -19,16 +20,6 @@ pub(super) struct TileOut {
     pub consumer_index: u32,
     pub row0: u32,
     pub col0: u32,
-}
-
-/// The warpgroup's named barrier (1 or 2; 0 is the block's).
-#[inline(always)]
-pub(super) fn warpgroup_barrier(consumer_index: u32) {
-    if consumer_index == 0 {
-        ptx::barrier_sync_threads::<1>(WARPGROUP_THREADS);
-    } else {
-        ptx::barrier_sync_threads::<2>(WARPGROUP_THREADS);
-    }
 }
 
 /// A warpgroup's tile of accumulators as the epilogue takes it: one 64-row [`Accumulator`]

@@ -11,7 +11,9 @@ pub(super) use super::operands::{ARegs, ASmem, BKn, BNk, Multistage, WarpSpecial
 use super::operands::{BLayoutKind, ConsumerTile, ReadA, Roles, stage_tiles};
 use super::{BK, BM, BN, GROUP_M, Geometry};
 use gpu::cluster::{Cluster, MulticastGroup};
-use gpu::collective::tensor_core::{OrderBarrier, load_k_tiles, mma_k_tiles};
+use gpu::collective::tensor_core::{
+    IssueOrder, MbarrierTurns, OrderBarrier, load_k_tiles, mma_k_tiles,
+};
 use gpu::group::Threads;
 use gpu::layout::PipelineSharedState;
 use gpu::memcpy_async::AlignedSize;
@@ -384,22 +386,20 @@ unsafe fn gemm_roles<
 
     let mut tiles = walk();
     let mut turn = 0;
-    // The phase of this warpgroup's order mbarrier it waits for next.
-    let mut order_phase = 0;
+    // Ping-pong's turns through `order`'s mbarriers.
+    let mut turns = MbarrierTurns::new(order, consumer_index, wg_thread);
     while let Some(tile) = tiles.next() {
         let mine = !S::PINGPONG || turn % 2 == consumer_index;
-        let first = turn < 2;
         turn += 1;
         if !mine {
             // The other warpgroup's tile: its k-tiles pass through the ring meanwhile.
             consumer.skip(k_tiles);
             continue;
         }
-        if S::PINGPONG && !(first && consumer_index == 0) {
-            // SAFETY: initialized and synced above; the other warpgroup arrives once per
-            // mainloop.
-            unsafe { order.wait(consumer_index, order_phase) };
-            order_phase ^= 1;
+        if S::PINGPONG {
+            // SAFETY: initialized and synced above; the whole warpgroup; the other
+            // warpgroup passes the turn once per mainloop.
+            unsafe { turns.wait() };
         }
         let (tm, tn) = tile_of(tile);
         // A cluster's patch may reach past C (an odd number of tile rows, say): such a block
@@ -422,9 +422,9 @@ unsafe fn gemm_roles<
         };
         // Every multiply of the tile is issued: in ping-pong the other warpgroup may start.
         let issued = || {
-            if S::PINGPONG && wg_thread == 0 {
-                // SAFETY: initialized above; one arrival per mainloop, waited for in turn.
-                unsafe { order.arrive(consumer_index) };
+            if S::PINGPONG {
+                // SAFETY: initialized above; once per mainloop, waited for in turn.
+                unsafe { turns.done() };
             }
         };
         let tile = TileMainloop {
