@@ -52,12 +52,26 @@ impl View<'_> {
 /// The attention forward pass on the CPU in f64: O `(batch, seqlen_q, heads_q, d)` packed,
 /// and the log-sum-exp `(batch, heads_q, seqlen_q)`.
 fn reference(shape: &AttentionShape, q: &View, k: &View, v: &View) -> (Vec<f64>, Vec<f64>) {
-    let (sq, skv, d) = (shape.seqlen_q, shape.seqlen_kv, shape.head_dim);
+    let lengths = vec![shape.seqlen_kv as i32; shape.batch as usize];
+    reference_with_lengths(shape, q, k, v, &lengths)
+}
+
+/// [`reference`] with sequence `b` attending to the first `lengths[b]` keys (clamped to
+/// `0..=seqlen_kv`), causal aligned to that end: `Attention::forward_cache`'s contract.
+fn reference_with_lengths(
+    shape: &AttentionShape,
+    q: &View,
+    k: &View,
+    v: &View,
+    lengths: &[i32],
+) -> (Vec<f64>, Vec<f64>) {
+    let (sq, d) = (shape.seqlen_q, shape.head_dim);
     let group = shape.heads_q / shape.heads_kv;
     let scale = shape.softmax_scale() as f64;
     let mut o = vec![0.0; shape.q_elements() as usize];
     let mut lse = vec![f64::NEG_INFINITY; shape.lse_elements() as usize];
     for b in 0..shape.batch {
+        let skv = lengths[b as usize].clamp(0, shape.seqlen_kv as i32) as u32;
         for h in 0..shape.heads_q {
             for i in 0..sq {
                 let seen = |j: u32| !shape.causal || j as i64 <= i as i64 + skv as i64 - sq as i64;
@@ -118,7 +132,8 @@ fn check(
     // BF16 O: 8 bits of mantissa, values below 1.
     assert!(worst < 1.0 / 64.0, "O off by {worst} ({shape:?})");
     for (i, (&got, &want)) in lse.iter().zip(&want.1).enumerate() {
-        let close = (got as f64 - want).abs() < 1e-3 * want.abs().max(1.0);
+        // A row that saw no key: -inf.
+        let close = (got as f64 == want) || (got as f64 - want).abs() < 1e-3 * want.abs().max(1.0);
         assert!(close, "LSE[{i}] = {got}, expected {want} ({shape:?})");
     }
 }
@@ -292,6 +307,121 @@ fn a_preallocated_kv_cache_is_read_in_place_for_every_sequence() {
         .expect("runs");
     let wrong = gpu.download(&o, "O").unwrap();
     assert_ne!(wrong, o_host);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_kv_cache_of_different_lengths_per_sequence_is_attended_to_each_length() {
+    let gpu = Gpu::open(MODULES).expect("a GPU");
+    let attention = Attention::load(&gpu).expect("sm_90a");
+    // Caches of 640 rows; sequences of 640 (all), 1, 0 (none: O = 0, LSE = -inf), 300 and
+    // -5 (clamped to 0) keys; the rows past each length hold other, finite values, which
+    // change the answer if read.
+    let lengths = [640i32, 1, 0, 300, -5];
+    for d in [64u32, 128, 256] {
+        for causal in [false, true] {
+            let shape = AttentionShape {
+                batch: lengths.len() as u32,
+                seqlen_q: 3,
+                seqlen_kv: 640,
+                heads_q: 8,
+                heads_kv: 2,
+                head_dim: d,
+                causal,
+                scale: None,
+            };
+            let (k_host, v_host, q_host) = (
+                values(shape.kv_elements() as usize, 21),
+                values(shape.kv_elements() as usize, 22),
+                values(shape.q_elements() as usize, 23),
+            );
+            let (k, v, q) = (
+                gpu.upload(&k_host, "K cache").unwrap(),
+                gpu.upload(&v_host, "V cache").unwrap(),
+                gpu.upload(&q_host, "Q").unwrap(),
+            );
+            let layout = AttentionLayout::packed(&shape);
+            let run = |lengths: &[i32]| {
+                let lengths = gpu.upload(lengths, "cache_seqlens").unwrap();
+                let mut o = gpu.zeros::<bf16>(shape.q_elements() as usize, "O").unwrap();
+                let mut lse = gpu
+                    .zeros::<f32>(shape.lse_elements() as usize, "LSE")
+                    .unwrap();
+                attention
+                    .forward_cache(&gpu, &q, &k, &v, &lengths, &mut o, &mut lse, shape, &layout)
+                    .expect("runs");
+                (
+                    gpu.download(&o, "O").unwrap(),
+                    gpu.download(&lse, "LSE").unwrap(),
+                )
+            };
+            let (o_host, lse_host) = run(&lengths);
+            let view = |data| View {
+                data,
+                offset: 0,
+                strides: layout.k,
+            };
+            let q_view = View {
+                data: &q_host,
+                offset: 0,
+                strides: layout.q,
+            };
+            let want =
+                reference_with_lengths(&shape, &q_view, &view(&k_host), &view(&v_host), &lengths);
+            check(&shape, &o_host, layout.o, &lse_host, &want);
+            // Planted fault: one sequence's length off by one must show in its rows.
+            let mut off_by_one = lengths;
+            off_by_one[3] += 1;
+            let (wrong, _) = run(&off_by_one);
+            let row = (3 * shape.seqlen_q * shape.heads_q * d) as usize;
+            assert_ne!(wrong[row..], o_host[row..], "d = {d}, causal {causal}");
+            assert_eq!(wrong[..row], o_host[..row], "d = {d}, causal {causal}");
+        }
+    }
+    // Fewer lengths than sequences: refused before anything runs.
+    let shape = AttentionShape {
+        batch: 2,
+        seqlen_q: 1,
+        seqlen_kv: 64,
+        heads_q: 1,
+        heads_kv: 1,
+        head_dim: 64,
+        causal: false,
+        scale: None,
+    };
+    let buffer = |n: u64| gpu.zeros::<bf16>(n as usize, "buffer").unwrap();
+    let (q, k, v) = (
+        buffer(shape.q_elements()),
+        buffer(shape.kv_elements()),
+        buffer(shape.kv_elements()),
+    );
+    let mut o = buffer(shape.q_elements());
+    let mut lse = gpu.zeros::<f32>(2, "LSE").unwrap();
+    let one = gpu.upload(&[64i32], "cache_seqlens").unwrap();
+    let err = attention
+        .forward_cache(
+            &gpu,
+            &q,
+            &k,
+            &v,
+            &one,
+            &mut o,
+            &mut lse,
+            shape,
+            &AttentionLayout::packed(&shape),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            KernelError::BufferTooSmall {
+                name: "cache_seqlens",
+                have: 1,
+                need: 2
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]

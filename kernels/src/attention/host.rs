@@ -270,13 +270,80 @@ impl Attention {
         shape: AttentionShape,
         layout: &AttentionLayout,
     ) -> Result<(), AttentionError> {
-        let entry = for_shape_in(&self.entries, |e| e.kernel, E::TYPE, &shape).ok_or(
+        let entry = self.entry_for::<E>(&shape)?;
+        self.run(gpu, entry, q, k, v, o, lse, shape, layout)
+    }
+
+    /// Attention against a KV cache holding a different number of keys per sequence
+    /// (FlashAttention's `flash_attn_with_kvcache` without appends): K and V are caches of
+    /// `shape.seqlen_kv` rows per sequence (`(batch, max_len, heads_kv, d)`, any
+    /// [`AttentionLayout`]), of which sequence `b` attends to its first `cache_seqlens[b]`
+    /// (int32 on the device, clamped to `0..=seqlen_kv`); causal aligns each sequence's
+    /// queries to the end of its own keys. A sequence of no keys (or a causal row that sees
+    /// none) gets O = 0 and a log-sum-exp of -inf.
+    ///
+    /// The cache rows past a sequence's length are read and given weight 0, so they must hold
+    /// finite values (zeros, or earlier tokens: a cache from `alloc_zeros` or written in
+    /// order does), as with any kernel that multiplies whole blocks of keys.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use gpu_kernels::attention::{Attention, AttentionLayout, AttentionShape};
+    /// use half::bf16;
+    /// let gpu = gpu_runtime::Gpu::open(gpu_kernels::MODULES)?;
+    /// let attention = Attention::load(&gpu)?;
+    /// // Decode: one new query row per sequence, caches of 4096 rows, lengths 17, 4000, 1.
+    /// let shape = AttentionShape {
+    ///     batch: 3, seqlen_q: 1, seqlen_kv: 4096, heads_q: 32, heads_kv: 8, head_dim: 128,
+    ///     causal: true, scale: None,
+    /// };
+    /// let q = gpu.stream().alloc_zeros::<bf16>(shape.q_elements() as usize)?;
+    /// let k_cache = gpu.stream().alloc_zeros::<bf16>(shape.kv_elements() as usize)?;
+    /// let v_cache = gpu.stream().alloc_zeros::<bf16>(shape.kv_elements() as usize)?;
+    /// let lengths = gpu.stream().memcpy_stod(&[17i32, 4000, 1])?;
+    /// let mut o = gpu.stream().alloc_zeros::<bf16>(shape.q_elements() as usize)?;
+    /// let mut lse = gpu.stream().alloc_zeros::<f32>(shape.lse_elements() as usize)?;
+    /// let layout = AttentionLayout::packed(&shape);
+    /// attention.forward_cache(
+    ///     &gpu, &q, &k_cache, &v_cache, &lengths, &mut o, &mut lse, shape, &layout,
+    /// )?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward_cache<E: Element16>(
+        &self,
+        gpu: &Gpu,
+        q: &(impl DevicePtr<E> + ?Sized),
+        k_cache: &(impl DevicePtr<E> + ?Sized),
+        v_cache: &(impl DevicePtr<E> + ?Sized),
+        cache_seqlens: &(impl DevicePtr<i32> + ?Sized),
+        o: &mut (impl DevicePtrMut<E> + ?Sized),
+        lse: &mut (impl DevicePtrMut<f32> + ?Sized),
+        shape: AttentionShape,
+        layout: &AttentionLayout,
+    ) -> Result<(), AttentionError> {
+        let entry = self.entry_for::<E>(&shape)?;
+        check_len("cache_seqlens", cache_seqlens.len(), shape.batch as u64)?;
+        check_device(gpu, "cache_seqlens", cache_seqlens.stream())?;
+        // Recorded as read once the kernel is queued (the guard drops after the launch).
+        let (lengths, _lengths_read) = cache_seqlens.device_ptr(gpu.stream());
+        self.launch(
+            gpu, entry, q, k_cache, v_cache, o, lse, shape, layout, lengths,
+        )
+    }
+
+    /// The kernel of the shape's head dimension for `E`.
+    fn entry_for<E: Element16>(
+        &self,
+        shape: &AttentionShape,
+    ) -> Result<&AttentionEntry, AttentionError> {
+        for_shape_in(&self.entries, |e| e.kernel, E::TYPE, shape).ok_or(
             KernelError::UnsupportedHeadDim {
                 head_dim: shape.head_dim,
                 built: &[64, 128, 256],
             },
-        )?;
-        self.run(gpu, entry, q, k, v, o, lse, shape, layout)
+        )
     }
 
     /// As [`forward_strided`](Self::forward_strided), with the kernel `entry` holds
@@ -294,6 +361,25 @@ impl Attention {
         lse: &mut (impl DevicePtrMut<f32> + ?Sized),
         shape: AttentionShape,
         layout: &AttentionLayout,
+    ) -> Result<(), AttentionError> {
+        self.launch(gpu, entry, q, k, v, o, lse, shape, layout, 0)
+    }
+
+    /// [`run`](Self::run) with `kv_lengths` (0, or the address of `batch` int32 lengths whose
+    /// guard the caller holds across this call: [`AttentionSources::kv_lengths`]).
+    #[allow(clippy::too_many_arguments)]
+    fn launch<E: Element16>(
+        &self,
+        gpu: &Gpu,
+        entry: &AttentionEntry,
+        q: &(impl DevicePtr<E> + ?Sized),
+        k: &(impl DevicePtr<E> + ?Sized),
+        v: &(impl DevicePtr<E> + ?Sized),
+        o: &mut (impl DevicePtrMut<E> + ?Sized),
+        lse: &mut (impl DevicePtrMut<f32> + ?Sized),
+        shape: AttentionShape,
+        layout: &AttentionLayout,
+        kv_lengths: u64,
     ) -> Result<(), AttentionError> {
         let kernel = entry.kernel;
         if kernel.element != E::TYPE {
@@ -371,6 +457,7 @@ impl Attention {
             q: q_ptr,
             k: k_ptr,
             v: v_ptr,
+            kv_lengths,
         };
         // SAFETY: the log-sum-exp's address from its buffer, whose guard is held across the
         // launch.
@@ -380,7 +467,8 @@ impl Attention {
         // strides reach, O's rows apart), with the geometry's boxes, 128-byte swizzle and zero
         // fill, and `sources` where the first three start (packed, for the kernel that reads
         // them: checked); the log-sum-exp holds batch * heads_q * seqlen_q floats (checked);
-        // every size is at least 1 and heads_q a multiple of heads_kv (checked); a 1-D grid of
+        // every size is at least 1 and heads_q a multiple of heads_kv (checked); `kv_lengths`
+        // 0 or `batch` int32 lengths (checked by `forward_cache`, held); a 1-D grid of
         // the geometry's threads and shared memory: the kernels' launch contract.
         unsafe {
             entry.entry.launch(

@@ -21,13 +21,33 @@ use gpu::wgmma::{
 const LN_2: f32 = core::f32::consts::LN_2;
 
 /// One tile of the walk: query rows `m0..m0 + block_m` of head `head` of sequence `batch`,
-/// and how many blocks of keys it reads (`0..key_blocks`, walked from the last).
+/// its keys (`seqlen_kv`: the sequence's own length where the lengths are given), and how
+/// many blocks of keys it reads (`0..key_blocks`, walked from the last).
 #[derive(Clone, Copy)]
 struct Tile {
     m0: u32,
     head: u32,
     batch: u32,
+    seqlen_kv: u32,
     key_blocks: u32,
+}
+
+/// Sequence `batch`'s keys: `args.seqlen_kv`, or where `sources.kv_lengths` gives one length
+/// per sequence (a KV cache of `args.seqlen_kv` rows), that length clamped to `0..=seqlen_kv`.
+#[inline(always)]
+fn seqlen_kv_of(args: &AttentionArgs, sources: &AttentionSources, batch: u32) -> u32 {
+    if sources.kv_lengths == 0 {
+        args.seqlen_kv
+    } else {
+        // SAFETY: `batch < args.batch` int32 lengths at `kv_lengths` (launch contract).
+        let length = unsafe {
+            (sources.kv_lengths as *const i32)
+                .add(batch as usize)
+                .read()
+        };
+        // (`clamp` would panic on bounds it cannot see ordered.)
+        (length.max(0) as u32).min(args.seqlen_kv)
+    }
 }
 
 /// Tile `index` of the walk. No mask: head-major (the tiles of one head, whose K and V they
@@ -38,7 +58,12 @@ struct Tile {
 /// cuDNN at 16k tokens in one sequence: with 128 query blocks per head over 132 blocks, block
 /// `b` took blocks `b, b + 4, ...` of the heads in turn, the first 28 blocks the longest ones.
 #[inline(always)]
-fn tile_of(g: AttentionGeometry, args: &AttentionArgs, index: u32) -> Tile {
+fn tile_of(
+    g: AttentionGeometry,
+    args: &AttentionArgs,
+    sources: &AttentionSources,
+    index: u32,
+) -> Tile {
     // At least 1 (the launch contract): the divisions need no check.
     let m_blocks = nonzero(g.m_blocks(args.seqlen_q));
     let causal = args.causal != 0;
@@ -49,11 +74,13 @@ fn tile_of(g: AttentionGeometry, args: &AttentionArgs, index: u32) -> Tile {
         (index % m_blocks, index / m_blocks)
     };
     let m0 = mb * g.block_m();
-    let all = args.seqlen_kv.div_ceil(g.block_n);
+    let batch = head_of_batch / nonzero(args.heads_q);
+    let seqlen_kv = seqlen_kv_of(args, sources, batch);
+    let all = seqlen_kv.div_ceil(g.block_n);
     let key_blocks = if causal {
         // The tile's last row sees keys up to `last + seqlen_kv - seqlen_q`.
         let last = (m0 + g.block_m()).min(args.seqlen_q) as i32 - 1;
-        let max_key = last + args.seqlen_kv as i32 - args.seqlen_q as i32;
+        let max_key = last + seqlen_kv as i32 - args.seqlen_q as i32;
         if max_key < 0 {
             0
         } else {
@@ -65,7 +92,8 @@ fn tile_of(g: AttentionGeometry, args: &AttentionArgs, index: u32) -> Tile {
     Tile {
         m0,
         head: head_of_batch % nonzero(args.heads_q),
-        batch: head_of_batch / nonzero(args.heads_q),
+        batch,
+        seqlen_kv,
         key_blocks,
     }
 }
@@ -281,7 +309,7 @@ pub(super) unsafe fn attention<
         let group = nonzero(args.heads_q / nonzero(args.heads_kv));
         let mut walk = GridStride::this_block(tiles);
         while let Some(index) = walk.next() {
-            let tile = tile_of(g, &args, index);
+            let tile = tile_of(g, &args, &sources, index);
             let kv_head = tile.head / group;
             // SAFETY (all copies): the stage is free (acquired); every destination is a 1 KiB
             // aligned box of the stage's buffer; the coordinates are inside the tensors but
@@ -377,14 +405,14 @@ pub(super) unsafe fn attention<
     let (top, _) = Accumulator::<SREGS>::position(t, 0);
     let scale = args.scale_log2;
     let causal = args.causal != 0;
-    let diagonal = args.seqlen_kv as i32 - args.seqlen_q as i32;
     // Ping-pong's turns through named barriers (measured 2-4% faster than mbarriers here,
     // docs/design.md); no-ops without ping-pong.
     let mut turns = NamedTurns::<CONSUMERS, PINGPONG>::new(consumer);
 
     let mut walk = GridStride::this_block(tiles);
     while let Some(index) = walk.next() {
-        let tile = tile_of(g, &args, index);
+        let tile = tile_of(g, &args, &sources, index);
+        let diagonal = tile.seqlen_kv as i32 - args.seqlen_q as i32;
         let mut q_stage = Some(wait_filled::<L, _>(&mut q_consumer));
         // Q is free for the next tile's once the last scores (block 0's) are complete, when
         // O is staged apart; else once O's stores have read it.
@@ -401,9 +429,9 @@ pub(super) unsafe fn attention<
         let first_row = (tile.m0 + row0) as i32;
         let key_limit = |row: i32| {
             if causal {
-                (row + diagonal + 1).min(args.seqlen_kv as i32)
+                (row + diagonal + 1).min(tile.seqlen_kv as i32)
             } else {
-                args.seqlen_kv as i32
+                tile.seqlen_kv as i32
             }
         };
         let row_limit = [

@@ -3,7 +3,10 @@
 //! heads_q, d)`, K and V `(batch, seqlen_kv, heads_kv, d)`, O like Q, all row-major BF16 or
 //! FP16 ([`gpu::wgmma::SixteenBit`]), FP32 softmax and accumulation; `d` 64, 128 or 256; no
 //! mask or causal (aligned to the bottom right when `seqlen_q != seqlen_kv`); grouped-query
-//! heads (`heads_q` a multiple of `heads_kv`); any sequence lengths.
+//! heads (`heads_q` a multiple of `heads_kv`); any sequence lengths; and a KV cache of
+//! `seqlen_kv` rows per sequence of which each sequence attends to its own number
+//! ([`Attention::forward_cache`]: one int32 length per sequence on the device, read by each
+//! tile before it walks its keys).
 //!
 //! A block owns a tile of `64 * consumers` query rows of one head at a time (persistent: a
 //! grid of at most one block per SM walks the tiles, the longest causal ones first) and walks
@@ -20,7 +23,7 @@
 //! - inside a warpgroup, the next block's `Q K^T` is issued together with this block's `P V`,
 //!   so the softmax of one runs while the other multiplies (`overlap`); between the consumer
 //!   warpgroups (two, or three at `d = 64`), ordered barriers let one issue while the others
-//!   do their softmax (`pingpong`);
+//!   do their softmax (`pingpong`: the named-barrier turns of `gpu::collective::turns`);
 //! - the epilogue divides O by the row sums, stages it apart from Q where it fits (in rounds
 //!   of 64-column boxes at `d = 256`; else in Q's buffer), swizzled as the loads are, and
 //!   writes it with tensor stores (clipped at the sequence's end); the log-sum-exp goes
@@ -93,12 +96,15 @@ pub struct AttentionArgs {
 }
 
 /// Where Q, K and V start (device addresses): the kernel that copies them with `cp.async`
-/// reads them directly (the others through the tensor maps, which hold the same addresses).
+/// reads them directly (the others through the tensor maps, which hold the same addresses);
+/// and where each sequence's number of keys is, for a KV cache.
 ///
 /// ```
 /// use gpu_kernels::attention::AttentionSources;
-/// let sources = AttentionSources { q: 0x7f00_0000_0000, k: 0x7f00_0010_0000, v: 0x7f00_0020_0000 };
-/// assert_eq!(std::mem::size_of_val(&sources), 24);
+/// let sources = AttentionSources {
+///     q: 0x7f00_0000_0000, k: 0x7f00_0010_0000, v: 0x7f00_0020_0000, kv_lengths: 0,
+/// };
+/// assert_eq!(std::mem::size_of_val(&sources), 32);
 /// ```
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +115,10 @@ pub struct AttentionSources {
     pub k: u64,
     /// V's first element.
     pub v: u64,
+    /// 0: every sequence has `seqlen_kv` keys. Else `batch` int32 lengths (a KV cache's
+    /// `cache_seqlens`): sequence `b` has its first `kv_lengths[b]` rows of K and V as keys
+    /// (clamped to `0..=seqlen_kv`, the cache's rows), the causal mask aligned to its end.
+    pub kv_lengths: u64,
 }
 
 /// A kernel's block geometry: head dimension, keys per block, stages of the K and V
@@ -408,7 +418,8 @@ macro_rules! attention_row {
             /// dynamic shared memory; `q`, `k`, `v`, `o` tensor maps of Q, K, V and O as
             /// [`AttentionParams`] says, of this element, their dimensions `args`'; `lse`
             /// holds `batch * heads_q * seqlen_q` floats; every size in `args` at least 1,
-            /// `heads_q` a multiple of `heads_kv`.
+            /// `heads_q` a multiple of `heads_kv`; `sources.kv_lengths` 0 or `batch` int32
+            /// lengths.
             pub fn $name(q: TensorMap, k: TensorMap, v: TensorMap, o: TensorMap, lse: *mut f32, args: AttentionArgs, sources: AttentionSources)
                 [max_threads = { WARPGROUP_THREADS * (1 + $consumers) }]
                 [device if target_feature = "sm_90a"]
