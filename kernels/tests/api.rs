@@ -683,7 +683,17 @@ fn gemm16_takes_any_k_any_stride_and_any_view() {
         ),
         (GemmShape { m: 1, n: 1, k: 1 }, (1, 1), (BLayout::NK, 1, 1)),
     ];
-    for (salt, (shape, (lda, a_off), (b_layout, ldb, b_off))) in cases.into_iter().enumerate() {
+    // Twice: the second round after the scratch buffer was released, so allocated again.
+    for (salt, (shape, (lda, a_off), (b_layout, ldb, b_off))) in
+        cases.into_iter().chain(cases).enumerate()
+    {
+        if salt == cases.len() {
+            assert!(
+                gemm.release_scratch() > 0,
+                "the copies kept a scratch buffer"
+            );
+            assert_eq!(gemm.release_scratch(), 0);
+        }
         let GemmShape { m, n, k } = shape;
         let b_rows = match b_layout {
             BLayout::NK => n,

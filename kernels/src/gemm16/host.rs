@@ -157,7 +157,8 @@ pub struct Gemm16 {
     f16: Kernels<F16>,
     padder: RowPadder,
     /// Per stream (its handle), the buffer that padded copies of A and B go to: calls on one
-    /// stream are ordered, so each reuses its stream's; another stream gets its own.
+    /// stream are ordered, so each reuses its stream's; another stream gets its own. Kept
+    /// until [`Gemm16::release_scratch`] or the drop.
     scratch: Mutex<Vec<(usize, CudaSlice<u8>)>>,
     maps: TensorMaps,
     multiprocessors: u32,
@@ -225,6 +226,27 @@ impl Gemm16 {
     /// ([`Gemm16Schedule::for_shape`]).
     pub fn schedule_for(&self, shape: GemmShape) -> Gemm16Schedule {
         Gemm16Schedule::for_shape(shape, self.multiprocessors)
+    }
+
+    /// Frees the scratch buffers kept for padded copies of A and B (one per stream that
+    /// needed copies, as large as its largest call's) and returns their bytes; the next call
+    /// that copies allocates again. Safe with calls in flight: each buffer is freed in its
+    /// stream's order, after the work that uses it (cudarc's event tracking).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use gpu_kernels::gemm16::Gemm16;
+    /// let gpu = gpu_runtime::Gpu::open(gpu_kernels::MODULES)?;
+    /// let gemm = Gemm16::load(&gpu)?;
+    /// // ... calls with K not a multiple of 8 keep a buffer for their copies ...
+    /// let freed = gemm.release_scratch();
+    /// println!("{freed} bytes of scratch freed");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn release_scratch(&self) -> usize {
+        let mut scratch = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        scratch.drain(..).map(|(_, buffer)| buffer.len()).sum()
     }
 
     /// `C = A B^T` or `C = A B` ([`BLayout`]) for elements `E` (`half::bf16` or
