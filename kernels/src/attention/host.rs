@@ -47,7 +47,8 @@ impl AttentionKernel {
     /// at most 2048 query rows (the 192-row tiles' diagonal blocks waste more, and fewer
     /// tiles fill the SMs less evenly: 184.6 against 220.8 TFLOP/s at 32x512x32x64, 244.1
     /// against 290.7 at 1k, equal at 2k, 3-14% ahead from 4k; docs/results.md), or at most
-    /// 128 query rows (one 128-row tile holds them all).
+    /// 128 query rows (one 128-row tile holds them all); and at most 64 query rows (decode),
+    /// a one-consumer kernel (64-row tiles) where one is built for the element and `d`.
     pub fn for_shape(element: ElementType, shape: &AttentionShape) -> Option<&'static Self> {
         for_shape_in(ATTENTION_KERNELS, |k| k, element, shape)
     }
@@ -66,6 +67,23 @@ fn for_shape_in<'a, T>(
         k.element == element && k.geometry.head_dim == shape.head_dim && k.is_best_kind()
     };
     let best = items.iter().find(|item| fits(item))?;
+    // At most 64 query rows (decode): one consumer's 64-row tile holds them all, and ping-pong
+    // has no second warpgroup to turn with. A 128-row tile multiplies twice the rows of zeros:
+    // 0.087 against 0.110 ms at 4 x 1 x 32 x 128 against 8192 keys on 8 KV heads, 1.25-1.28x
+    // at every decode shape measured (H100, docs/results.md).
+    if shape.seqlen_q <= super::ROWS_PER_CONSUMER {
+        let one = items.iter().find(|item| {
+            let k = kernel_of(item);
+            k.element == element
+                && k.geometry.head_dim == shape.head_dim
+                && k.geometry.consumers == 1
+                && k.techniques.overlap
+                && k.techniques.loads == LoadKind::Tma
+        });
+        if let Some(one) = one {
+            return Some(one);
+        }
+    }
     let shorter = shape.seqlen_q <= 128 || (shape.causal && shape.seqlen_q <= 2048);
     if !shorter {
         return Some(best);
@@ -324,6 +342,36 @@ impl Attention {
         layout: &AttentionLayout,
     ) -> Result<(), AttentionError> {
         let entry = self.entry_for::<E>(&shape)?;
+        self.run_cache(
+            gpu,
+            entry,
+            q,
+            k_cache,
+            v_cache,
+            cache_seqlens,
+            o,
+            lse,
+            shape,
+            layout,
+        )
+    }
+
+    /// As [`forward_cache`](Self::forward_cache), with the kernel `entry` holds (as
+    /// [`run`](Self::run) is to [`forward_strided`](Self::forward_strided)).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_cache<E: Element16>(
+        &self,
+        gpu: &Gpu,
+        entry: &AttentionEntry,
+        q: &(impl DevicePtr<E> + ?Sized),
+        k_cache: &(impl DevicePtr<E> + ?Sized),
+        v_cache: &(impl DevicePtr<E> + ?Sized),
+        cache_seqlens: &(impl DevicePtr<i32> + ?Sized),
+        o: &mut (impl DevicePtrMut<E> + ?Sized),
+        lse: &mut (impl DevicePtrMut<f32> + ?Sized),
+        shape: AttentionShape,
+        layout: &AttentionLayout,
+    ) -> Result<(), AttentionError> {
         check_len("cache_seqlens", cache_seqlens.len(), shape.batch as u64)?;
         check_device(gpu, "cache_seqlens", cache_seqlens.stream())?;
         // Recorded as read once the kernel is queued (the guard drops after the launch).
@@ -626,7 +674,12 @@ mod tests {
                 };
                 let k = AttentionKernel::for_shape(e, &s).expect("built");
                 assert_eq!((k.element, k.geometry.head_dim), (e, d), "{}", k.name);
-                assert!(k.techniques.pingpong && k.techniques.overlap, "{}", k.name);
+                let one = k.geometry.consumers == 1;
+                assert!(
+                    k.techniques.pingpong != one && k.techniques.overlap,
+                    "{}",
+                    k.name
+                );
                 k.geometry.consumers
             };
             assert_eq!(consumers(4096, false, 64), 3);
@@ -636,9 +689,17 @@ mod tests {
             assert_eq!(consumers(512, true, 64), 2);
             assert_eq!(consumers(17, false, 64), 2);
             for d in [128, 256] {
-                for (seqlen_q, causal) in [(17, false), (512, true), (4096, false)] {
+                for (seqlen_q, causal) in [(65, false), (512, true), (4096, false)] {
                     assert_eq!(consumers(seqlen_q, causal, d), 2);
                 }
+            }
+            // Decode (at most 64 query rows): one consumer where one is built (BF16, d =
+            // 128), else the shorter of the others.
+            let one = if e == ElementType::Bf16 { 1 } else { 2 };
+            for (seqlen_q, causal) in [(1, false), (16, true), (64, false)] {
+                assert_eq!(consumers(seqlen_q, causal, 128), one);
+                assert_eq!(consumers(seqlen_q, causal, 256), 2);
+                assert_eq!(consumers(seqlen_q, causal, 64), 2);
             }
         }
     }

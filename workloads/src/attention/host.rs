@@ -190,12 +190,15 @@ impl Workload for AttentionWorkload {
             "2x200x2x256:kv=333",
             "1x257x2x256:kv=100:causal",
             "1x513x4x64:hkv=1",
+            "5x3x8x128:kv=640:hkv=2:ragged",
+            "4x1x8x64:kv=1000:hkv=1:causal:ragged",
         ];
         let exact = [
             "1x1x1x64",
             "2x300x4x128:causal",
             "1x129x2x256:kv=1000:hkv=1",
             "1x64x2x64:kv=17:causal",
+            "3x2x4x256:kv=300:hkv=2:causal:ragged",
         ];
         random
             .iter()
@@ -263,14 +266,17 @@ pub fn generate_inputs(
                 }
             }
             let mut q = Vec::with_capacity(b * sq * hq * d);
-            for batch in 0..b {
+            for (batch, &length) in size.kv_lengths().iter().enumerate() {
+                // The sequence's own keys (at least one: a row of a sequence with none sees
+                // no key whatever its code).
+                let keys = (length as usize).max(1);
                 for i in 0..sq {
                     for h in 0..hq {
                         // The last key row i sees (causal), or one of all.
                         let j = if s.causal {
-                            (i as i64 + skv as i64 - sq as i64).max(0) as usize
+                            (i as i64 + keys as i64 - sq as i64).max(0) as usize
                         } else {
-                            (i * 7919) % skv
+                            (i * 7919) % keys
                         };
                         let at = code_of(batch, j, h / (hq / hkv));
                         q.extend(row(at).map(|(at, c)| element.round(sign(codes[at + c / 64], c))));
@@ -290,6 +296,8 @@ struct ElementProblem {
     q: CudaSlice<u16>,
     k: CudaSlice<u16>,
     v: CudaSlice<u16>,
+    /// Each sequence's keys ([`AttentionSize::kv_lengths`]; read only with `ragged`).
+    kv_lengths: CudaSlice<i32>,
     o: CudaSlice<u16>,
     lse: CudaSlice<f32>,
     reference: Reference,
@@ -322,6 +330,7 @@ impl ElementProblem {
         let q = gpu.upload(&q, &format!("Q ({what})"))?;
         let k = gpu.upload(&k, &format!("K ({what})"))?;
         let v = gpu.upload(&v, &format!("V ({what})"))?;
+        let kv_lengths = gpu.upload(&size.kv_lengths(), "the sequences' key counts")?;
         let mut o_ref = gpu.zeros::<f64>(shape.q_elements() as usize, "the reference O")?;
         let mut lse_ref = gpu.zeros::<f64>(shape.lse_elements() as usize, "the reference LSE")?;
         let rows = shape.lse_elements();
@@ -331,6 +340,7 @@ impl ElementProblem {
             &q,
             &k,
             &v,
+            &kv_lengths,
             &mut o_ref,
             &mut lse_ref,
             shape.args(),
@@ -339,15 +349,27 @@ impl ElementProblem {
         // SAFETY (both): the buffers hold Q, K, V (of the element), O's and the LSE's
         // doubles for this shape; 1-D grid of REFERENCE_THREADS blocks; the shape's sizes are
         // at least 1 and heads_q a multiple of heads_kv (parsed), d 64/128/256.
-        let (q_in, k_in, v_in, o_out, lse_out, a, d) = args;
+        let (q_in, k_in, v_in, lengths, o_out, lse_out, a, d) = args;
         match element {
             ElementType::Bf16 => {
                 let kernel: Kernel<_> = gpu.entry_point(bf16_attention_reference)?;
-                unsafe { kernel.launch(gpu, config, (q_in, k_in, v_in, o_out, lse_out, a, d))? }
+                unsafe {
+                    kernel.launch(
+                        gpu,
+                        config,
+                        (q_in, k_in, v_in, lengths, o_out, lse_out, a, d),
+                    )?
+                }
             }
             ElementType::F16 => {
                 let kernel: Kernel<_> = gpu.entry_point(f16_attention_reference)?;
-                unsafe { kernel.launch(gpu, config, (q_in, k_in, v_in, o_out, lse_out, a, d))? }
+                unsafe {
+                    kernel.launch(
+                        gpu,
+                        config,
+                        (q_in, k_in, v_in, lengths, o_out, lse_out, a, d),
+                    )?
+                }
             }
         }
         let lse_reference = gpu.download(&lse_ref, "the reference LSE")?;
@@ -357,6 +379,7 @@ impl ElementProblem {
             q,
             k,
             v,
+            kv_lengths,
             reference: Reference::new(gpu, o_ref, "the reference O")?,
             lse_reference,
             tolerance: output_tolerance(element),
@@ -451,7 +474,7 @@ impl Problem<AttentionExperiment> for AttentionProblem {
         let Ok(attention) = &self.attention else {
             bail!("{} is not loaded (no sm_90a module)", entry.kernel().name);
         };
-        run_api(attention, gpu, entry, p, shape)?;
+        run_api(attention, gpu, entry, p, shape, self.size.ragged)?;
         Ok(())
     }
 
@@ -522,7 +545,7 @@ impl Problem<AttentionExperiment> for AttentionProblem {
     }
 
     fn work(&self) -> Work {
-        Work::Flops(self.size.shape().flops() as u64)
+        Work::Flops(self.size.flops() as u64)
     }
 }
 
@@ -589,7 +612,12 @@ impl AttentionProblem {
         let block_n = experiment.0.geometry.block_n;
         match fault {
             KernelFault::DroppedKeyBlock => {
-                if shape.batch != 1 || shape.causal || shape.seqlen_kv <= block_n {
+                // (A cache's rows are its layout: shortening them would move every row.)
+                if shape.batch != 1
+                    || shape.causal
+                    || self.size.ragged
+                    || shape.seqlen_kv <= block_n
+                {
                     return Ok(None);
                 }
                 shape.seqlen_kv = (shape.seqlen_kv - 1) / block_n * block_n;
@@ -606,7 +634,7 @@ impl AttentionProblem {
         let Ok(attention) = &self.attention else {
             bail!("{} is not loaded (no sm_90a module)", experiment.0.name);
         };
-        run_api(attention, gpu, &entry, p, shape)?;
+        run_api(attention, gpu, &entry, p, shape, self.size.ragged)?;
         gpu.synchronize(|| format!("{} with {fault:?}", experiment.0.name))?;
         if matches!(fault, KernelFault::WrongLse | KernelFault::Base2Lse) {
             let mut lse = gpu.download(&p.lse, "LSE")?;
@@ -629,10 +657,11 @@ fn run_api(
     entry: &AttentionEntry,
     p: &mut ElementProblem,
     shape: AttentionShape,
+    ragged: bool,
 ) -> Result<(), gpu_kernels::KernelError> {
     match entry.kernel().element {
-        ElementType::Bf16 => run_as::<half::bf16>(attention, gpu, entry, p, shape),
-        ElementType::F16 => run_as::<half::f16>(attention, gpu, entry, p, shape),
+        ElementType::Bf16 => run_as::<half::bf16>(attention, gpu, entry, p, shape, ragged),
+        ElementType::F16 => run_as::<half::f16>(attention, gpu, entry, p, shape, ragged),
     }
 }
 
@@ -643,6 +672,7 @@ fn run_as<E: gpu_kernels::Element16>(
     entry: &AttentionEntry,
     p: &mut ElementProblem,
     shape: AttentionShape,
+    ragged: bool,
 ) -> Result<(), gpu_kernels::KernelError> {
     // SAFETY: each buffer holds 16-bit values of the kernel's element, `E` (u16 and `E` have
     // one size, so the views cover the buffers exactly).
@@ -658,5 +688,12 @@ fn run_as<E: gpu_kernels::Element16>(
         unreachable!("a view of a 16-bit buffer as 16-bit elements fits it");
     };
     let layout = AttentionLayout::packed(&shape);
-    attention.run(gpu, entry, &q, &k, &v, &mut o, &mut p.lse, shape, &layout)
+    if ragged {
+        let lengths = &p.kv_lengths;
+        attention.run_cache(
+            gpu, entry, &q, &k, &v, lengths, &mut o, &mut p.lse, shape, &layout,
+        )
+    } else {
+        attention.run(gpu, entry, &q, &k, &v, &mut o, &mut p.lse, shape, &layout)
+    }
 }

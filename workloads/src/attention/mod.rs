@@ -29,14 +29,16 @@ gpu::kernel! {
     /// # Safety
     /// Any 1-D grid of [`REFERENCE_THREADS`]-thread blocks; `q`, `k`, `v` hold the tensors
     /// `args` and `d` describe (Q `batch x seqlen_q x heads_q x d`, K and V `batch x seqlen_kv
-    /// x heads_kv x d`), `o` as many doubles as Q, `lse` `batch x heads_q x seqlen_q`; `d` 64,
-    /// 128 or 256; every size at least 1, `heads_q` a multiple of `heads_kv`.
-    pub fn bf16_attention_reference(q: *const Bf16, k: *const Bf16, v: *const Bf16, o: *mut f64, lse: *mut f64, args: AttentionArgs, d: u32)
+    /// x heads_kv x d`), `kv_lengths` `batch` lengths (sequence `b` sees its first
+    /// `kv_lengths[b]` keys, clamped to `0..=seqlen_kv`, causal aligned to that end), `o` as
+    /// many doubles as Q, `lse` `batch x heads_q x seqlen_q`; `d` 64, 128 or 256; every size
+    /// at least 1, `heads_q` a multiple of `heads_kv`.
+    pub fn bf16_attention_reference(q: *const Bf16, k: *const Bf16, v: *const Bf16, kv_lengths: *const i32, o: *mut f64, lse: *mut f64, args: AttentionArgs, d: u32)
         [max_threads = REFERENCE_THREADS]
         [device if not(target_feature = "sm_90a")]
     {
         // SAFETY: forwarded launch contract.
-        unsafe { reference::reference(q, k, v, o, lse, args, d) }
+        unsafe { reference::reference(q, k, v, kv_lengths, o, lse, args, d) }
     }
 }
 
@@ -45,12 +47,12 @@ gpu::kernel! {
     ///
     /// # Safety
     /// As [`bf16_attention_reference`].
-    pub fn f16_attention_reference(q: *const F16, k: *const F16, v: *const F16, o: *mut f64, lse: *mut f64, args: AttentionArgs, d: u32)
+    pub fn f16_attention_reference(q: *const F16, k: *const F16, v: *const F16, kv_lengths: *const i32, o: *mut f64, lse: *mut f64, args: AttentionArgs, d: u32)
         [max_threads = REFERENCE_THREADS]
         [device if not(target_feature = "sm_90a")]
     {
         // SAFETY: forwarded launch contract.
-        unsafe { reference::reference(q, k, v, o, lse, args, d) }
+        unsafe { reference::reference(q, k, v, kv_lengths, o, lse, args, d) }
     }
 }
 

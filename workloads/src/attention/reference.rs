@@ -27,6 +27,7 @@ pub(super) unsafe fn reference<E: SixteenBit>(
     q: *const E,
     k: *const E,
     v: *const E,
+    kv_lengths: *const i32,
     o: *mut f64,
     lse: *mut f64,
     args: AttentionArgs,
@@ -35,9 +36,9 @@ pub(super) unsafe fn reference<E: SixteenBit>(
     // SAFETY (all three): forwarded launch contract.
     unsafe {
         match d {
-            64 => reference_for::<E, 2>(q, k, v, o, lse, args),
-            128 => reference_for::<E, 4>(q, k, v, o, lse, args),
-            _ => reference_for::<E, 8>(q, k, v, o, lse, args),
+            64 => reference_for::<E, 2>(q, k, v, kv_lengths, o, lse, args),
+            128 => reference_for::<E, 4>(q, k, v, kv_lengths, o, lse, args),
+            _ => reference_for::<E, 8>(q, k, v, kv_lengths, o, lse, args),
         }
     }
 }
@@ -51,6 +52,7 @@ unsafe fn reference_for<E: SixteenBit, const PER_LANE: usize>(
     q: *const E,
     k: *const E,
     v: *const E,
+    kv_lengths: *const i32,
     o: *mut f64,
     lse: *mut f64,
     args: AttentionArgs,
@@ -82,10 +84,14 @@ unsafe fn reference_for<E: SixteenBit, const PER_LANE: usize>(
         let kv_head = head / group as u64;
         let q_at = ((b * seqlen_q as u64 + i) * heads_q as u64 + head) * d as u64;
         let kv_row = |j: u64| ((b * seqlen_kv as u64 + j) * heads_kv as u64 + kv_head) * d as u64;
+        // SAFETY: `batch` lengths (launch contract), b < batch.
+        let keys = unsafe { kv_lengths.add(b as usize).read() }
+            .max(0)
+            .min(seqlen_kv as i32) as i64;
         let limit = if causal != 0 {
-            (i as i64 + seqlen_kv as i64 - seqlen_q as i64 + 1).clamp(0, seqlen_kv as i64) as u64
+            (i as i64 + keys - seqlen_q as i64 + 1).max(0).min(keys) as u64
         } else {
-            seqlen_kv as u64
+            keys as u64
         };
         // Element `lane + 32 c` of a row starting at `at`.
         let element = move |at: u64, c: usize| (at + lane as u64 + 32 * c as u64) as usize;

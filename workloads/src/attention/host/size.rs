@@ -1,5 +1,5 @@
-//! An attention problem's size on the command line: `BxSxHxD`, then `:kv=N`, `:hkv=N` and
-//! `:causal` in any order.
+//! An attention problem's size on the command line: `BxSxHxD`, then `:kv=N`, `:hkv=N`,
+//! `:causal` and `:ragged` in any order.
 
 use gpu_kernels::attention::AttentionShape;
 use std::fmt;
@@ -8,7 +8,9 @@ use std::str::FromStr;
 /// What `--size` takes (`host list` prints it).
 pub const SYNTAX: &str = "BxSxHxD (batch, seqlen, heads, head dim 64/128/256), then any of \
     :kv=N (key/value seqlen, default S), :hkv=N (key/value heads dividing H, default H), \
-    :causal; each size from 1 to 2^31 - 1 (e.g. 4x4096x16x128:causal, 1x17x32x128:kv=4096:hkv=8)";
+    :causal, :ragged (K and V as a KV cache of kv rows per sequence, sequence b holding \
+    kv - b * (kv / B) of them: Attention::forward_cache); each size from 1 to 2^31 - 1 \
+    (e.g. 4x4096x16x128:causal, 1x17x32x128:kv=4096:hkv=8, 4x1x32x128:kv=8192:hkv=8:ragged)";
 
 /// One problem: batch, sequence lengths, heads, head dimension, mask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +29,8 @@ pub struct AttentionSize {
     pub head_dim: u32,
     /// Causal mask (bottom-right aligned).
     pub causal: bool,
+    /// K and V as a cache of `seqlen_kv` rows per sequence holding [`Self::kv_lengths`].
+    pub ragged: bool,
 }
 
 impl AttentionSize {
@@ -42,6 +46,36 @@ impl AttentionSize {
             causal: self.causal,
             scale: None,
         }
+    }
+
+    /// The keys of each sequence: `seqlen_kv` for every one, or with `ragged` `seqlen_kv - b
+    /// (seqlen_kv / batch)` for sequence `b` (all of the cache down to about `1 / batch` of it).
+    pub fn kv_lengths(self) -> Vec<i32> {
+        let step = if self.ragged {
+            self.seqlen_kv / self.batch
+        } else {
+            0
+        };
+        (0..self.batch)
+            .map(|b| (self.seqlen_kv - b * step) as i32)
+            .collect()
+    }
+
+    /// Multiply-adds times 2 of the problem: [`AttentionShape::flops`] over each sequence's
+    /// own keys.
+    pub fn flops(self) -> f64 {
+        let shape = self.shape();
+        self.kv_lengths()
+            .iter()
+            .map(|&n| {
+                AttentionShape {
+                    batch: 1,
+                    seqlen_kv: n as u32,
+                    ..shape
+                }
+                .flops()
+            })
+            .sum()
     }
 }
 
@@ -60,6 +94,9 @@ impl fmt::Display for AttentionSize {
         }
         if self.causal {
             f.write_str(":causal")?;
+        }
+        if self.ragged {
+            f.write_str(":ragged")?;
         }
         Ok(())
     }
@@ -93,6 +130,7 @@ impl FromStr for AttentionSize {
             heads_kv: 0,
             head_dim: number("the head dimension", d)?,
             causal: false,
+            ragged: false,
         };
         size.seqlen_kv = size.seqlen_q;
         size.heads_kv = size.heads_q;
@@ -101,9 +139,10 @@ impl FromStr for AttentionSize {
                 Some(("kv", n)) => size.seqlen_kv = number("kv", n)?,
                 Some(("hkv", n)) => size.heads_kv = number("hkv", n)?,
                 None if part == "causal" => size.causal = true,
+                None if part == "ragged" => size.ragged = true,
                 _ => {
                     return Err(format!(
-                        "`{part}` in `{text}`: expected kv=N, hkv=N or causal"
+                        "`{part}` in `{text}`: expected kv=N, hkv=N, causal or ragged"
                     ));
                 }
             }
@@ -154,7 +193,13 @@ mod tests {
             (1, 17, 4096, 32, 8, 128, true)
         );
         assert_eq!(s.to_string(), "1x17x32x128:kv=4096:hkv=8:causal");
+        let cache: AttentionSize = "4x1x32x128:kv=8192:hkv=8:ragged".parse().unwrap();
+        assert_eq!(cache.kv_lengths(), [8192, 6144, 4096, 2048]);
+        assert_eq!(cache.to_string(), "4x1x32x128:kv=8192:hkv=8:ragged");
+        // 4 x 32 heads x 128 x (8192 + 6144 + 4096 + 2048) keys.
+        assert_eq!(cache.flops(), 4.0 * 32.0 * 128.0 * 20480.0);
         let plain: AttentionSize = "4x4096x16x64".parse().unwrap();
+        assert_eq!(plain.kv_lengths(), [4096; 4]);
         assert_eq!(plain.to_string(), "4x4096x16x64");
         let err = |t: &str| t.parse::<AttentionSize>().unwrap_err();
         assert!(err("4x4096x16x96").contains("64, 128 or 256"));
