@@ -32,7 +32,7 @@ sizes() {
     study) echo 67 68 ;;
     gemm) echo 129x257x33 130x260x36 300x8x72 ;;
     gemm16) echo 129x257x33 300x8x72 136x264x40 ;;
-    attention) echo 2x300x4x64:causal 1x129x2x64:hkv=1 1x200x2x128:kv=333 1x17x8x128:kv=129:hkv=2:causal 1x257x2x256:kv=100:causal 1x65x2x256 ;;
+    attention) echo 2x300x4x64:causal 1x129x2x64:hkv=1 1x200x2x128:kv=333 1x17x8x128:kv=129:hkv=2:causal 1x257x2x256:kv=100:causal 1x65x2x256 3x2x4x128:kv=300:hkv=2:causal:ragged ;;
     stream) echo 1000004 ;;
     dsmem-latency) echo 2:1:256 4:2:256 8:4:256 16:1:256 ;;
     dsmem-bandwidth) echo 2:1:4 4:1:4 8:4:4 16:1:4 ;;
