@@ -23,6 +23,7 @@ fn warp_sum(mut x: f32) -> f32 {
 /// # Safety
 /// Its launch contract.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn reference<E: SixteenBit>(
     q: *const E,
     k: *const E,
