@@ -129,6 +129,24 @@ const KNOWN_SPILLS: &[(&str, Arch, &str)] = &[
          per tile (its start and its epilogue); none in the key-block loop (docs/design.md)",
     ),
     ("attention_f16_d64", Arch::Sm90a, "as attention_bf16_d64"),
+    // The attention reference (outside the timed launches): 8 bytes of local memory (one
+    // 64-bit value, ptxas 13.5) since it takes the sequences' key counts.
+    (
+        "f16_attention_reference",
+        Arch::Sm90,
+        "the reference, 8 bytes since it reads kv_lengths; never timed",
+    ),
+    ("f16_attention_reference", Arch::Sm80, "as on sm_90"),
+    (
+        "bf16_attention_reference",
+        Arch::Sm90,
+        "as f16_attention_reference",
+    ),
+    (
+        "bf16_attention_reference",
+        Arch::Sm80,
+        "as f16_attention_reference",
+    ),
 ];
 
 #[test]
