@@ -62,9 +62,11 @@ fn for_shape_in<'a, T>(
     element: ElementType,
     shape: &AttentionShape,
 ) -> Option<&'a T> {
+    let for_problem =
+        |k: &AttentionKernel| k.element == element && k.geometry.head_dim == shape.head_dim;
     let fits = |item: &&'a T| {
         let k = kernel_of(item);
-        k.element == element && k.geometry.head_dim == shape.head_dim && k.is_best_kind()
+        for_problem(k) && k.is_best_kind()
     };
     let best = items.iter().find(|item| fits(item))?;
     // At most 64 query rows (decode): one consumer's 64-row tile holds them all, and ping-pong
@@ -74,8 +76,7 @@ fn for_shape_in<'a, T>(
     if shape.seqlen_q <= super::ROWS_PER_CONSUMER {
         let one = items.iter().find(|item| {
             let k = kernel_of(item);
-            k.element == element
-                && k.geometry.head_dim == shape.head_dim
+            for_problem(k)
                 && k.geometry.consumers == 1
                 && k.techniques.overlap
                 && k.techniques.loads == LoadKind::Tma
@@ -516,7 +517,7 @@ impl Attention {
         // fill, and `sources` where the first three start (packed, for the kernel that reads
         // them: checked); the log-sum-exp holds batch * heads_q * seqlen_q floats (checked);
         // every size is at least 1 and heads_q a multiple of heads_kv (checked); `kv_lengths`
-        // 0 or `batch` int32 lengths (checked by `forward_cache`, held); a 1-D grid of
+        // 0 or `batch` int32 lengths (checked by `run_cache`, held); a 1-D grid of
         // the geometry's threads and shared memory: the kernels' launch contract.
         unsafe {
             entry.entry.launch(
