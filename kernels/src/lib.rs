@@ -50,6 +50,8 @@ mod error;
 #[cfg(not(target_arch = "nvptx64"))]
 mod gemm_call;
 #[cfg(not(target_arch = "nvptx64"))]
+mod scratch;
+#[cfg(not(target_arch = "nvptx64"))]
 pub use element::Element16;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use error::KernelError;

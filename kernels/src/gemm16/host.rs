@@ -12,11 +12,11 @@ use super::{
 };
 use crate::Element16;
 use crate::error::{KernelError, check_device};
+use crate::scratch::{SCRATCH_ALIGN, StreamScratch};
 use gpu::wgmma::{Bf16, F16, SixteenBit, WARPGROUP_THREADS};
-use gpu_runtime::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use gpu_runtime::cudarc::driver::{DevicePtr, DevicePtrMut};
 use gpu_runtime::tensor_map::{Swizzle, TensorMapBuilder, TensorMaps};
-use gpu_runtime::{Address, Context as _, Gpu, Kernel, LaunchConfig, Library};
-use std::sync::{Arc, Mutex, PoisonError};
+use gpu_runtime::{Address, Gpu, Kernel, LaunchConfig, Library};
 
 pub use crate::{GemmError, GemmShape};
 
@@ -156,10 +156,9 @@ pub struct Gemm16 {
     bf16: Kernels<Bf16>,
     f16: Kernels<F16>,
     padder: RowPadder,
-    /// Per stream (its handle), the buffer that padded copies of A and B go to: calls on one
-    /// stream are ordered, so each reuses its stream's; another stream gets its own. Kept
-    /// until [`Gemm16::release_scratch`] or the drop.
-    scratch: Mutex<Vec<(usize, CudaSlice<u8>)>>,
+    /// Per stream, the buffer that padded copies of A and B go to, kept until
+    /// [`Gemm16::release_scratch`] or the drop.
+    scratch: StreamScratch,
     maps: TensorMaps,
     multiprocessors: u32,
     max_shared_bytes: u32,
@@ -214,7 +213,7 @@ impl Gemm16 {
             bf16,
             f16,
             padder: RowPadder::from_library(&library)?,
-            scratch: Mutex::default(),
+            scratch: StreamScratch::default(),
             maps: TensorMaps::default(),
             multiprocessors: info.multiprocessors,
             max_shared_bytes: info.max_shared_bytes_per_block,
@@ -245,8 +244,7 @@ impl Gemm16 {
     /// # }
     /// ```
     pub fn release_scratch(&self) -> usize {
-        let mut scratch = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
-        scratch.drain(..).map(|(_, buffer)| buffer.len()).sum()
+        self.scratch.release()
     }
 
     /// `C = A B^T` or `C = A B` ([`BLayout`]) for elements `E` (`half::bf16` or
@@ -420,11 +418,14 @@ impl Gemm16 {
                 scratch_bytes += (pad.copy_elements() * 2).next_multiple_of(SCRATCH_ALIGN);
             }
         }
-        let mut scratch = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut scratch = self.scratch.lock();
         let (_scratch_written, scratch_base) = match scratch_bytes {
             0 => (None, 0),
             bytes => {
-                let buffer = scratch_for(&mut scratch, stream, bytes)?;
+                // SAFETY: every byte of a padded copy is written by the padding kernel before
+                // the GEMM reads it, both queued after this on this stream.
+                let buffer =
+                    unsafe { scratch.for_stream(stream, bytes, "padded copies of A and B")? };
                 // Waits for the buffer's earlier use on another stream (event tracking) and
                 // records this one as a write.
                 let (base, written) = buffer.device_ptr_mut(stream);
@@ -482,38 +483,6 @@ impl Gemm16 {
         }
         Ok(())
     }
-}
-
-/// Alignment of each padded copy in a scratch buffer (the tensor maps need 16 bytes; 256 is
-/// what the driver's own allocations have).
-const SCRATCH_ALIGN: u64 = 256;
-
-/// `stream`'s scratch buffer in `scratch`, at least `bytes` long: the one kept for it, or a
-/// new one (allocated on `stream`; one it replaces is freed in stream order after its last
-/// use, on the same stream).
-fn scratch_for<'s>(
-    scratch: &'s mut Vec<(usize, CudaSlice<u8>)>,
-    stream: &Arc<CudaStream>,
-    bytes: u64,
-) -> Result<&'s mut CudaSlice<u8>, KernelError> {
-    let key = stream.cu_stream() as usize;
-    let slot = match scratch.iter().position(|(s, _)| *s == key) {
-        Some(i) if scratch[i].1.len() as u64 >= bytes => return Ok(&mut scratch[i].1),
-        Some(i) => i,
-        None => {
-            scratch.push((
-                key,
-                stream.null::<u8>().during(|| "a scratch handle".into())?,
-            ));
-            scratch.len() - 1
-        }
-    };
-    // SAFETY: every byte of a padded copy is written by the padding kernel before the GEMM
-    // reads it, both queued after this allocation on this stream.
-    let buffer = unsafe { stream.alloc::<u8>(bytes as usize) }
-        .during(|| format!("allocating {bytes} B for padded copies of A and B"))?;
-    scratch[slot].1 = buffer;
-    Ok(&mut scratch[slot].1)
 }
 
 /// The row strides (leading dimensions), in elements, of a [`Gemm16`] call's A (`m` rows of
