@@ -2,12 +2,17 @@
 //! open GPU and runs the caller's buffers, the shape checked first (a clear
 //! [`AttentionError`], never a launch that reads or writes past a buffer).
 
+use super::combine::{CombineArgs, CombineStrides, Combiner};
+use super::decode::ResolvedAttention;
+use super::decode::sealed::Launch;
 use super::layout::{AttentionLayout, check_layout};
+use super::plan::WalkPlan;
 use super::shape::AttentionShape;
 use super::{
     ATTENTION_KERNELS, AttentionArgs, AttentionKernel, AttentionParams, AttentionSources, LoadKind,
 };
 use crate::error::{KernelError, check_device, check_len};
+use crate::scratch::StreamScratch;
 use crate::{Element16, ElementType};
 use gpu_runtime::cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use gpu_runtime::tensor_map::{Swizzle, TensorMapBuilder, TensorMaps};
@@ -132,11 +137,16 @@ pub type AttentionError = crate::KernelError;
 /// ```
 pub struct Attention {
     /// Every kernel of [`ATTENTION_KERNELS`], in table order.
-    entries: Vec<AttentionEntry>,
-    maps: TensorMaps,
-    multiprocessors: u32,
-    max_shared_bytes: u32,
-    library: Library,
+    pub(super) entries: Vec<AttentionEntry>,
+    pub(super) maps: TensorMaps,
+    pub(super) multiprocessors: u32,
+    pub(super) max_shared_bytes: u32,
+    pub(super) library: Library,
+    /// The merge of split parts ([`super::attention_combine_bf16`] and `_f16`).
+    pub(super) combiner: Combiner,
+    /// Per stream, the split parts of the last split pass, kept until
+    /// [`Attention::release_scratch`] or the drop.
+    pub(super) scratch: StreamScratch,
 }
 
 /// One kernel of [`ATTENTION_KERNELS`] resolved from the module [`Attention`] loaded: what
@@ -168,8 +178,8 @@ pub struct Attention {
 /// # }
 /// ```
 pub struct AttentionEntry {
-    kernel: &'static AttentionKernel,
-    entry: Kernel<AttentionParams>,
+    pub(super) kernel: &'static AttentionKernel,
+    pub(super) entry: Kernel<AttentionParams>,
 }
 
 impl AttentionEntry {
@@ -204,7 +214,9 @@ impl Attention {
             maps: TensorMaps::default(),
             multiprocessors: info.multiprocessors,
             max_shared_bytes: info.max_shared_bytes_per_block,
+            combiner: Combiner::from_library(&library)?,
             library,
+            scratch: StreamScratch::default(),
         })
     }
 
@@ -363,7 +375,7 @@ impl Attention {
     pub fn run_cache<E: Element16>(
         &self,
         gpu: &Gpu,
-        entry: &AttentionEntry,
+        entry: &(impl ResolvedAttention + ?Sized),
         q: &(impl DevicePtr<E> + ?Sized),
         k_cache: &(impl DevicePtr<E> + ?Sized),
         v_cache: &(impl DevicePtr<E> + ?Sized),
@@ -396,13 +408,14 @@ impl Attention {
     }
 
     /// As [`forward_strided`](Self::forward_strided), with the kernel `entry` holds
-    /// ([`resolve`](Self::resolve); any of [`ATTENTION_KERNELS`] for the shape's head
-    /// dimension and `E`; the `cp.async` variant takes packed tensors only).
+    /// ([`resolve`](Self::resolve): any of [`ATTENTION_KERNELS`] for the shape's head
+    /// dimension and `E`, the `cp.async` variant taking packed tensors only; or
+    /// [`resolve_decode`](Self::resolve_decode)).
     #[allow(clippy::too_many_arguments)]
     pub fn run<E: Element16>(
         &self,
         gpu: &Gpu,
-        entry: &AttentionEntry,
+        entry: &(impl ResolvedAttention + ?Sized),
         q: &(impl DevicePtr<E> + ?Sized),
         k: &(impl DevicePtr<E> + ?Sized),
         v: &(impl DevicePtr<E> + ?Sized),
@@ -420,7 +433,7 @@ impl Attention {
     fn launch<E: Element16>(
         &self,
         gpu: &Gpu,
-        entry: &AttentionEntry,
+        entry: &(impl ResolvedAttention + ?Sized),
         q: &(impl DevicePtr<E> + ?Sized),
         k: &(impl DevicePtr<E> + ?Sized),
         v: &(impl DevicePtr<E> + ?Sized),
@@ -430,7 +443,7 @@ impl Attention {
         layout: &AttentionLayout,
         kv_lengths: u64,
     ) -> Result<(), AttentionError> {
-        let kernel = entry.kernel;
+        let kernel = entry.target();
         if kernel.element != E::TYPE {
             return Err(KernelError::Unsupported(format!(
                 "{} takes {}; the buffers hold {}",
@@ -439,13 +452,19 @@ impl Attention {
                 E::TYPE.name()
             )));
         }
-        check_shape(kernel, shape)?;
+        check_shape_of(kernel.name, kernel.geometry, shape)?;
+        let g = kernel.geometry;
+        let plan = match kernel.launch {
+            Launch::Prefill(_) => WalkPlan::NONE,
+            Launch::Decode(_, plan) => {
+                plan.unwrap_or_else(|| WalkPlan::for_shape(g, &shape, self.multiprocessors))
+            }
+        };
+        plan.check(g, &shape)?;
         let lengths = [q.len(), k.len(), v.len(), o.len()];
         check_layout(layout, &shape, lengths)?;
         check_len("the log-sum-exp", lse.len(), shape.lse_elements())?;
-        if kernel.techniques.loads == LoadKind::CpAsync
-            && *layout != AttentionLayout::packed(&shape)
-        {
+        if kernel.loads == LoadKind::CpAsync && *layout != AttentionLayout::packed(&shape) {
             return Err(KernelError::Unsupported(format!(
                 "{} copies packed tensors only (cp.async from computed rows): use the kernel \
                  with tensor copies",
@@ -458,7 +477,6 @@ impl Attention {
         {
             check_device(gpu, name, device)?;
         }
-        let g = kernel.geometry;
         let bytes = g.shared().bytes;
         if bytes > self.max_shared_bytes {
             return Err(KernelError::Unsupported(format!(
@@ -466,7 +484,7 @@ impl Attention {
                 kernel.name, self.max_shared_bytes
             )));
         }
-        let tiles = g.m_blocks(shape.seqlen_q) as u64 * shape.heads_q as u64 * shape.batch as u64;
+        let tiles = plan.tiles(g, &shape);
         let config = LaunchConfig::linear(
             tiles.min(self.multiprocessors as u64) as u32,
             g.threads(),
@@ -498,42 +516,126 @@ impl Attention {
                 .swizzle(Swizzle::Bytes128),
             )
         };
-        let q_map = map(q_ptr, &layout.q, shape.seqlen_q, shape.heads_q, g.q_box())?;
+        let pack = plan.pack_gqa;
+        let q_map = map(
+            q_ptr,
+            &layout.q,
+            shape.seqlen_q,
+            shape.heads_q,
+            g.q_box(pack),
+        )?;
         let k_map = map(k_ptr, &layout.k, shape.seqlen_kv, shape.heads_kv, g.k_box())?;
         let v_map = map(v_ptr, &layout.v, shape.seqlen_kv, shape.heads_kv, g.v_box())?;
-        let o_map = map(o_ptr, &layout.o, shape.seqlen_q, shape.heads_q, g.o_box())?;
+        let o_map = map(
+            o_ptr,
+            &layout.o,
+            shape.seqlen_q,
+            shape.heads_q,
+            g.o_box(pack),
+        )?;
         let sources = AttentionSources {
             q: q_ptr,
             k: k_ptr,
             v: v_ptr,
             kv_lengths,
         };
+        // A split pass writes FP32 parts to this stream's scratch buffer (kept: the next call
+        // reuses it), which the combine kernel reads after it.
+        let (_, lse_offset, parts_bytes) = plan.parts_bytes(&shape);
+        let mut scratch = self.scratch.lock();
+        let (parts, _parts_written) = match parts_bytes {
+            0 => (0, None),
+            bytes => {
+                // SAFETY: the split pass writes every row of the parts (each split of each
+                // query row of each head) before the combine kernel reads them, both queued
+                // after this on this stream.
+                let buffer = unsafe { scratch.for_stream(stream, bytes, "split-KV parts")? };
+                // Waits for the buffer's earlier use on another stream (event tracking) and
+                // records this one as a write.
+                let (base, written) = buffer.device_ptr_mut(stream);
+                (base, Some(written))
+            }
+        };
         // SAFETY: the log-sum-exp's address from its buffer, whose guard is held across the
         // launch.
         let mut lse_out = unsafe { Address::<f32>::new(lse_ptr, lse_len) };
-        // SAFETY: the maps describe Q, K, V and O of the kernel's element, inside their
-        // buffers at their strides (checked: 16-byte multiples, each buffer as long as its
-        // strides reach, O's rows apart), with the geometry's boxes, 128-byte swizzle and zero
-        // fill, and `sources` where the first three start (packed, for the kernel that reads
-        // them: checked); the log-sum-exp holds batch * heads_q * seqlen_q floats (checked);
-        // every size is at least 1 and heads_q a multiple of heads_kv (checked); `kv_lengths`
-        // 0 or `batch` int32 lengths (checked by `run_cache`, held); a 1-D grid of
-        // the geometry's threads and shared memory: the kernels' launch contract.
-        unsafe {
-            entry.entry.launch(
-                gpu,
-                config,
-                (
-                    &q_map,
-                    &k_map,
-                    &v_map,
-                    &o_map,
-                    &mut lse_out,
-                    shape.args(),
-                    sources,
-                ),
-            )?
-        };
+        // SAFETY (both launches): the maps describe Q, K, V and O of the kernel's element,
+        // inside their buffers at their strides (checked: 16-byte multiples, each buffer as
+        // long as its strides reach, O's rows apart), with the geometry's boxes (Q's and O's
+        // of the plan's packing), 128-byte swizzle and zero fill, and `sources` where the
+        // first three start (packed, for the kernel that reads them: checked); the
+        // log-sum-exp holds batch * heads_q * seqlen_q floats (checked); every size is at
+        // least 1 and heads_q a multiple of heads_kv (checked); `kv_lengths` 0 or `batch`
+        // int32 lengths (checked by `run_cache`, held); the plan checked against the shape,
+        // its parts in the scratch buffer of `parts_bytes` (held); a 1-D grid of the
+        // geometry's threads and shared memory: the kernels' launch contract.
+        match kernel.launch {
+            Launch::Prefill(entry) => unsafe {
+                entry.launch(
+                    gpu,
+                    config,
+                    (
+                        &q_map,
+                        &k_map,
+                        &v_map,
+                        &o_map,
+                        &mut lse_out,
+                        shape.args(),
+                        sources,
+                    ),
+                )?
+            },
+            Launch::Decode(entry, _) => {
+                let walk = plan.walk(parts, parts + lse_offset);
+                unsafe {
+                    entry.launch(
+                        gpu,
+                        config,
+                        (
+                            &q_map,
+                            &k_map,
+                            &v_map,
+                            &o_map,
+                            &mut lse_out,
+                            shape.args(),
+                            sources,
+                            walk,
+                        ),
+                    )?
+                };
+                if plan.splits > 1 {
+                    let merge = CombineArgs {
+                        o_partial: walk.o_partial,
+                        lse_partial: walk.lse_partial,
+                        o: o_ptr,
+                        lse: lse_ptr,
+                        batch: shape.batch,
+                        seqlen_q: shape.seqlen_q,
+                        heads_q: shape.heads_q,
+                        head_dim: shape.head_dim,
+                        splits: plan.splits,
+                        reserved: 0,
+                    };
+                    // SAFETY: the parts the pass above writes (in stream order), O at its
+                    // checked strides (16-byte multiples, the address 16-byte aligned as its
+                    // tensor map's), the log-sum-exp's floats; guards held.
+                    let o_strides = CombineStrides {
+                        batch: layout.o.batch,
+                        token: layout.o.token,
+                        head: layout.o.head,
+                    };
+                    unsafe {
+                        self.combiner.launch(
+                            gpu,
+                            kernel.element,
+                            merge,
+                            o_strides,
+                            self.multiprocessors,
+                        )?
+                    };
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -542,7 +644,29 @@ impl Attention {
 /// below 2^31; the kernel's head dimension; `heads_q` a multiple of `heads_kv`; a finite
 /// positive scale; the tile walk countable in 32 bits. (The buffers and strides:
 /// [`AttentionLayout`]'s checks.)
-pub fn check_shape(kernel: &AttentionKernel, shape: AttentionShape) -> Result<(), AttentionError> {
+pub fn check_shape<P>(
+    kernel: &AttentionKernel<P>,
+    shape: AttentionShape,
+) -> Result<(), AttentionError> {
+    check_shape_of(kernel.name, kernel.geometry, shape)?;
+    let tiles =
+        kernel.geometry.m_blocks(shape.seqlen_q) as u64 * shape.heads_q as u64 * shape.batch as u64;
+    if tiles > MAX_DIM as u64 {
+        return Err(KernelError::Shape(format!(
+            "{tiles} tiles of {} query rows: at most 2^31 - 1",
+            kernel.geometry.block_m()
+        )));
+    }
+    Ok(())
+}
+
+/// [`check_shape`] but the count of the unpacked, unsplit walk's tiles (a plan's own check
+/// counts its walk's).
+fn check_shape_of(
+    name: &str,
+    geometry: super::AttentionGeometry,
+    shape: AttentionShape,
+) -> Result<(), AttentionError> {
     let bad = |why: String| Err(KernelError::Shape(why));
     let AttentionShape {
         batch,
@@ -567,10 +691,10 @@ pub fn check_shape(kernel: &AttentionKernel, shape: AttentionShape) -> Result<()
             return bad(format!("{name} = {value} must be below 2^31"));
         }
     }
-    if head_dim != kernel.geometry.head_dim {
+    if head_dim != geometry.head_dim {
         return Err(KernelError::Unsupported(format!(
             "head dimension {head_dim}: {} takes {} (the kernels take 64, 128 or 256)",
-            kernel.name, kernel.geometry.head_dim
+            name, geometry.head_dim
         )));
     }
     if !heads_q.is_multiple_of(heads_kv) {
@@ -584,167 +708,8 @@ pub fn check_shape(kernel: &AttentionKernel, shape: AttentionShape) -> Result<()
             "the softmax scale must be finite and positive (got {scale})"
         ));
     }
-    let tiles = kernel.geometry.m_blocks(seqlen_q) as u64 * heads_q as u64 * batch as u64;
-    if tiles > MAX_DIM as u64 {
-        return bad(format!(
-            "{tiles} tiles of {} query rows: at most 2^31 - 1",
-            kernel.geometry.block_m()
-        ));
-    }
     Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn shape(batch: u32, sq: u32, skv: u32, hq: u32, hkv: u32, d: u32) -> AttentionShape {
-        AttentionShape {
-            batch,
-            seqlen_q: sq,
-            seqlen_kv: skv,
-            heads_q: hq,
-            heads_kv: hkv,
-            head_dim: d,
-            causal: false,
-            scale: None,
-        }
-    }
-
-    #[test]
-    fn shapes_are_checked_with_errors_a_caller_can_match() {
-        let k128 = AttentionKernel::best(ElementType::Bf16, 128).expect("built");
-        let msg = |r: Result<(), AttentionError>| r.unwrap_err().to_string();
-        let good = shape(2, 1000, 4097, 16, 4, 128);
-        assert!(check_shape(k128, good).is_ok());
-        let zero = shape(2, 0, 4097, 16, 4, 128);
-        assert_eq!(
-            msg(check_shape(k128, zero)),
-            "seqlen_q must be at least 1 (got 0)"
-        );
-        let gqa = shape(1, 64, 64, 6, 4, 128);
-        assert!(matches!(check_shape(k128, gqa), Err(KernelError::Shape(_))));
-        let d96 = shape(1, 64, 64, 4, 4, 96);
-        assert!(matches!(
-            check_shape(k128, d96),
-            Err(KernelError::Unsupported(_))
-        ));
-        let big = shape(1 << 31, 1, 1, 1, 1, 128);
-        assert!(msg(check_shape(k128, big)).contains("below 2^31"));
-        let negative = AttentionShape {
-            scale: Some(-1.0),
-            ..good
-        };
-        assert!(msg(check_shape(k128, negative)).contains("scale"));
-        let tiles = shape(1 << 20, 1 << 20, 1, 1 << 10, 1, 128);
-        assert!(msg(check_shape(k128, tiles)).contains("tiles"));
-        // Every error displays as one line.
-        for err in [zero, gqa, d96, big, negative, tiles].map(|s| msg(check_shape(k128, s))) {
-            assert!(!err.contains('\n'), "{err}");
-        }
-    }
-
-    #[test]
-    fn every_head_dimension_has_a_kernel_with_every_technique_that_fits() {
-        for e in [ElementType::Bf16, ElementType::F16] {
-            for d in [64, 128, 256] {
-                let k = AttentionKernel::best(e, d).expect("built");
-                assert_eq!(k.geometry.head_dim, d);
-                assert!(k.geometry.shared().bytes <= super::super::MAX_SHARED_BYTES);
-            }
-        }
-        for k in ATTENTION_KERNELS {
-            let g = k.geometry;
-            assert!(
-                g.shared().bytes <= super::super::MAX_SHARED_BYTES,
-                "{}",
-                k.name
-            );
-            assert!(g.block_n.is_multiple_of(64) && g.head_dim.is_multiple_of(64));
-            assert!(k.techniques.pingpong <= (g.consumers >= 2), "{}", k.name);
-        }
-    }
-
-    #[test]
-    fn the_dispatcher_takes_the_shorter_tile_where_it_measured_faster() {
-        for e in [ElementType::Bf16, ElementType::F16] {
-            let consumers = |seqlen_q: u32, causal: bool, d: u32| {
-                let s = AttentionShape {
-                    causal,
-                    ..shape(1, seqlen_q, 4096, 32, 32, d)
-                };
-                let k = AttentionKernel::for_shape(e, &s).expect("built");
-                assert_eq!((k.element, k.geometry.head_dim), (e, d), "{}", k.name);
-                let one = k.geometry.consumers == 1;
-                assert!(
-                    k.techniques.pingpong != one && k.techniques.overlap,
-                    "{}",
-                    k.name
-                );
-                k.geometry.consumers
-            };
-            assert_eq!(consumers(4096, false, 64), 3);
-            assert_eq!(consumers(512, false, 64), 3);
-            assert_eq!(consumers(4096, true, 64), 3);
-            assert_eq!(consumers(2048, true, 64), 2);
-            assert_eq!(consumers(512, true, 64), 2);
-            assert_eq!(consumers(17, false, 64), 2);
-            for d in [128, 256] {
-                for (seqlen_q, causal) in [(65, false), (512, true), (4096, false)] {
-                    assert_eq!(consumers(seqlen_q, causal, d), 2);
-                }
-            }
-            // Decode (at most 64 query rows): one consumer where one is built (BF16, d =
-            // 128), else the shorter of the others.
-            let one = if e == ElementType::Bf16 { 1 } else { 2 };
-            for (seqlen_q, causal) in [(1, false), (16, true), (64, false)] {
-                assert_eq!(consumers(seqlen_q, causal, 128), one);
-                assert_eq!(consumers(seqlen_q, causal, 256), 2);
-                assert_eq!(consumers(seqlen_q, causal, 64), 2);
-            }
-        }
-    }
-
-    #[test]
-    fn the_flop_count_is_the_pairs_the_mask_keeps() {
-        // Counted one (query, key) pair at a time from the mask's definition.
-        let counted = |s: &AttentionShape| {
-            let mut pairs = 0u64;
-            for i in 0..s.seqlen_q as i64 {
-                for j in 0..s.seqlen_kv as i64 {
-                    let kept = !s.causal || j <= i + s.seqlen_kv as i64 - s.seqlen_q as i64;
-                    pairs += u64::from(kept);
-                }
-            }
-            // Two multiplies of 2 d FLOP per pair, for every batch and query head.
-            (pairs * 2 * 2 * s.head_dim as u64 * s.batch as u64 * s.heads_q as u64) as f64
-        };
-        for (b, sq, skv, hq, hkv) in [
-            (1, 1, 1, 1, 1),
-            (2, 17, 17, 4, 2),
-            (1, 1, 300, 8, 1),
-            (3, 5, 129, 2, 2),
-            (1, 129, 5, 2, 1),
-            (2, 256, 256, 3, 3),
-            (1, 64, 1000, 4, 4),
-        ] {
-            for causal in [false, true] {
-                for d in [64, 128, 256] {
-                    let s = AttentionShape {
-                        causal,
-                        ..shape(b, sq, skv, hq, hkv, d)
-                    };
-                    assert_eq!(s.flops(), counted(&s), "{s:?}");
-                }
-            }
-        }
-        // Without a mask: 4 B H Sq Skv d, FlashAttention's count.
-        let s = shape(4, 4096, 4096, 16, 16, 128);
-        assert_eq!(s.flops(), 4.0 * 4.0 * 16.0 * 4096.0 * 4096.0 * 128.0);
-        assert_eq!(s.softmax_scale(), 1.0 / 128f32.sqrt());
-        assert_eq!(
-            s.args().scale_log2,
-            s.softmax_scale() * std::f32::consts::LOG2_E
-        );
-    }
-}
+mod tests;

@@ -4,7 +4,7 @@
 #![cfg(target_feature = "sm_90a")]
 
 use super::loads::{Loads, Operand};
-use super::{AttentionArgs, AttentionGeometry, AttentionSources, ROWS_PER_CONSUMER};
+use super::{AttentionArgs, AttentionGeometry, AttentionSources, DecodeWalk, ROWS_PER_CONSUMER};
 use core::num::NonZeroU32;
 use gpu::collective::tensor_core::{IssueOrder, NamedTurns, warpgroup_barrier};
 use gpu::math;
@@ -20,15 +20,18 @@ use gpu::wgmma::{
 /// `ln 2`: the log-sum-exp is kept in base 2 and written in base e.
 const LN_2: f32 = core::f32::consts::LN_2;
 
-/// One tile of the walk: query rows `m0..m0 + block_m` of head `head` of sequence `batch`,
-/// its keys (`seqlen_kv`: the sequence's own length where the lengths are given), and how
-/// many blocks of keys it reads (`0..key_blocks`, walked from the last).
+/// One tile of the walk: packed query rows `m0..m0 + block_m` (row `r` is query `r / pack`
+/// of head `head + r % pack`; `pack` 1 unpacked) of sequence `batch`, its keys (`seqlen_kv`:
+/// the sequence's own length where the lengths are given), and the blocks of keys it reads
+/// (`first_block..key_blocks`, walked from the last: all of them, or its split's part).
 #[derive(Clone, Copy)]
 struct Tile {
     m0: u32,
     head: u32,
     batch: u32,
+    split: u32,
     seqlen_kv: u32,
+    first_block: u32,
     key_blocks: u32,
 }
 
@@ -50,37 +53,47 @@ fn seqlen_kv_of(args: &AttentionArgs, sources: &AttentionSources, batch: u32) ->
     }
 }
 
-/// Tile `index` of the walk. No mask: head-major (the tiles of one head, whose K and V they
-/// share, run together and keep them in L2). Causal: the query blocks with the most keys
-/// first, across all heads and sequences (block-major, from the last query block), so that
-/// each round of the persistent walk (one tile per block) takes tiles of about one length and
-/// the short ones fill the end. Head-major with each head's blocks reversed measured 73% of
-/// cuDNN at 16k tokens in one sequence: with 128 query blocks per head over 132 blocks, block
-/// `b` took blocks `b, b + 4, ...` of the heads in turn, the first 28 blocks the longest ones.
+/// Tile `index` of the walk, the splits of one tile's keys adjacent. No mask: head-major
+/// (the tiles of one head, whose K and V they share, run together and keep them in L2).
+/// Causal: the query blocks with the most keys first, across all heads and sequences
+/// (block-major, from the last query block), so that each round of the persistent walk (one
+/// tile per block) takes tiles of about one length and the short ones fill the end.
+/// Head-major with each head's blocks reversed measured 73% of cuDNN at 16k tokens in one
+/// sequence: with 128 query blocks per head over 132 blocks, block `b` took blocks `b, b + 4,
+/// ...` of the heads in turn, the first 28 blocks the longest ones.
 #[inline(always)]
-fn tile_of(
+fn tile_of<const DECODE: bool>(
     g: AttentionGeometry,
     args: &AttentionArgs,
     sources: &AttentionSources,
+    walk: &DecodeWalk,
     index: u32,
 ) -> Tile {
     // At least 1 (the launch contract): the divisions need no check.
-    let m_blocks = nonzero(g.m_blocks(args.seqlen_q));
+    let (pack, splits) = walk_of::<DECODE>(walk);
+    let (split, index) = (index % splits, index / splits);
+    let rows = args.seqlen_q * pack.get();
+    let m_blocks = nonzero(g.m_blocks(rows));
     let causal = args.causal != 0;
-    let (mb, head_of_batch) = if causal {
-        let heads = nonzero(args.heads_q * args.batch);
-        (m_blocks.get() - 1 - index / heads, index % heads)
+    let (mb, group_of_batch) = if causal {
+        // (`heads_q / pack`, not `groups`: with `pack` 1 it folds to the prefill's product.)
+        let groups_of_batch = nonzero(args.heads_q / pack * args.batch);
+        (
+            m_blocks.get() - 1 - index / groups_of_batch,
+            index % groups_of_batch,
+        )
     } else {
         (index % m_blocks, index / m_blocks)
     };
     let m0 = mb * g.block_m();
-    let batch = head_of_batch / nonzero(args.heads_q);
+    let groups = nonzero(args.heads_q / pack);
+    let batch = group_of_batch / groups;
     let seqlen_kv = seqlen_kv_of(args, sources, batch);
     let all = seqlen_kv.div_ceil(g.block_n);
     let key_blocks = if causal {
-        // The tile's last row sees keys up to `last + seqlen_kv - seqlen_q`.
-        let last = (m0 + g.block_m()).min(args.seqlen_q) as i32 - 1;
-        let max_key = last + seqlen_kv as i32 - args.seqlen_q as i32;
+        // The tile's last query sees keys up to `last + seqlen_kv - seqlen_q`.
+        let last = ((m0 + g.block_m()).min(rows) - 1) / pack;
+        let max_key = last as i32 + seqlen_kv as i32 - args.seqlen_q as i32;
         if max_key < 0 {
             0
         } else {
@@ -89,14 +102,34 @@ fn tile_of(
     } else {
         all
     };
+    // The split's part of the blocks, as even as whole blocks allow (empty past the end).
+    let part = key_blocks.div_ceil(splits.get());
+    let first_block = (split * part).min(key_blocks);
     Tile {
         m0,
-        head: head_of_batch % nonzero(args.heads_q),
+        head: group_of_batch % groups * pack.get(),
         batch,
+        split,
         seqlen_kv,
-        key_blocks,
+        first_block,
+        key_blocks: (first_block + part).min(key_blocks),
     }
 }
+
+/// A row's log-sum-exp in base e from its running maximum (of unscaled scores) and sum (of
+/// `2^(scale (s - max))`); -inf for a row that saw no key.
+#[inline(always)]
+fn log_sum_exp(max: f32, sum: f32, scale: f32) -> f32 {
+    if sum > 0.0 {
+        (max * scale + math::log2(sum)) * LN_2
+    } else {
+        f32::NEG_INFINITY
+    }
+}
+
+/// Two FP32 columns of a row of O's parts, written in one 8-byte store.
+#[repr(C, align(8))]
+struct ColumnPair([f32; 2]);
 
 /// The consumer's next stage, once filled, fenced for `wgmma`'s reads (the async proxy)
 /// where the copies wrote it through the generic proxy (`cp.async`).
@@ -113,6 +146,18 @@ fn wait_filled<L: Loads, C: GroupConsumer>(consumer: &mut C) -> HeldStage {
 #[inline(always)]
 fn nonzero(x: u32) -> NonZeroU32 {
     NonZeroU32::new(x).unwrap_or(NonZeroU32::MIN)
+}
+
+/// The walk's query heads per tile and splits of the keys: `walk`'s in the decode kernels,
+/// else 1 and 1 as constants, which fold away (the prefill kernels' code is unchanged: their
+/// PTX fingerprints say so).
+#[inline(always)]
+fn walk_of<const DECODE: bool>(walk: &DecodeWalk) -> (NonZeroU32, NonZeroU32) {
+    if DECODE {
+        (nonzero(walk.pack_gqa), nonzero(walk.splits))
+    } else {
+        (NonZeroU32::MIN, NonZeroU32::MIN)
+    }
 }
 
 /// The running softmax of a warpgroup's two rows per thread: the maximum score so far and the
@@ -237,11 +282,79 @@ fn to_fragments<E: SixteenBit, const SREGS: usize, const PF: usize>(
     p
 }
 
+/// A decode tile's epilogue rows, for the thread's two rows from packed row `row`: with one
+/// part per tile, the log-sum-exp of each that is a query (packed rows past `seqlen_q *
+/// pack` are not; its O goes out through the staging as the prefill's does); split, the
+/// part's log-sum-exp and O in FP32 instead. Returns whether the tile was a part.
+///
+/// # Safety
+/// The launch contract ([`super::DecodeParams`]); `out` divided by the row sums.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn decode_rows<const D: u32, const OREGS: usize>(
+    args: &AttentionArgs,
+    decode: &DecodeWalk,
+    tile: Tile,
+    row: u32,
+    rows: &RowState,
+    out: &Accumulator<OREGS>,
+    lse: *mut f32,
+    scale: f32,
+    pack: NonZeroU32,
+    t: u32,
+) -> bool {
+    let split = decode.splits > 1;
+    for h in 0..2 {
+        let row = row + 8 * h;
+        let (query, head) = (row / pack, tile.head + row % pack);
+        if query >= args.seqlen_q {
+            continue;
+        }
+        let value = log_sum_exp(rows.max[h as usize], rows.sum[h as usize], scale);
+        if !split {
+            if t.is_multiple_of(4) {
+                let at = ((tile.batch * args.heads_q + head) as u64) * args.seqlen_q as u64
+                    + query as u64;
+                // SAFETY: inside the log-sum-exp's `batch * heads_q * seqlen_q` floats
+                // (query < seqlen_q, head < heads_q); this thread's row alone.
+                unsafe { lse.add(at as usize).write(value) };
+            }
+            continue;
+        }
+        let part_row = ((tile.split * args.batch + tile.batch) as u64 * args.seqlen_q as u64
+            + query as u64)
+            * args.heads_q as u64
+            + head as u64;
+        if t.is_multiple_of(4) {
+            // SAFETY: inside the parts' `splits * batch * seqlen_q * heads_q` floats (split <
+            // splits, query < seqlen_q, head < heads_q); this row's alone.
+            unsafe {
+                (decode.lse_partial as *mut f32)
+                    .add(part_row as usize)
+                    .write(value)
+            };
+        }
+        // Columns `8 q + 2 (t % 4)` and the next of each 8: registers `4 q + 2 h` and the
+        // next ([`Accumulator::position`]).
+        let parts = decode.o_partial as *mut ColumnPair;
+        let at = part_row as usize * (D / 2) as usize + (t % 4) as usize;
+        for q in 0..OREGS / 4 {
+            let r = 4 * q + 2 * h as usize;
+            let pair = ColumnPair([out.regs[r], out.regs[r + 1]]);
+            // SAFETY: inside row `part_row` of the parts' `d` floats per row, 8-byte aligned
+            // (the buffer is, d is even); this thread's columns alone.
+            unsafe { parts.add(at + 4 * q).write(pair) };
+        }
+    }
+    split
+}
+
 /// The attention forward pass (module docs). `D`: head dimension; `BN`: keys per block;
 /// `SREGS = BN / 2`, `OREGS = D / 2`, `PF = PV_GROUPS = BN / 64` (the register tiles' sizes,
 /// and the commit groups of one block's `P V`);
 /// `STAGES` of each of the K and V pipelines; `CONSUMERS` warpgroups of 64 query rows;
-/// `PINGPONG`, `OVERLAP`: the techniques ([`super::Techniques`]).
+/// `PINGPONG`, `OVERLAP`: the techniques ([`super::Techniques`]); `DECODE`: the walk packs
+/// `args.pack_gqa` query heads per tile and splits the keys in `args.splits` (else neither).
 ///
 /// # Safety
 /// The kernels' launch contract ([`super::AttentionParams`]), `g` the geometry these
@@ -261,6 +374,7 @@ pub(super) unsafe fn attention<
     const CONSUMERS: u32,
     const PINGPONG: bool,
     const OVERLAP: bool,
+    const DECODE: bool,
 >(
     g: AttentionGeometry,
     maps: [TensorMapRef; 3],
@@ -268,6 +382,7 @@ pub(super) unsafe fn attention<
     lse: *mut f32,
     args: AttentionArgs,
     sources: AttentionSources,
+    decode: DecodeWalk,
 ) where
     E: SixteenBit,
     Accumulator<SREGS>: TiedAccumulator,
@@ -288,7 +403,13 @@ pub(super) unsafe fn attention<
     let q_tile = shared.q.at(0);
     let block_m = g.block_m();
     let d_boxes = g.d_boxes();
-    let tiles = g.m_blocks(args.seqlen_q) * args.heads_q * args.batch;
+    // Below 2^31 (the launch contract).
+    let tiles = if DECODE {
+        g.tiles(&args, &decode) as u32
+    } else {
+        g.m_blocks(args.seqlen_q) * args.heads_q * args.batch
+    };
+    let (pack, _) = walk_of::<DECODE>(&decode);
 
     // SAFETY (all three): every thread calls them; one thread produces; every consumer
     // warpgroup waits for and releases each fill once (all read the same Q and keys); the
@@ -309,7 +430,7 @@ pub(super) unsafe fn attention<
         let group = nonzero(args.heads_q / nonzero(args.heads_kv));
         let mut walk = GridStride::this_block(tiles);
         while let Some(index) = walk.next() {
-            let tile = tile_of(g, &args, &sources, index);
+            let tile = tile_of::<DECODE>(g, &args, &sources, &decode, index);
             let kv_head = tile.head / group;
             // SAFETY (all copies): the stage is free (acquired); every destination is a 1 KiB
             // aligned box of the stage's buffer; the coordinates are inside the tensors but
@@ -318,7 +439,8 @@ pub(super) unsafe fn attention<
             let stage = q_producer.producer_acquire();
             for j in 0..d_boxes {
                 let dst = q_tile.add(j * block_m * 128);
-                let (col, m0) = (64 * j, tile.m0);
+                // Packed: the box is `pack` heads by `block_m / pack` queries.
+                let (col, m0) = (64 * j, tile.m0 / pack);
                 unsafe {
                     loads.copy_box(
                         Operand::Q,
@@ -333,7 +455,7 @@ pub(super) unsafe fn attention<
                 };
             }
             stage.producer_commit();
-            for block in (0..tile.key_blocks).rev() {
+            for block in (tile.first_block..tile.key_blocks).rev() {
                 let kv0 = block * BN;
                 let stage = k_producer.producer_acquire();
                 let k_stage = shared.k.at(stage.index());
@@ -411,33 +533,32 @@ pub(super) unsafe fn attention<
 
     let mut walk = GridStride::this_block(tiles);
     while let Some(index) = walk.next() {
-        let tile = tile_of(g, &args, &sources, index);
+        let tile = tile_of::<DECODE>(g, &args, &sources, &decode, index);
         let diagonal = tile.seqlen_kv as i32 - args.seqlen_q as i32;
         let mut q_stage = Some(wait_filled::<L, _>(&mut q_consumer));
         // Q is free for the next tile's once the last scores (block 0's) are complete, when
         // O is staged apart; else once O's stores have read it.
         let mut q_read = |block: u32| {
             if separate_o
-                && block == 0
+                && block == tile.first_block
                 && let Some(stage) = q_stage.take()
             {
                 q_consumer.consumer_release_held(stage, t);
             }
         };
         // The keys this thread's two rows see (exclusive), and the fewest any row of the
-        // warpgroup sees: blocks reaching past that are masked.
-        let first_row = (tile.m0 + row0) as i32;
-        let key_limit = |row: i32| {
+        // warpgroup sees: blocks reaching past that are masked. A packed row `r` is query
+        // `r / pack`.
+        let first_row = tile.m0 + row0;
+        let key_limit = |row: u32| {
+            let query = (row / pack) as i32;
             if causal {
-                (row + diagonal + 1).min(tile.seqlen_kv as i32)
+                (query + diagonal + 1).min(tile.seqlen_kv as i32)
             } else {
                 tile.seqlen_kv as i32
             }
         };
-        let row_limit = [
-            key_limit(first_row + top as i32),
-            key_limit(first_row + top as i32 + 8),
-        ];
+        let row_limit = [key_limit(first_row + top), key_limit(first_row + top + 8)];
         let fewest = key_limit(first_row);
         let mask = |s: &mut Accumulator<SREGS>, block: u32| {
             let kv0 = (block * BN) as i32;
@@ -451,7 +572,7 @@ pub(super) unsafe fn attention<
             max: [f32::NEG_INFINITY; 2],
             sum: [0.0; 2],
         };
-        if tile.key_blocks > 0 {
+        if tile.key_blocks > tile.first_block {
             let mut s = Accumulator::<SREGS>::zeros();
             // The last block first: its scores, its softmax, its P.
             // SAFETY (all issues and waits below): the whole warpgroup; Q and each stage
@@ -472,7 +593,7 @@ pub(super) unsafe fn attention<
             let mut alpha = rows.step(&mut s, scale);
             let mut p = to_fragments::<E, SREGS, PF>(&s);
             // Each earlier block: its scores issued with the later block's P V.
-            for block in (0..tile.key_blocks - 1).rev() {
+            for block in (tile.first_block..tile.key_blocks - 1).rev() {
                 unsafe { turns.wait() };
                 let k_stage = wait_filled::<L, _>(&mut k_consumer);
                 let scores = unsafe {
@@ -524,7 +645,31 @@ pub(super) unsafe fn attention<
         // O / sum (0 for a row that saw no key) and the log-sum-exp (-inf there).
         let inverse = rows.sum.map(|l| if l > 0.0 { math::recip(l) } else { 0.0 });
         out.scale_rows(inverse);
-        if t.is_multiple_of(4) {
+        if DECODE {
+            // SAFETY: forwarded (the launch contract, `decode`'s buffers included).
+            let split = unsafe {
+                decode_rows::<D, OREGS>(
+                    &args,
+                    &decode,
+                    tile,
+                    tile.m0 + row0 + top,
+                    &rows,
+                    &out,
+                    lse,
+                    scale,
+                    pack,
+                    t,
+                )
+            };
+            if split {
+                if let Some(stage) = q_stage.take() {
+                    q_consumer.consumer_release_held(stage, t);
+                }
+                continue;
+            }
+        } else if t.is_multiple_of(4) {
+            // (Written out, not `log_sum_exp`: through the function LLVM orders the
+            // comparisons otherwise, and the prefill kernels' fingerprints would change.)
             for h in 0..2 {
                 let row = tile.m0 + row0 + top + 8 * h;
                 if row < args.seqlen_q {
@@ -574,7 +719,7 @@ pub(super) unsafe fn attention<
                     let at = [
                         64 * (o_boxes * round + j) as i32,
                         tile.head as i32,
-                        first_row,
+                        (first_row / pack) as i32,
                         tile.batch as i32,
                     ];
                     // SAFETY: the box is staged (barrier above, fenced for the copy engine);

@@ -29,11 +29,21 @@
 //!   writes it with tensor stores (clipped at the sequence's end); the log-sum-exp goes
 //!   straight from registers;
 //! - the ablation's `cp.async` kernel copies Q, K and V with the producer warpgroup's 128
-//!   threads instead of TMA (`loads`).
+//!   threads instead of TMA (`loads`);
+//! - the decode kernels ([`ATTENTION_DECODE_KERNELS`]) walk otherwise, for few query rows: a
+//!   tile packs the query heads that share a KV head (`pack_gqa` heads of `64 / pack_gqa`
+//!   queries, Q's and O's boxes shaped so), so a KV head is read once per tile, not once per
+//!   query head; and each tile's keys are split into `splits` parts walked by different
+//!   blocks, which write FP32 parts that `attention_combine_*` merges by their log-sum-exps
+//!   ([`WalkPlan`] chooses both).
 //!
 //! [`ATTENTION_KERNELS`] lists every kernel; its table ([`gpu::kernel_table!`], one line per
 //! kernel) declares each once, for the device and the host. [`Attention`] is the host API.
 
+mod combine;
+pub use combine::{
+    COMBINE_THREADS, CombineArgs, CombineStrides, attention_combine_bf16, attention_combine_f16,
+};
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 #[cfg(target_arch = "nvptx64")]
@@ -47,6 +57,14 @@ pub use host::*;
 mod layout;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use layout::{AttentionLayout, RowStrides};
+#[cfg(not(target_arch = "nvptx64"))]
+mod decode;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use decode::{DecodeEntry, ResolvedAttention};
+#[cfg(not(target_arch = "nvptx64"))]
+mod plan;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use plan::{MAX_SPLITS, MIN_BLOCKS_PER_SPLIT, WalkPlan};
 #[cfg(not(target_arch = "nvptx64"))]
 mod shape;
 #[cfg(not(target_arch = "nvptx64"))]
@@ -121,6 +139,48 @@ pub struct AttentionSources {
     pub kv_lengths: u64,
 }
 
+/// How a decode kernel ([`ATTENTION_DECODE_KERNELS`]) walks, its last parameter: query heads
+/// packed per tile and keys split over blocks ([`WalkPlan`] chooses both), and where split
+/// parts go. The prefill kernels have no such parameter (their walk is `DecodeWalk::NONE`'s,
+/// compiled in).
+///
+/// ```
+/// use gpu_kernels::attention::DecodeWalk;
+/// assert_eq!(std::mem::size_of::<DecodeWalk>(), 24);
+/// assert_eq!((DecodeWalk::NONE.pack_gqa, DecodeWalk::NONE.splits), (1, 1));
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeWalk {
+    /// Query heads packed into one tile (GQA packing): a tile's row `r` is query
+    /// `r / pack_gqa` of head `first + r % pack_gqa`. 1, or a divisor of both
+    /// `heads_q / heads_kv` and 64 (Q's and O's boxes are `(64, pack_gqa, 64 / pack_gqa, 1)`).
+    pub pack_gqa: u32,
+    /// Parts each tile's keys are split into (split-KV), at least 1: part `j` of a tile of
+    /// `n` blocks of keys walks blocks `j * ceil(n / splits)..` up to the next part's first.
+    /// Above 1, every part writes its O (divided by its own sum) and log-sum-exp as FP32 to
+    /// `o_partial` and `lse_partial` instead of O and the log-sum-exp, for
+    /// `attention_combine_*` to merge.
+    pub splits: u32,
+    /// With `splits` above 1: `splits * batch * seqlen_q * heads_q` rows of `d` FP32, 16-byte
+    /// aligned; part `j`'s O of query row `(b, s, h)` at row `((j * batch + b) * seqlen_q +
+    /// s) * heads_q + h` (O's own order per part). Else unused.
+    pub o_partial: u64,
+    /// With `splits` above 1: the parts' log-sum-exps, one FP32 per row of `o_partial`, in
+    /// its order. Else unused.
+    pub lse_partial: u64,
+}
+
+impl DecodeWalk {
+    /// No packing, no split: the prefill kernels' walk.
+    pub const NONE: DecodeWalk = DecodeWalk {
+        pack_gqa: 1,
+        splits: 1,
+        o_partial: 0,
+        lse_partial: 0,
+    };
+}
+
 /// A kernel's block geometry: head dimension, keys per block, stages of the K and V
 /// pipelines, consumer warpgroups; and the dynamic shared memory they make.
 ///
@@ -170,9 +230,10 @@ impl AttentionGeometry {
         self.block_n * self.head_dim * 2
     }
 
-    /// The tensor map box of Q (innermost first: d, heads, seqlen, batch).
-    pub const fn q_box(self) -> [u32; 4] {
-        [64, 1, self.block_m(), 1]
+    /// The tensor map box of Q (innermost first: d, heads, seqlen, batch): 64 columns of the
+    /// tile's rows, `pack_gqa` heads (1 unpacked) by `block_m / pack_gqa` queries.
+    pub const fn q_box(self, pack_gqa: u32) -> [u32; 4] {
+        [64, pack_gqa, self.block_m() / pack_gqa, 1]
     }
 
     /// The box of K: one 64-column box of a block of keys.
@@ -185,9 +246,9 @@ impl AttentionGeometry {
         [64, 1, 64, 1]
     }
 
-    /// The box of O: 64 columns of one consumer's 64 rows.
-    pub const fn o_box(self) -> [u32; 4] {
-        [64, 1, ROWS_PER_CONSUMER, 1]
+    /// The box of O: 64 columns of one consumer's 64 rows (packed as Q's).
+    pub const fn o_box(self, pack_gqa: u32) -> [u32; 4] {
+        [64, pack_gqa, ROWS_PER_CONSUMER / pack_gqa, 1]
     }
 
     /// 64-column boxes of O that the staging apart from Q holds (each for every consumer's
@@ -246,6 +307,18 @@ impl AttentionGeometry {
     /// Query tiles of one head of one sequence.
     pub const fn m_blocks(self, seqlen_q: u32) -> u32 {
         seqlen_q.div_ceil(self.block_m())
+    }
+
+    /// The tiles of the walk of `args` by `walk`: query blocks of `seqlen_q * pack_gqa`
+    /// packed rows, of `heads_q / pack_gqa` head groups, of each sequence, of each split.
+    /// Host and device count them alike; at least 1 for sizes of at least 1 (the launch
+    /// contract).
+    pub const fn tiles(self, args: &AttentionArgs, walk: &DecodeWalk) -> u64 {
+        let pack = if walk.pack_gqa == 0 { 1 } else { walk.pack_gqa };
+        self.m_blocks(args.seqlen_q * pack) as u64
+            * (args.heads_q / pack) as u64
+            * args.batch as u64
+            * walk.splits as u64
     }
 }
 
@@ -306,6 +379,20 @@ pub type AttentionParams = (
     AttentionSources,
 );
 
+/// The parameters of every decode kernel ([`ATTENTION_DECODE_KERNELS`]): [`AttentionParams`]
+/// and the walk ([`DecodeWalk`]; Q's and O's boxes [`AttentionGeometry::q_box`] and `o_box`
+/// of its `pack_gqa`).
+pub type DecodeParams = (
+    TensorMap,
+    TensorMap,
+    TensorMap,
+    TensorMap,
+    *mut f32,
+    AttentionArgs,
+    AttentionSources,
+    DecodeWalk,
+);
+
 /// What a kernel does beyond the plain wgmma + TMA kernel: the techniques the ablation
 /// switches off one at a time.
 ///
@@ -345,7 +432,9 @@ pub enum LoadKind {
     CpAsync,
 }
 
-/// One kernel: its entry point, element, geometry and techniques.
+/// One kernel: its entry point, element, geometry and techniques. `P`: its parameters,
+/// [`AttentionParams`] ([`ATTENTION_KERNELS`]) or [`DecodeParams`]
+/// ([`ATTENTION_DECODE_KERNELS`]).
 ///
 /// ```
 /// use gpu_kernels::attention::{AttentionKernel, AttentionShape};
@@ -359,8 +448,7 @@ pub enum LoadKind {
 /// assert_eq!(kernel.geometry.block_m(), 128);
 /// assert_eq!(kernel.entry.name(), kernel.name);
 /// ```
-#[derive(Debug)]
-pub struct AttentionKernel {
+pub struct AttentionKernel<P: 'static = AttentionParams> {
     /// The entry point's name (the report's row).
     pub name: &'static str,
     /// Q, K, V and O's element.
@@ -370,7 +458,20 @@ pub struct AttentionKernel {
     /// What it overlaps.
     pub techniques: Techniques,
     /// The entry point.
-    pub entry: gpu::kernel::EntryPoint<AttentionParams>,
+    pub entry: gpu::kernel::EntryPoint<P>,
+}
+
+// By hand: a derive would ask `P: Debug` of the parameter tuple.
+impl<P> core::fmt::Debug for AttentionKernel<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("AttentionKernel")
+            .field("name", &self.name)
+            .field("element", &self.element)
+            .field("geometry", &self.geometry)
+            .field("techniques", &self.techniques)
+            .field("entry", &self.entry)
+            .finish()
+    }
 }
 
 impl AttentionKernel {
@@ -393,7 +494,8 @@ impl AttentionKernel {
 
 /// A line of [`ATTENTION_KERNELS`] ([`gpu::kernel_table!`]), named fields — `element` of Q, K,
 /// V and O, `d` (head dimension), `block_n` (keys per block), `stages` (of K and of V),
-/// `consumers` (warpgroups), `pingpong`, `overlap` and `loads` ([`Techniques`]): `@entry`
+/// `consumers` (warpgroups), `pingpong`, `overlap` and `loads` ([`Techniques`]), `decode`
+/// (whether it takes a [`DecodeWalk`]: [`DecodeParams`]): `@entry`
 /// declares its entry point ([`gpu::kernel!`]), `@row` is its [`AttentionKernel`].
 macro_rules! attention_row {
     (@$what:ident $name:ident {
@@ -404,12 +506,13 @@ macro_rules! attention_row {
         consumers: $consumers:literal,
         pingpong: $pingpong:literal,
         overlap: $overlap:literal,
-        loads: $loads:ident
+        loads: $loads:ident,
+        decode: $decode:tt
     }) => {
-        attention_row! { $what $name, $e, $d, $bn, $stages, $consumers, $pingpong, $overlap, $loads }
+        attention_row! { $what $name, $e, $d, $bn, $stages, $consumers, $pingpong, $overlap, $loads, $decode }
     };
     (entry $name:ident, $e:ident, $d:literal, $bn:literal, $stages:literal, $consumers:literal,
-     $pingpong:literal, $overlap:literal, $loads:ident) => {
+     $pingpong:literal, $overlap:literal, $loads:ident, false) => {
         gpu::kernel! {
             /// An attention kernel of the table (its row says what it is; module docs).
             ///
@@ -437,13 +540,48 @@ macro_rules! attention_row {
                 // SAFETY: forwarded launch contract.
                 unsafe {
                     kernels::attention::<$e, loads::$loads, $d, $bn, { $bn / 2 }, { $d / 2 }, { $bn / 64 }, { $bn / 64 },
-                        $stages, $consumers, $pingpong, $overlap>(G, [q, k, v], o, lse, args, sources)
+                        $stages, $consumers, $pingpong, $overlap, false>(G, [q, k, v], o, lse, args, sources, DecodeWalk::NONE)
+                }
+            }
+        }
+    };
+    (entry $name:ident, $e:ident, $d:literal, $bn:literal, $stages:literal, $consumers:literal,
+     $pingpong:literal, $overlap:literal, $loads:ident, true) => {
+        gpu::kernel! {
+            /// A decode kernel of the table (its row says what it is; module docs).
+            ///
+            /// # Safety
+            /// 1-D grid of any size; the geometry's threads and `shared().bytes` of
+            /// dynamic shared memory; `q`, `k`, `v`, `o` tensor maps of Q, K, V and O as
+            /// [`AttentionParams`] says, of this element, their dimensions `args`'; `lse`
+            /// holds `batch * heads_q * seqlen_q` floats; every size in `args` at least 1,
+            /// `heads_q` a multiple of `heads_kv`; `sources.kv_lengths` 0 or `batch` int32
+            /// lengths; `walk` as [`DecodeWalk`] says, Q's and O's boxes of its
+            /// `pack_gqa`, its parts (split) of the sizes it gives.
+            pub fn $name(q: TensorMap, k: TensorMap, v: TensorMap, o: TensorMap, lse: *mut f32, args: AttentionArgs, sources: AttentionSources, walk: DecodeWalk)
+                [max_threads = { WARPGROUP_THREADS * (1 + $consumers) }]
+                [device if target_feature = "sm_90a"]
+            {
+                let q = gpu::tensor_map_param!(entry, 0, q);
+                let k = gpu::tensor_map_param!(entry, 1, k);
+                let v = gpu::tensor_map_param!(entry, 2, v);
+                let o = gpu::tensor_map_param!(entry, 3, o);
+                const G: AttentionGeometry = AttentionGeometry {
+                    head_dim: $d,
+                    block_n: $bn,
+                    stages: $stages,
+                    consumers: $consumers,
+                };
+                // SAFETY: forwarded launch contract.
+                unsafe {
+                    kernels::attention::<$e, loads::$loads, $d, $bn, { $bn / 2 }, { $d / 2 }, { $bn / 64 }, { $bn / 64 },
+                        $stages, $consumers, $pingpong, $overlap, true>(G, [q, k, v], o, lse, args, sources, walk)
                 }
             }
         }
     };
     (row $name:ident, $e:ident, $d:literal, $bn:literal, $stages:literal, $consumers:literal,
-     $pingpong:literal, $overlap:literal, $loads:ident) => {
+     $pingpong:literal, $overlap:literal, $loads:ident, $decode:tt) => {
         AttentionKernel {
             name: $name.name(),
             element: ElementType::$e,
@@ -462,16 +600,31 @@ macro_rules! attention_row {
 gpu::kernel_table! {
     /// Every attention kernel, in report order.
     pub static ATTENTION_KERNELS: [AttentionKernel] by attention_row;
-    attention_bf16_d64 { element: Bf16, d: 64, block_n: 128, stages: 3, consumers: 3, pingpong: true, overlap: true, loads: Tma }
-    attention_bf16_d128 { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
-    attention_bf16_d256 { element: Bf16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
-    attention_f16_d64 { element: F16, d: 64, block_n: 128, stages: 3, consumers: 3, pingpong: true, overlap: true, loads: Tma }
-    attention_f16_d128 { element: F16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
-    attention_f16_d256 { element: F16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma }
-    attention_bf16_d128_no_pingpong { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: false, overlap: true, loads: Tma }
-    attention_bf16_d128_no_overlap { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: false, loads: Tma }
-    attention_bf16_d128_cp_async { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: CpAsync }
-    attention_bf16_d64_two_consumers { element: Bf16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true, loads: Tma }
-    attention_f16_d64_two_consumers { element: F16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true, loads: Tma }
-    attention_bf16_d128_one_consumer { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 1, pingpong: false, overlap: true, loads: Tma }
+    attention_bf16_d64 { element: Bf16, d: 64, block_n: 128, stages: 3, consumers: 3, pingpong: true, overlap: true, loads: Tma, decode: false }
+    attention_bf16_d128 { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma, decode: false }
+    attention_bf16_d256 { element: Bf16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma, decode: false }
+    attention_f16_d64 { element: F16, d: 64, block_n: 128, stages: 3, consumers: 3, pingpong: true, overlap: true, loads: Tma, decode: false }
+    attention_f16_d128 { element: F16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma, decode: false }
+    attention_f16_d256 { element: F16, d: 256, block_n: 64, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: Tma, decode: false }
+    attention_bf16_d128_no_pingpong { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: false, overlap: true, loads: Tma, decode: false }
+    attention_bf16_d128_no_overlap { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: false, loads: Tma, decode: false }
+    attention_bf16_d128_cp_async { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 2, pingpong: true, overlap: true, loads: CpAsync, decode: false }
+    attention_bf16_d64_two_consumers { element: Bf16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true, loads: Tma, decode: false }
+    attention_f16_d64_two_consumers { element: F16, d: 64, block_n: 128, stages: 3, consumers: 2, pingpong: true, overlap: true, loads: Tma, decode: false }
+    attention_bf16_d128_one_consumer { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 1, pingpong: false, overlap: true, loads: Tma, decode: false }
+}
+
+gpu::kernel_table! {
+    /// The decode kernels: one consumer warpgroup (64-row tiles), tensor copies, the walk that
+    /// packs query heads and splits keys ([`DecodeWalk`], chosen by [`WalkPlan`]). Written
+    /// 2026-12-07 with no GPU lent: not yet run on one, so [`Attention`]'s dispatcher does
+    /// not take them (a caller runs them through [`Attention::resolve_decode`]), and no
+    /// workload measures them yet.
+    pub static ATTENTION_DECODE_KERNELS: [AttentionKernel<DecodeParams>] by attention_row;
+    attention_bf16_d64_decode { element: Bf16, d: 64, block_n: 128, stages: 3, consumers: 1, pingpong: false, overlap: true, loads: Tma, decode: true }
+    attention_bf16_d128_decode { element: Bf16, d: 128, block_n: 128, stages: 2, consumers: 1, pingpong: false, overlap: true, loads: Tma, decode: true }
+    attention_bf16_d256_decode { element: Bf16, d: 256, block_n: 64, stages: 2, consumers: 1, pingpong: false, overlap: true, loads: Tma, decode: true }
+    attention_f16_d64_decode { element: F16, d: 64, block_n: 128, stages: 3, consumers: 1, pingpong: false, overlap: true, loads: Tma, decode: true }
+    attention_f16_d128_decode { element: F16, d: 128, block_n: 128, stages: 2, consumers: 1, pingpong: false, overlap: true, loads: Tma, decode: true }
+    attention_f16_d256_decode { element: F16, d: 256, block_n: 64, stages: 2, consumers: 1, pingpong: false, overlap: true, loads: Tma, decode: true }
 }
