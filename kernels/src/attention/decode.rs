@@ -1,10 +1,8 @@
-//! The decode kernels' host side: [`DecodeEntry`] (a decode kernel resolved, with its walk),
-//! [`ResolvedAttention`] (what [`Attention::run`] launches) and the [`Attention`] methods that
-//! resolve and plan them.
+//! The decode kernels' host side: [`DecodeEntry`] (a decode kernel resolved, with its walk)
+//! and [`ResolvedAttention`] (what [`Attention::run`](super::Attention::run) launches); the
+//! [`Attention`](super::Attention) methods that resolve and plan them are with the others.
 
-use super::host::{Attention, AttentionEntry, AttentionError};
 use super::plan::WalkPlan;
-use super::shape::AttentionShape;
 use super::{
     ATTENTION_DECODE_KERNELS, AttentionKernel, AttentionParams, DecodeParams, DecodeWalk, LoadKind,
 };
@@ -70,9 +68,9 @@ impl AttentionKernel<DecodeParams> {
 /// # }
 /// ```
 pub struct DecodeEntry {
-    kernel: &'static AttentionKernel<DecodeParams>,
-    entry: Kernel<DecodeParams>,
-    plan: Option<WalkPlan>,
+    pub(super) kernel: &'static AttentionKernel<DecodeParams>,
+    pub(super) entry: Kernel<DecodeParams>,
+    pub(super) plan: Option<WalkPlan>,
 }
 
 impl DecodeEntry {
@@ -94,7 +92,6 @@ impl DecodeEntry {
 /// A resolved kernel that [`Attention::run`] and [`Attention::run_cache`] launch: an
 /// [`AttentionEntry`] or a [`DecodeEntry`]. Sealed.
 pub trait ResolvedAttention: sealed::Sealed {}
-impl ResolvedAttention for AttentionEntry {}
 impl ResolvedAttention for DecodeEntry {}
 
 pub(super) mod sealed {
@@ -119,19 +116,6 @@ pub(super) mod sealed {
         fn target(&self) -> Target<'_>;
     }
 
-    impl Sealed for AttentionEntry {
-        fn target(&self) -> Target<'_> {
-            let k = self.kernel;
-            Target {
-                name: k.name,
-                element: k.element,
-                geometry: k.geometry,
-                loads: k.techniques.loads,
-                launch: Launch::Prefill(&self.entry),
-            }
-        }
-    }
-
     impl Sealed for DecodeEntry {
         fn target(&self) -> Target<'_> {
             let k = self.kernel;
@@ -143,35 +127,5 @@ pub(super) mod sealed {
                 launch: Launch::Decode(&self.entry, self.plan),
             }
         }
-    }
-}
-
-impl Attention {
-    /// `kernel` (one of [`ATTENTION_DECODE_KERNELS`]) resolved from the loaded module, for
-    /// [`run`](Self::run) and [`run_cache`](Self::run_cache): each call walks its shape by
-    /// [`plan`](Self::plan) (or the entry's [`DecodeEntry::with_plan`]), a split pass
-    /// followed by the combine kernel on the same stream, its FP32 parts in a buffer kept
-    /// for the stream ([`release_scratch`](Self::release_scratch)).
-    pub fn resolve_decode(
-        &self,
-        kernel: &'static AttentionKernel<DecodeParams>,
-    ) -> Result<DecodeEntry, AttentionError> {
-        Ok(DecodeEntry {
-            kernel,
-            entry: self.library.entry_point(kernel.entry)?,
-            plan: None,
-        })
-    }
-
-    /// The walk a decode kernel runs `shape` with on this GPU ([`WalkPlan::for_shape`] with
-    /// its SM count).
-    pub fn plan(&self, kernel: &AttentionKernel<DecodeParams>, shape: &AttentionShape) -> WalkPlan {
-        WalkPlan::for_shape(kernel.geometry, shape, self.multiprocessors)
-    }
-
-    /// Frees the buffers kept for split parts (one per stream that ran a split pass), in
-    /// stream order, and returns their bytes; the next split pass allocates again.
-    pub fn release_scratch(&self) -> usize {
-        self.scratch.release()
     }
 }

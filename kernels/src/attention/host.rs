@@ -3,13 +3,14 @@
 //! [`AttentionError`], never a launch that reads or writes past a buffer).
 
 use super::combine::{CombineArgs, CombineStrides, Combiner};
-use super::decode::ResolvedAttention;
-use super::decode::sealed::Launch;
+use super::decode::sealed::{Launch, Sealed, Target};
+use super::decode::{DecodeEntry, ResolvedAttention};
 use super::layout::{AttentionLayout, check_layout};
 use super::plan::WalkPlan;
 use super::shape::AttentionShape;
 use super::{
-    ATTENTION_KERNELS, AttentionArgs, AttentionKernel, AttentionParams, AttentionSources, LoadKind,
+    ATTENTION_KERNELS, AttentionArgs, AttentionKernel, AttentionParams, AttentionSources,
+    DecodeParams, LoadKind,
 };
 use crate::error::{KernelError, check_device, check_len};
 use crate::scratch::StreamScratch;
@@ -186,6 +187,21 @@ impl AttentionEntry {
     /// The table's line for it.
     pub fn kernel(&self) -> &'static AttentionKernel {
         self.kernel
+    }
+}
+
+impl ResolvedAttention for AttentionEntry {}
+
+impl Sealed for AttentionEntry {
+    fn target(&self) -> Target<'_> {
+        let k = self.kernel;
+        Target {
+            name: k.name,
+            element: k.element,
+            geometry: k.geometry,
+            loads: k.techniques.loads,
+            launch: Launch::Prefill(&self.entry),
+        }
     }
 }
 
@@ -637,6 +653,37 @@ impl Attention {
             }
         }
         Ok(())
+    }
+}
+
+impl Attention {
+    /// `kernel` (one of [`ATTENTION_DECODE_KERNELS`](super::ATTENTION_DECODE_KERNELS))
+    /// resolved from the loaded module, for [`run`](Self::run) and
+    /// [`run_cache`](Self::run_cache): each call walks its shape by [`plan`](Self::plan) (or
+    /// the entry's [`DecodeEntry::with_plan`]), a split pass followed by the combine kernel
+    /// on the same stream, its FP32 parts in a buffer kept for the stream
+    /// ([`release_scratch`](Self::release_scratch)).
+    pub fn resolve_decode(
+        &self,
+        kernel: &'static AttentionKernel<DecodeParams>,
+    ) -> Result<DecodeEntry, AttentionError> {
+        Ok(DecodeEntry {
+            kernel,
+            entry: self.library.entry_point(kernel.entry)?,
+            plan: None,
+        })
+    }
+
+    /// The walk a decode kernel runs `shape` with on this GPU ([`WalkPlan::for_shape`] with
+    /// its SM count).
+    pub fn plan(&self, kernel: &AttentionKernel<DecodeParams>, shape: &AttentionShape) -> WalkPlan {
+        WalkPlan::for_shape(kernel.geometry, shape, self.multiprocessors)
+    }
+
+    /// Frees the buffers kept for split parts (one per stream that ran a split pass), in
+    /// stream order, and returns their bytes; the next split pass allocates again.
+    pub fn release_scratch(&self) -> usize {
+        self.scratch.release()
     }
 }
 

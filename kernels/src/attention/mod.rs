@@ -315,7 +315,9 @@ impl AttentionGeometry {
     /// contract).
     pub const fn tiles(self, args: &AttentionArgs, walk: &DecodeWalk) -> u64 {
         let pack = if walk.pack_gqa == 0 { 1 } else { walk.pack_gqa };
-        self.m_blocks(args.seqlen_q * pack) as u64
+        // In 64 bits: the packed rows may pass 2^32 (a plan's check refuses them).
+        let rows = args.seqlen_q as u64 * pack as u64;
+        rows.div_ceil(self.block_m() as u64)
             * (args.heads_q / pack) as u64
             * args.batch as u64
             * walk.splits as u64

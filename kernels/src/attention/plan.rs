@@ -67,7 +67,11 @@ impl WalkPlan {
         multiprocessors: u32,
     ) -> WalkPlan {
         let group = shape.heads_q / shape.heads_kv.max(1);
-        let pack_gqa = gcd(group.max(1), super::ROWS_PER_CONSUMER);
+        let mut pack_gqa = gcd(group.max(1), super::ROWS_PER_CONSUMER);
+        if u64::from(shape.seqlen_q) * u64::from(pack_gqa) > i32::MAX as u64 {
+            // Packed rows past 2^31 (refused by the check): rows enough to fill the SMs anyway.
+            pack_gqa = 1;
+        }
         let unsplit = WalkPlan {
             pack_gqa,
             splits: 1,
@@ -100,8 +104,7 @@ impl WalkPlan {
         }
     }
 
-    /// Bytes of the split parts (O's, then the log-sum-exps [`SCRATCH_ALIGN`]-aligned after
-    /// them): `(o_offset, lse_offset, total)`, all 0 without a split.
+    /// Bytes of the split parts (O's, then the log-sum-exps 256-byte aligned after them): `(o_offset, lse_offset, total)`, all 0 without a split.
     pub fn parts_bytes(self, shape: &AttentionShape) -> (u64, u64, u64) {
         if self.splits <= 1 {
             return (0, 0, 0);
@@ -112,8 +115,8 @@ impl WalkPlan {
     }
 
     /// The checks of a launch with this plan: `pack_gqa` at least 1 and a divisor of both
-    /// `heads_q / heads_kv` and 64; `splits` in `1..=MAX_SPLITS`; the walk's tiles, and the
-    /// query rows of a split pass, below 2^31. (The shape's own checks come first: [`super::check_shape`].)
+    /// `heads_q / heads_kv` and 64; `splits` in `1..=MAX_SPLITS`; the packed query rows per
+    /// sequence, the walk's tiles and the query rows of a split pass below 2^31. (The shape's own checks come first: [`super::check_shape`].)
     pub fn check(self, g: AttentionGeometry, shape: &AttentionShape) -> Result<(), KernelError> {
         let bad = |why: String| Err(KernelError::Shape(why));
         let group = shape.heads_q / shape.heads_kv.max(1);
@@ -124,6 +127,13 @@ impl WalkPlan {
         {
             return bad(format!(
                 "pack_gqa = {pack} must divide both heads_q / heads_kv = {group} and 64"
+            ));
+        }
+        // The walk counts packed rows in 32 bits (host and device alike).
+        let packed_rows = u64::from(shape.seqlen_q) * u64::from(pack);
+        if packed_rows > i32::MAX as u64 {
+            return bad(format!(
+                "{packed_rows} packed query rows (seqlen_q x pack_gqa): at most 2^31 - 1"
             ));
         }
         if !(1..=MAX_SPLITS).contains(&self.splits) {
@@ -287,6 +297,17 @@ mod tests {
             })
             .contains("1..=128")
         );
+        // 2^26 query rows packed 64 heads: 2^32 packed rows, refused (they would wrap).
+        let long = decode(1, 1 << 26, 64, (64, 1));
+        let e = WalkPlan {
+            pack_gqa: 64,
+            splits: 1,
+        }
+        .check(g, &long)
+        .unwrap_err();
+        assert!(e.to_string().contains("packed query rows"), "{e}");
+        assert!(WalkPlan::NONE.check(g, &long).is_ok());
+        assert_eq!(WalkPlan::for_shape(g, &long, 132), WalkPlan::NONE);
         let huge = decode(1 << 24, 64, 64, (1 << 10, 1 << 10));
         let e = WalkPlan {
             pack_gqa: 1,
